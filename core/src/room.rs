@@ -1,0 +1,838 @@
+//! One waiting room's state in a flat block of memory, and the queue rules that act on it.
+//!
+//! The block lives in an nginx shared-memory zone, mapped by every worker of a node, so it holds
+//! no pointers: only numbers and indices. The same code runs over a `Vec` in `cargo test`.
+//!
+//! What the block holds:
+//! - the waiting line: a ring of slots addressed by queue number (`qnum % ring_len`); the ticket
+//!   carries its qnum, so finding a client's place is O(1) and its position is `qnum - head + 1`;
+//! - the admitted sessions seen recently: a chained hash table (session id -> entry) whose entries
+//!   also sit on a list ordered by last sight, so "active sessions" is an exact O(1) count and the
+//!   ones unseen for `active_window` fall off the front of the list;
+//! - cumulative counters for metrics, and the figures the estimated wait is computed from.
+//!
+//! All functions take `now` (unix milliseconds) from the caller: the rules never read a clock.
+
+use core::mem::{align_of, size_of};
+
+use crate::rules::{self, Capacity, Limits, Mode};
+
+const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
+/// Bumped whenever the layout below changes; a reload onto an old layout is refused.
+pub const LAYOUT_VERSION: u32 = 1;
+const NIL: u32 = u32::MAX;
+
+/// Cumulative counters (never decrease), exported as Prometheus counters.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    /// Sessions let in from the line (or at once when nobody waited).
+    pub admitted: u64,
+    /// Clients that took a place at the tail.
+    pub queued: u64,
+    /// Requests passed on a valid admitted ticket.
+    pub passed: u64,
+    /// Requests let through by a bypass rule or passthrough mode.
+    pub bypassed: u64,
+    /// Waiting answers given (each poll of a waiting client counts).
+    pub waited: u64,
+    /// Requests refused: room full, closed, or zone out of memory.
+    pub rejected: u64,
+    /// Waiting clients that lost their place by being absent longer than `presence`.
+    pub expired: u64,
+    /// Admitted sessions ended by the origin (revoke).
+    pub revoked: u64,
+    /// Store errors (Redis unreachable, bad reply, timeout).
+    pub store_errors: u64,
+}
+
+#[repr(C)]
+struct Header {
+    magic: u64,
+    version: u32,
+    ring_len: u32,
+    table_len: u32,
+    bucket_len: u32,
+    /// Queue number of the head of the line; `head == tail` means nobody waits.
+    head: u64,
+    /// Next queue number to hand out.
+    tail: u64,
+    /// Live places in the line (absent ones are dropped lazily when they reach the head).
+    waiting: u64,
+    /// Entries in the admitted table (every one seen within `active_window`).
+    active: u64,
+    lru_first: u32,
+    lru_last: u32,
+    free: u32,
+    _pad: u32,
+    /// Minute (unix ms / 60000) that `admitted_in_minute` counts, for `new_per_minute`.
+    minute: u64,
+    admitted_in_minute: u64,
+    /// When the line last moved, and a smoothed interval between admissions from the line:
+    /// the estimated wait is `position * interval`.
+    last_admit_ms: u64,
+    admit_interval_ms: u64,
+    /// Mode switched at run time (see `rules::Mode`), stored as its code; 0 = the configured one.
+    mode_override: u32,
+    _pad2: u32,
+    counters: Counters,
+}
+
+/// A place in the line.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Slot {
+    sid: u64, // 0 = empty (left, admitted, or never used)
+    last_seen: u64,
+}
+
+/// An admitted session recently seen.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Entry {
+    sid: u64, // 0 = free
+    last_seen: u64,
+    prev: u32,
+    next: u32,
+    chain: u32, // next entry in the same hash bucket
+    _pad: u32,
+}
+
+/// Why a block of memory cannot hold or be read as a room.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LayoutError {
+    #[error("zone is too small: {0} bytes, need at least {1}")]
+    TooSmall(usize, usize),
+    #[error("zone memory is not aligned to 8 bytes")]
+    Misaligned,
+    #[error("zone holds a room of layout version {0}, this module uses version {LAYOUT_VERSION}")]
+    Version(u32),
+    #[error("zone memory does not hold a room")]
+    NotARoom,
+}
+
+/// What a waiting (not admitted) client asked the room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Visit {
+    /// The session id from a valid ticket, or a fresh random one for a new client (never 0).
+    pub sid: u64,
+    /// The queue number from a valid ticket (0 = none).
+    pub qnum: u64,
+    /// A number in 0..u32::MAX drawn per request, used only by the lottery mode.
+    pub draw: u32,
+}
+
+/// The room's answer to a waiting client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let in now: issue an admitted ticket.
+    Admit { sid: u64 },
+    /// Keep waiting at this place.
+    Wait(Place),
+    /// No place could be given: the line is full (zone memory) or the room is closed.
+    Refuse(Refusal),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub sid: u64,
+    pub qnum: u64,
+    /// 1-based; 0 when the mode has no order (everyone waits in `queue_all`, lottery).
+    pub position: u64,
+    pub queue_len: u64,
+    /// Estimated wait in seconds, when the line has moved recently enough to tell.
+    pub eta_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The line has no free slot (zone memory).
+    LineFull { queue_len: u64 },
+    /// The room is closed (mode `reject`).
+    Closed,
+}
+
+/// A read-only picture of the room for metrics and status pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    pub queue_len: u64,
+    pub active: u64,
+    pub oldest_wait_ms: u64,
+    pub counters: Counters,
+    pub capacity: u64,
+    pub mode_override: u32,
+}
+
+/// A room laid over a block of memory. Build one per use with [`Room::attach`] while holding
+/// the zone's lock; it borrows the memory for that long only.
+pub struct Room<'m> {
+    hdr: &'m mut Header,
+    buckets: &'m mut [u32],
+    table: &'m mut [Entry],
+    ring: &'m mut [Slot],
+}
+
+fn round8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// Bytes one session costs in the zone: a ring slot, a table entry and a bucket.
+pub const BYTES_PER_SESSION: usize = size_of::<Slot>() + size_of::<Entry>() + size_of::<u32>();
+
+/// How many sessions a block of `len` bytes holds (the line and the admitted table each).
+pub fn capacity_for(len: usize) -> usize {
+    len.saturating_sub(round8(size_of::<Header>()) + 64) / BYTES_PER_SESSION
+}
+
+impl<'m> Room<'m> {
+    /// Smallest block that makes a usable room (a few dozen sessions).
+    pub const MIN_BYTES: usize = 4096;
+
+    /// Writes an empty room into `mem`, using all of it. `first_qnum` seeds queue numbers, so
+    /// tickets from an earlier zone (before a restart) do not match places in this one.
+    pub fn format(mem: &'m mut [u8], first_qnum: u64) -> Result<Room<'m>, LayoutError> {
+        if mem.len() < Self::MIN_BYTES {
+            return Err(LayoutError::TooSmall(mem.len(), Self::MIN_BYTES));
+        }
+        if mem.as_ptr() as usize % align_of::<u64>() != 0 {
+            return Err(LayoutError::Misaligned);
+        }
+        mem.fill(0);
+        let n = capacity_for(mem.len()).min(u32::MAX as usize - 1);
+        let hdr = Header {
+            magic: MAGIC,
+            version: LAYOUT_VERSION,
+            ring_len: n as u32,
+            table_len: n as u32,
+            bucket_len: n as u32,
+            head: first_qnum.max(1),
+            tail: first_qnum.max(1),
+            waiting: 0,
+            active: 0,
+            lru_first: NIL,
+            lru_last: NIL,
+            free: 0,
+            _pad: 0,
+            minute: 0,
+            admitted_in_minute: 0,
+            last_admit_ms: 0,
+            admit_interval_ms: 0,
+            mode_override: 0,
+            _pad2: 0,
+            counters: Counters::default(),
+        };
+        // SAFETY: length and alignment checked above; Header is plain old data.
+        unsafe { core::ptr::write(mem.as_mut_ptr() as *mut Header, hdr) };
+        let room = Self::attach(mem)?;
+        for b in room.buckets.iter_mut() {
+            *b = NIL;
+        }
+        // Thread every table entry onto the free list.
+        let len = room.table.len();
+        for (i, e) in room.table.iter_mut().enumerate() {
+            e.next = if i + 1 < len { (i + 1) as u32 } else { NIL };
+            e.prev = NIL;
+            e.chain = NIL;
+        }
+        room.hdr.free = if len > 0 { 0 } else { NIL };
+        Ok(room)
+    }
+
+    /// Reads a room that [`Room::format`] wrote earlier (by this or another process).
+    pub fn attach(mem: &'m mut [u8]) -> Result<Room<'m>, LayoutError> {
+        let hsize = round8(size_of::<Header>());
+        if mem.len() < hsize {
+            return Err(LayoutError::TooSmall(mem.len(), hsize));
+        }
+        if mem.as_ptr() as usize % align_of::<u64>() != 0 {
+            return Err(LayoutError::Misaligned);
+        }
+        let base = mem.as_mut_ptr();
+        // SAFETY: size and alignment checked; every bit pattern is a valid Header.
+        let hdr = unsafe { &mut *(base as *mut Header) };
+        if hdr.magic != MAGIC {
+            return Err(LayoutError::NotARoom);
+        }
+        if hdr.version != LAYOUT_VERSION {
+            return Err(LayoutError::Version(hdr.version));
+        }
+        let nb = hdr.bucket_len as usize;
+        let nt = hdr.table_len as usize;
+        let nr = hdr.ring_len as usize;
+        let off_table = hsize + round8(nb * size_of::<u32>());
+        let off_ring = off_table + nt * size_of::<Entry>();
+        let end = off_ring + nr * size_of::<Slot>();
+        if end > mem.len() || nb == 0 || nt == 0 || nr == 0 {
+            return Err(LayoutError::NotARoom);
+        }
+        // SAFETY: the four regions are disjoint, inside `mem`, 8-aligned (offsets are multiples
+        // of 8 and the element types are 4- or 8-aligned), and plain old data.
+        unsafe {
+            Ok(Room {
+                buckets: core::slice::from_raw_parts_mut(base.add(hsize) as *mut u32, nb),
+                table: core::slice::from_raw_parts_mut(base.add(off_table) as *mut Entry, nt),
+                ring: core::slice::from_raw_parts_mut(base.add(off_ring) as *mut Slot, nr),
+                hdr,
+            })
+        }
+    }
+
+    /// How many sessions the line (and the admitted table) can hold.
+    pub fn capacity(&self) -> u64 {
+        self.hdr.ring_len as u64
+    }
+
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.hdr.counters
+    }
+
+    /// The mode switched at run time, if any (code of `rules::Mode`, 0 = configured one).
+    pub fn set_mode_override(&mut self, code: u32) {
+        self.hdr.mode_override = code;
+    }
+
+    pub fn mode_override(&self) -> u32 {
+        self.hdr.mode_override
+    }
+
+    /// Drops what time has made stale: admitted sessions unseen for the active window, and
+    /// absent heads of the line.
+    fn tidy(&mut self, now: u64, limits: &Limits) {
+        while self.hdr.lru_first != NIL {
+            let i = self.hdr.lru_first as usize;
+            let Some(e) = self.table.get(i).copied() else {
+                break;
+            };
+            if now.saturating_sub(e.last_seen) < limits.active_window_ms {
+                break;
+            }
+            self.remove_entry(i);
+        }
+        while self.hdr.head < self.hdr.tail {
+            let ix = self.ring_index(self.hdr.head);
+            let slot = self.ring[ix];
+            if slot.sid != 0 {
+                if now.saturating_sub(slot.last_seen) < limits.presence_ms {
+                    break;
+                }
+                self.ring[ix].sid = 0;
+                self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
+                self.hdr.counters.expired += 1;
+            }
+            self.hdr.head += 1;
+        }
+        let minute = now / 60_000;
+        if minute != self.hdr.minute {
+            self.hdr.minute = minute;
+            self.hdr.admitted_in_minute = 0;
+        }
+    }
+
+    fn ring_index(&self, qnum: u64) -> usize {
+        (qnum % self.hdr.ring_len as u64) as usize
+    }
+
+    fn capacity_now(&self, limits: &Limits) -> Capacity {
+        rules::capacity(
+            limits,
+            self.hdr.active,
+            self.hdr.admitted_in_minute,
+            self.hdr.free != NIL,
+        )
+    }
+
+    /// Whether the ticket's place is still in the line.
+    fn holds_place(&self, v: &Visit) -> bool {
+        v.qnum >= self.hdr.head
+            && v.qnum < self.hdr.tail
+            && self.ring[self.ring_index(v.qnum)].sid == v.sid
+    }
+
+    /// The decision for a client that holds no valid admitted ticket: the queue rules of
+    /// ngx-smart-ratelimit ([S3]-[S6]) plus the room modes.
+    pub fn visit(&mut self, v: Visit, now: u64, limits: &Limits) -> Verdict {
+        self.tidy(now, limits);
+        let mode = Mode::from_code(self.hdr.mode_override).unwrap_or(limits.mode);
+        let held = self.holds_place(&v);
+        if held {
+            let ix = self.ring_index(v.qnum);
+            self.ring[ix].last_seen = now;
+        }
+        match mode {
+            Mode::Reject => {
+                self.hdr.counters.rejected += 1;
+                return Verdict::Refuse(Refusal::Closed);
+            }
+            Mode::Passthrough => {
+                if held {
+                    self.leave_line(v.qnum);
+                }
+                self.admit(v.sid, now, false);
+                return Verdict::Admit { sid: v.sid };
+            }
+            Mode::Fifo | Mode::Random | Mode::QueueAll => {}
+        }
+        let cap = self.capacity_now(limits);
+        if !held {
+            // [S3]/[S4]: a newcomer walks straight in when nobody waits and there is room;
+            // otherwise it takes the tail.
+            if matches!(mode, Mode::Fifo | Mode::Random)
+                && self.hdr.waiting == 0
+                && cap == Capacity::Room
+            {
+                self.admit(v.sid, now, false);
+                return Verdict::Admit { sid: v.sid };
+            }
+            return match self.join_line(v.sid, now) {
+                Some(qnum) => self.wait_answer(v.sid, qnum, mode),
+                None => {
+                    self.hdr.counters.rejected += 1;
+                    Verdict::Refuse(Refusal::LineFull {
+                        queue_len: self.hdr.waiting,
+                    })
+                }
+            };
+        }
+        let turn = match mode {
+            Mode::Fifo => v.qnum == self.hdr.head,
+            // Lottery: with k free places and n clients present, each poll wins with chance k/n.
+            Mode::Random => {
+                let free = rules::free_places(limits, self.hdr.active, self.hdr.admitted_in_minute);
+                rules::lottery_wins(v.draw, free, self.hdr.waiting)
+            }
+            _ => false,
+        };
+        if turn && cap == Capacity::Room {
+            self.leave_line(v.qnum);
+            self.admit(v.sid, now, true);
+            return Verdict::Admit { sid: v.sid };
+        }
+        self.wait_answer(v.sid, v.qnum, mode)
+    }
+
+    fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode) -> Verdict {
+        self.hdr.counters.waited += 1;
+        let position = match mode {
+            Mode::Fifo => qnum.saturating_sub(self.hdr.head) + 1,
+            _ => 0,
+        };
+        let eta_secs = if position > 0 && self.hdr.admit_interval_ms > 0 {
+            Some((position * self.hdr.admit_interval_ms).div_ceil(1000))
+        } else {
+            None
+        };
+        Verdict::Wait(Place {
+            sid,
+            qnum,
+            position,
+            queue_len: self.hdr.waiting,
+            eta_secs,
+        })
+    }
+
+    fn join_line(&mut self, sid: u64, now: u64) -> Option<u64> {
+        if self.hdr.tail - self.hdr.head >= self.hdr.ring_len as u64 {
+            return None;
+        }
+        let qnum = self.hdr.tail;
+        let ix = self.ring_index(qnum);
+        self.ring[ix] = Slot {
+            sid,
+            last_seen: now,
+        };
+        self.hdr.tail += 1;
+        self.hdr.waiting += 1;
+        self.hdr.counters.queued += 1;
+        Some(qnum)
+    }
+
+    fn leave_line(&mut self, qnum: u64) {
+        let ix = self.ring_index(qnum);
+        self.ring[ix].sid = 0;
+        self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
+        // Advance over the now-empty head (and any empty slots after it).
+        while self.hdr.head < self.hdr.tail && self.ring[self.ring_index(self.hdr.head)].sid == 0
+        {
+            self.hdr.head += 1;
+        }
+    }
+
+    fn admit(&mut self, sid: u64, now: u64, from_line: bool) {
+        self.touch(sid, now);
+        self.hdr.admitted_in_minute += 1;
+        self.hdr.counters.admitted += 1;
+        if from_line {
+            // Smooth the interval between admissions from the line (weight 1/4 on the newest).
+            if self.hdr.last_admit_ms != 0 {
+                let gap = now.saturating_sub(self.hdr.last_admit_ms).max(1);
+                self.hdr.admit_interval_ms = if self.hdr.admit_interval_ms == 0 {
+                    gap
+                } else {
+                    (self.hdr.admit_interval_ms * 3 + gap) / 4
+                };
+            }
+            self.hdr.last_admit_ms = now;
+        }
+    }
+
+    /// Records that an admitted session was seen now (it counts as active for `active_window`).
+    /// Returns false when the table has no room left for it (zone memory), which the caller logs.
+    pub fn touch(&mut self, sid: u64, now: u64) -> bool {
+        if let Some(i) = self.find(sid) {
+            self.table[i].last_seen = now;
+            self.lru_unlink(i);
+            self.lru_push(i);
+            return true;
+        }
+        let i = self.hdr.free;
+        if i == NIL {
+            return false;
+        }
+        let i = i as usize;
+        self.hdr.free = self.table[i].next;
+        let b = self.bucket(sid);
+        self.table[i] = Entry {
+            sid,
+            last_seen: now,
+            prev: NIL,
+            next: NIL,
+            chain: self.buckets[b],
+            _pad: 0,
+        };
+        self.buckets[b] = i as u32;
+        self.lru_push(i);
+        self.hdr.active += 1;
+        true
+    }
+
+    /// A session seen on a valid admitted ticket: counts it and tidies.
+    pub fn pass(&mut self, sid: u64, now: u64, limits: &Limits) -> bool {
+        self.tidy(now, limits);
+        self.hdr.counters.passed += 1;
+        self.touch(sid, now)
+    }
+
+    /// Ends an admitted session at once (origin said revoke): its place frees immediately.
+    pub fn revoke(&mut self, sid: u64) -> bool {
+        match self.find(sid) {
+            Some(i) => {
+                self.remove_entry(i);
+                self.hdr.counters.revoked += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn snapshot(&mut self, now: u64, limits: &Limits) -> Snapshot {
+        self.tidy(now, limits);
+        let oldest_wait_ms = (self.hdr.head..self.hdr.tail)
+            .map(|q| self.ring[self.ring_index(q)])
+            .find(|s| s.sid != 0)
+            .map(|s| now.saturating_sub(s.last_seen.min(now)))
+            .unwrap_or(0);
+        Snapshot {
+            queue_len: self.hdr.waiting,
+            active: self.hdr.active,
+            oldest_wait_ms,
+            counters: self.hdr.counters,
+            capacity: self.capacity(),
+            mode_override: self.hdr.mode_override,
+        }
+    }
+
+    fn bucket(&self, sid: u64) -> usize {
+        // Session ids are random, but mix anyway so a low-entropy id cannot crowd one bucket.
+        let h = sid.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 32) % self.hdr.bucket_len as u64) as usize
+    }
+
+    fn find(&self, sid: u64) -> Option<usize> {
+        let mut i = self.buckets[self.bucket(sid)];
+        let mut steps = 0usize;
+        while i != NIL && steps <= self.table.len() {
+            let e = self.table.get(i as usize)?;
+            if e.sid == sid {
+                return Some(i as usize);
+            }
+            i = e.chain;
+            steps += 1;
+        }
+        None
+    }
+
+    fn remove_entry(&mut self, i: usize) {
+        let sid = self.table[i].sid;
+        // Unchain from its bucket.
+        let b = self.bucket(sid);
+        if self.buckets[b] == i as u32 {
+            self.buckets[b] = self.table[i].chain;
+        } else {
+            let mut j = self.buckets[b];
+            while j != NIL {
+                let next = self.table[j as usize].chain;
+                if next == i as u32 {
+                    self.table[j as usize].chain = self.table[i].chain;
+                    break;
+                }
+                j = next;
+            }
+        }
+        self.lru_unlink(i);
+        self.table[i] = Entry {
+            sid: 0,
+            last_seen: 0,
+            prev: NIL,
+            next: self.hdr.free,
+            chain: NIL,
+            _pad: 0,
+        };
+        self.hdr.free = i as u32;
+        self.hdr.active = self.hdr.active.saturating_sub(1);
+    }
+
+    fn lru_unlink(&mut self, i: usize) {
+        let Entry { prev, next, .. } = self.table[i];
+        if prev == NIL {
+            self.hdr.lru_first = next;
+        } else {
+            self.table[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.hdr.lru_last = prev;
+        } else {
+            self.table[next as usize].prev = prev;
+        }
+        self.table[i].prev = NIL;
+        self.table[i].next = NIL;
+    }
+
+    fn lru_push(&mut self, i: usize) {
+        let last = self.hdr.lru_last;
+        self.table[i].prev = last;
+        self.table[i].next = NIL;
+        if last == NIL {
+            self.hdr.lru_first = i as u32;
+        } else {
+            self.table[last as usize].next = i as u32;
+        }
+        self.hdr.lru_last = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            max_active: 2,
+            new_per_minute: None,
+            presence_ms: 20_000,
+            active_window_ms: 60_000,
+            mode: Mode::Fifo,
+        }
+    }
+
+    struct Mem(Vec<u64>);
+    impl Mem {
+        fn new(bytes: usize) -> Mem {
+            Mem(vec![0u64; bytes / 8])
+        }
+        fn bytes(&mut self) -> &mut [u8] {
+            let len = self.0.len() * 8;
+            // SAFETY: a Vec<u64> is 8-aligned and `len` bytes long.
+            unsafe { core::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, len) }
+        }
+    }
+
+    fn visit(room: &mut Room, sid: u64, qnum: u64, now: u64, l: &Limits) -> Verdict {
+        room.visit(Visit { sid, qnum, draw: 0 }, now, l)
+    }
+
+    fn place(v: Verdict) -> Place {
+        match v {
+            Verdict::Wait(p) => p,
+            other => panic!("expected to wait, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_room_admits_then_queues_in_arrival_order() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = limits();
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        assert_eq!(visit(&mut room, 11, 0, 1000, &l), Verdict::Admit { sid: 11 });
+        assert_eq!(visit(&mut room, 12, 0, 1000, &l), Verdict::Admit { sid: 12 });
+        let c = place(visit(&mut room, 13, 0, 1000, &l));
+        let d = place(visit(&mut room, 14, 0, 1001, &l));
+        assert_eq!((c.position, d.position), (1, 2));
+        assert_eq!(d.queue_len, 2);
+        // Retrying keeps the same place.
+        let c2 = place(visit(&mut room, 13, c.qnum, 1500, &l));
+        assert_eq!((c2.qnum, c2.position), (c.qnum, 1));
+        let d2 = place(visit(&mut room, 14, d.qnum, 1500, &l));
+        assert_eq!((d2.qnum, d2.position), (d.qnum, 2));
+    }
+
+    #[test]
+    fn head_is_admitted_when_capacity_frees_after_active_window() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = limits();
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        visit(&mut room, 2, 0, 0, &l);
+        let c = place(visit(&mut room, 3, 0, 0, &l));
+        let d = place(visit(&mut room, 4, 0, 0, &l));
+        // The second in line never goes first.
+        assert!(matches!(
+            visit(&mut room, 4, d.qnum, 30_000, &l),
+            Verdict::Wait(_)
+        ));
+        // Admitted 1 stays active by being seen; 2 is not seen again.
+        assert!(room.pass(1, 30_000, &l));
+        assert!(matches!(
+            visit(&mut room, 3, c.qnum, 59_999, &l),
+            Verdict::Wait(_)
+        ));
+        // 2 has been unseen for active_window: its place frees and the head goes in.
+        assert_eq!(visit(&mut room, 3, c.qnum, 60_000, &l), Verdict::Admit { sid: 3 });
+        let d = place(visit(&mut room, 4, d.qnum, 60_001, &l));
+        assert_eq!(d.position, 1);
+    }
+
+    #[test]
+    fn absent_head_loses_its_place() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 1,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let b = place(visit(&mut room, 2, 0, 0, &l));
+        let c = place(visit(&mut room, 3, 0, 0, &l));
+        assert_eq!(c.position, 2);
+        // c keeps polling, b goes away.
+        let c = place(visit(&mut room, 3, c.qnum, 19_000, &l));
+        assert_eq!(c.position, 2);
+        let c = place(visit(&mut room, 3, c.qnum, 20_000, &l));
+        assert_eq!(c.position, 1, "absent head dropped after presence");
+        // b comes back too late: a new place at the tail.
+        let b2 = place(visit(&mut room, 2, b.qnum, 21_000, &l));
+        assert_ne!(b2.qnum, b.qnum);
+        assert_eq!(b2.position, 2);
+        assert_eq!(room.snapshot(21_000, &l).counters.expired, 1);
+    }
+
+    #[test]
+    fn new_per_minute_limits_inflow() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 100,
+            new_per_minute: Some(2),
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        assert!(matches!(visit(&mut room, 1, 0, 0, &l), Verdict::Admit { .. }));
+        assert!(matches!(visit(&mut room, 2, 0, 0, &l), Verdict::Admit { .. }));
+        let c = place(visit(&mut room, 3, 0, 0, &l));
+        assert_eq!(visit(&mut room, 3, c.qnum, 60_000, &l), Verdict::Admit { sid: 3 });
+    }
+
+    #[test]
+    fn full_line_refuses_without_corruption() {
+        let mut mem = Mem::new(Room::MIN_BYTES);
+        let l = Limits {
+            max_active: 1,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        let cap = room.capacity();
+        visit(&mut room, 1, 0, 0, &l);
+        let mut places = vec![];
+        for sid in 2..2 + cap {
+            places.push(place(visit(&mut room, sid, 0, 0, &l)));
+        }
+        assert!(matches!(
+            visit(&mut room, 999_999, 0, 0, &l),
+            Verdict::Refuse(Refusal::LineFull { .. })
+        ));
+        // Everyone already in line keeps a correct position.
+        for (i, p) in places.iter().enumerate() {
+            let again = place(visit(&mut room, p.sid, p.qnum, 1, &l));
+            assert_eq!(again.position, i as u64 + 1);
+        }
+    }
+
+    #[test]
+    fn attach_sees_what_format_wrote_and_refuses_junk() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = limits();
+        {
+            let mut room = Room::format(mem.bytes(), 7).unwrap();
+            visit(&mut room, 1, 0, 0, &l);
+            visit(&mut room, 2, 0, 0, &l);
+            visit(&mut room, 3, 0, 0, &l);
+        }
+        let mut room = Room::attach(mem.bytes()).unwrap();
+        let s = room.snapshot(1, &l);
+        assert_eq!((s.queue_len, s.active), (1, 2));
+        let mut junk = Mem::new(64 * 1024);
+        assert_eq!(Room::attach(junk.bytes()).err(), Some(LayoutError::NotARoom));
+    }
+
+    #[test]
+    fn revoke_frees_a_place_at_once() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 1,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let b = place(visit(&mut room, 2, 0, 0, &l));
+        assert!(room.revoke(1));
+        assert_eq!(visit(&mut room, 2, b.qnum, 10, &l), Verdict::Admit { sid: 2 });
+    }
+
+    #[test]
+    fn table_survives_many_sessions_coming_and_going() {
+        let mut mem = Mem::new(16 * 1024);
+        let l = Limits {
+            max_active: 10,
+            active_window_ms: 1000,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        for round in 0..200u64 {
+            for s in 0..10u64 {
+                room.touch(round * 100 + s + 1, round * 1000);
+            }
+            let snap = room.snapshot(round * 1000, &l);
+            assert_eq!(snap.active, 10, "round {round}");
+        }
+    }
+
+    #[test]
+    fn eta_follows_admissions() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 1,
+            active_window_ms: 1000,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let b = place(visit(&mut room, 2, 0, 0, &l));
+        let c = place(visit(&mut room, 3, 0, 0, &l));
+        let d = place(visit(&mut room, 4, 0, 0, &l));
+        assert_eq!(c.eta_secs, None);
+        assert!(matches!(visit(&mut room, 2, b.qnum, 1000, &l), Verdict::Admit { .. }));
+        visit(&mut room, 4, d.qnum, 1000, &l);
+        assert!(matches!(visit(&mut room, 3, c.qnum, 2000, &l), Verdict::Admit { .. }));
+        let d = place(visit(&mut room, 4, d.qnum, 2000, &l));
+        assert_eq!(d.position, 1);
+        assert_eq!(d.eta_secs, Some(1));
+    }
+}

@@ -1,0 +1,251 @@
+//! The access-phase handler: request -> ticket -> decision -> answer.
+//!
+//! 1. Locations without a room, subrequests, requests already decided before an internal
+//!    redirect, and bypassed requests pass untouched.
+//! 2. The ticket cookie is opened; a broken, forged, foreign or stale one means a new user.
+//! 3. A valid admitted ticket passes without waiting ([S5]); it is only counted as active.
+//! 4. Anyone else asks the room ([S3]-[S6]): admitted now (a new ticket, the request goes on),
+//!    or told to wait (the waiting answer, [S7]).
+
+use core::panic::AssertUnwindSafe;
+
+use ngx::core::Status;
+use ngx::ffi::{
+    ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
+    ngx_http_request_t, ngx_int_t, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_LOG_ALERT, NGX_LOG_ERR,
+};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::ngx_log_error;
+use smart_limit_core::page::{ViewStatus, WaitView};
+use smart_limit_core::room::{Refusal, Verdict, Visit};
+use smart_limit_core::rules::{self, TicketState};
+use smart_limit_core::ticket::{self, Keyring, Ticket};
+
+use crate::answer;
+use crate::conf::LocConf;
+use crate::store::{now_ms, Zone};
+use crate::vars::{self, Outcome};
+use crate::Module;
+
+/// Name of the ticket cookie.
+pub const COOKIE: &str = "smart_limit";
+
+pub unsafe extern "C" fn access_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    // A panic must not cross into nginx (it would abort the worker): refuse the request.
+    match std::panic::catch_unwind(AssertUnwindSafe(|| handle(r))) {
+        Ok(rc) => rc,
+        Err(_) => {
+            ngx_log_error!(
+                NGX_LOG_ALERT,
+                (*(*r).connection).log,
+                "smart_limit: internal error while deciding, request refused"
+            );
+            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
+        }
+    }
+}
+
+unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
+    let declined = Status::NGX_DECLINED.into();
+    let (Some(lcf), Some(mcf)) = (Module::location_conf(&*r), Module::main_conf(&*r)) else {
+        return declined;
+    };
+    let Some(zone) = lcf.zone(mcf) else {
+        return declined;
+    };
+    if (*r).main != r || vars::decided(r) {
+        return declined;
+    }
+    let room = zone.params.name.as_str();
+    if bypassed(r, lcf) {
+        zone.count_bypass();
+        vars::record(r, Outcome::Bypass, room, None);
+        return declined;
+    }
+    let Some(keys) = zone.keys.as_ref() else {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    };
+    let now = now_ms();
+    let ticket = read_ticket(r, keys, room);
+    let state = ticket
+        .as_ref()
+        .map(|t| rules::ticket_state(t, zone.admission, now));
+
+    // [S5]: a valid admitted ticket passes; it only counts as active.
+    if let (Some(t), Some(TicketState::Admitted)) = (&ticket, state) {
+        match zone.pass(t.sid, now) {
+            Ok(true) => {}
+            Ok(false) => problem(r, zone, now, "has no memory left to count admitted sessions; increase its size="),
+            Err(e) => problem(r, zone, now, &e.to_string()),
+        }
+        if rules::needs_renewal(t, zone.admission, now) {
+            let renewed = Ticket {
+                last_seen: now,
+                ..t.clone()
+            };
+            set_ticket(r, keys, &renewed);
+        }
+        vars::record(r, Outcome::Passed, room, None);
+        return declined;
+    }
+
+    let held = match (&ticket, state) {
+        (Some(t), Some(TicketState::Waiting)) => Some(t),
+        _ => None,
+    };
+    let visit = Visit {
+        sid: match held {
+            Some(t) => t.sid,
+            None => match ticket::random_sid() {
+                Ok(sid) => sid,
+                Err(_) => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
+            },
+        },
+        qnum: held.map_or(0, |t| t.qnum),
+        draw: draw(now, held.map_or(0, |t| t.sid)),
+    };
+    let verdict = match zone.visit(visit, now) {
+        Ok(v) => v,
+        Err(e) => {
+            problem(r, zone, now, &e.to_string());
+            vars::record(r, Outcome::Error, room, None);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        }
+    };
+    let issued_at = held.map_or(now, |t| t.issued_at);
+    match verdict {
+        Verdict::Admit { sid } => {
+            let t = Ticket {
+                room: room.to_string(),
+                sid,
+                qnum: 0,
+                issued_at,
+                accepted_at: now,
+                last_seen: now,
+            };
+            set_ticket(r, keys, &t);
+            vars::record(r, Outcome::Admitted, room, None);
+            declined
+        }
+        Verdict::Wait(place) => {
+            // A new ticket only when the place changed: polling costs no encryption.
+            if held.is_none_or(|t| t.qnum != place.qnum || t.sid != place.sid) {
+                let t = Ticket {
+                    room: room.to_string(),
+                    sid: place.sid,
+                    qnum: place.qnum,
+                    issued_at,
+                    accepted_at: 0,
+                    last_seen: now,
+                };
+                set_ticket(r, keys, &t);
+            }
+            let position = (place.position > 0).then_some(place.position);
+            vars::record(r, Outcome::Waiting, room, position);
+            let view = WaitView {
+                room,
+                status: ViewStatus::Waiting,
+                position,
+                queue_len: place.queue_len,
+                eta_secs: place.eta_secs,
+                refresh_secs: lcf.refresh_secs(),
+                updated_at: now / 1000,
+            };
+            respond(r, lcf, &view)
+        }
+        Verdict::Refuse(why) => {
+            let (status, queue_len) = match why {
+                Refusal::Closed => (ViewStatus::Closed, 0),
+                Refusal::LineFull { queue_len } => {
+                    problem(
+                        r,
+                        zone,
+                        now,
+                        "is full: no place left in the line for a new client; increase its size=",
+                    );
+                    (ViewStatus::Waiting, queue_len)
+                }
+            };
+            vars::record(r, Outcome::Rejected, room, None);
+            let view = WaitView {
+                room,
+                status,
+                position: None,
+                queue_len,
+                eta_secs: None,
+                refresh_secs: lcf.refresh_secs(),
+                updated_at: now / 1000,
+            };
+            respond(r, lcf, &view)
+        }
+    }
+}
+
+/// Sends the waiting answer and ends the request here (the access phase goes no further).
+unsafe fn respond(r: *mut ngx_http_request_t, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
+    if ngx_http_discard_request_body(r) != Status::NGX_OK.0 {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    }
+    let rc = answer::waiting(r, lcf, view);
+    ngx_http_finalize_request(r, rc);
+    Status::NGX_DONE.into()
+}
+
+/// `smart_limit_bypass`: any value but "" and "0" lets the request through.
+unsafe fn bypassed(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
+    if lcf.bypass.is_null() {
+        return false;
+    }
+    let mut value = ngx_str_t::empty();
+    if ngx_http_complex_value(r, lcf.bypass, &mut value) != Status::NGX_OK.0 {
+        return false;
+    }
+    let v = value.as_bytes();
+    !v.is_empty() && v != b"0"
+}
+
+/// The first `smart_limit` cookie that opens as a ticket of this room, if any.
+unsafe fn read_ticket(r: *mut ngx_http_request_t, keys: &Keyring, room: &str) -> Option<Ticket> {
+    let mut h: *mut ngx_table_elt_t = (*r).headers_in.cookie;
+    while !h.is_null() {
+        if let Some(line) = answer::header_value(h) {
+            if let Some(value) = ticket::cookie_value(line, COOKIE.as_bytes()) {
+                if let Ok(t) = keys.open(value, room) {
+                    return Some(t);
+                }
+            }
+        }
+        h = (*h).next;
+    }
+    None
+}
+
+unsafe fn set_ticket(r: *mut ngx_http_request_t, keys: &Keyring, t: &Ticket) {
+    let Ok(sealed) = keys.seal(t) else {
+        return;
+    };
+    let secure = !(*(*r).connection).ssl.is_null();
+    let header = ticket::set_cookie_header(COOKIE, &sealed, secure, None);
+    answer::add_header(r, "Set-Cookie", header.as_bytes());
+}
+
+/// Logs a store problem once per burst (per worker), with how many repeats were not logged.
+unsafe fn problem(r: *mut ngx_http_request_t, zone: &Zone, now: u64, what: &str) {
+    if let Some(repeats) = zone.problems.admit(now) {
+        ngx_log_error!(
+            NGX_LOG_ERR,
+            (*(*r).connection).log,
+            "smart_limit zone \"{}\" {} ({} more since the last report)",
+            zone.params.name,
+            what,
+            repeats
+        );
+    }
+}
+
+/// A lottery number for this poll (only the `random` mode uses it); no secrecy needed.
+fn draw(now: u64, sid: u64) -> u32 {
+    let x = (now ^ sid.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 32) as u32
+}
