@@ -7,15 +7,20 @@
 //! 4. Anyone else asks the room ([S3]-[S6]): admitted now (a new ticket, the request goes on),
 //!    or told to wait (the waiting answer, [S7]).
 
+use core::cell::Cell;
+use core::future::Future;
 use core::panic::AssertUnwindSafe;
+use core::pin::Pin;
+use std::rc::Rc;
 
-use ngx::core::Status;
+use ngx::async_::Task;
+use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
-    ngx_http_request_t, ngx_int_t, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_LOG_ALERT, NGX_LOG_ERR,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::{Refusal, Verdict, Visit};
@@ -24,7 +29,7 @@ use smart_limit_core::ticket::{self, Keyring, Ticket};
 
 use crate::answer;
 use crate::conf::LocConf;
-use crate::store::{now_ms, Zone};
+use crate::store::{now_ms, Answer, StoreError, Zone};
 use crate::vars::{self, Outcome};
 use crate::Module;
 
@@ -54,7 +59,14 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     let Some(zone) = lcf.zone(mcf) else {
         return declined;
     };
-    if (*r).main != r || vars::decided(r) {
+    if (*r).main != r {
+        return declined;
+    }
+    let ctx = *(*r).ctx.add(Module::module().ctx_index) as *mut Pending;
+    if !ctx.is_null() {
+        return resume(r, lcf, zone, &mut *ctx);
+    }
+    if vars::decided(r) {
         return declined;
     }
     let room = zone.params.name.as_str();
@@ -90,22 +102,98 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         return declined;
     }
 
-    let held = match (&ticket, state) {
+    let held = match (ticket, state) {
         (Some(t), Some(TicketState::Waiting)) => Some(t),
         _ => None,
     };
     let visit = Visit {
-        sid: match held {
+        sid: match &held {
             Some(t) => t.sid,
             None => match ticket::random_sid() {
                 Ok(sid) => sid,
                 Err(_) => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
             },
         },
-        qnum: held.map_or(0, |t| t.qnum),
-        draw: draw(now, held.map_or(0, |t| t.sid)),
+        qnum: held.as_ref().map_or(0, |t| t.qnum),
+        draw: draw(now, held.as_ref().map_or(0, |t| t.sid)),
     };
-    let verdict = match zone.visit(visit, now) {
+    match zone.visit(visit, now) {
+        Answer::Now(result) => finish(r, lcf, zone, keys, held.as_ref(), result, now),
+        Answer::Later(future) => suspend(r, held, future, now),
+    }
+}
+
+/// What a request suspended on the store remembers until the answer comes back.
+struct Pending {
+    held: Option<Ticket>,
+    now: u64,
+    result: Rc<Cell<Option<Result<Verdict, StoreError>>>>,
+    /// Dropped with the request's pool: a request that ends early cancels its store call.
+    _task: Task<()>,
+}
+
+/// [S9]: the store answers later; the request waits without blocking the worker. When the
+/// answer arrives the connection's write event is posted, nginx runs the phases again, and
+/// [`resume`] picks up the result.
+unsafe fn suspend(
+    r: *mut ngx_http_request_t,
+    held: Option<Ticket>,
+    future: Pin<Box<dyn Future<Output = Result<Verdict, StoreError>>>>,
+    now: u64,
+) -> ngx_int_t {
+    let result = Rc::new(Cell::new(None));
+    let slot = result.clone();
+    let c = (*r).connection;
+    let task = ngx::async_::spawn(async move {
+        let answer = future.await;
+        slot.set(Some(answer));
+        // SAFETY: the task is cancelled (dropped) before the request and its connection go.
+        unsafe { ngx_post_event((*c).write, &raw mut ngx_posted_events) };
+    });
+    let pending = Pool::from_ngx_pool((*r).pool).allocate(Pending {
+        held,
+        now,
+        result,
+        _task: task,
+    });
+    if pending.is_null() {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    }
+    (*r).ctx.add(Module::module().ctx_index).write(pending.cast());
+    Status::NGX_AGAIN.into()
+}
+
+/// Second pass of a suspended request: use the store's answer if it has come.
+unsafe fn resume(
+    r: *mut ngx_http_request_t,
+    lcf: &LocConf,
+    zone: &Zone,
+    pending: &mut Pending,
+) -> ngx_int_t {
+    let Some(result) = pending.result.take() else {
+        return Status::NGX_AGAIN.into();
+    };
+    let Some(keys) = zone.keys.as_ref() else {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+    };
+    let held = pending.held.take();
+    finish(r, lcf, zone, keys, held.as_ref(), result, pending.now)
+}
+
+/// Turns the room's verdict into the answer: a new ticket and the request goes on, or the
+/// waiting answer.
+unsafe fn finish(
+    r: *mut ngx_http_request_t,
+    lcf: &LocConf,
+    zone: &Zone,
+    keys: &Keyring,
+    held: Option<&Ticket>,
+    result: Result<Verdict, StoreError>,
+    now: u64,
+) -> ngx_int_t {
+    let declined = Status::NGX_DECLINED.into();
+    let room = zone.params.name.as_str();
+    let verdict = match result {
         Ok(v) => v,
         Err(e) => {
             problem(r, zone, now, &e.to_string());

@@ -1,8 +1,16 @@
 //! The pure logic of smart_limit, free of nginx symbols so `cargo test` covers it.
+//!
+//! Data flows one way: a cookie becomes a [`ticket::Ticket`], the ticket and the [`rules`]
+//! give a decision (from a [`room::Room`] in shared memory, or from the Redis script that
+//! follows the same rules), and the decision becomes an answer ([`page`]).
 
-// Waiting answer bodies: HTML page, JSON, content negotiation.
+/// Waiting answer bodies: HTML page, JSON, content negotiation.
 pub mod page;
-// Configuration value parsers and the `smart_limit_zone` parameters.
+/// Configuration value parsers and the `smart_limit_zone` parameters.
 pub mod parse;
-// Session tickets: AES-256-GCM sealed cookie values, key files, cookie helpers.
+/// One room's queue and admitted sessions in a flat block of shared memory.
+pub mod room;
+/// The room's rules as plain functions: capacity, ticket validity, lottery.
+pub mod rules;
+/// Session tickets: AES-256-GCM sealed cookie values, key files, cookie helpers.
 pub mod ticket;

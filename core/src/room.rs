@@ -684,11 +684,11 @@ mod tests {
         visit(&mut room, 2, 0, 0, &l);
         let c = place(visit(&mut room, 3, 0, 0, &l));
         let d = place(visit(&mut room, 4, 0, 0, &l));
-        // The second in line never goes first.
-        assert!(matches!(
-            visit(&mut room, 4, d.qnum, 30_000, &l),
-            Verdict::Wait(_)
-        ));
+        // Both keep polling every 10 s; the second in line never goes first.
+        for t in [10_000, 20_000, 30_000, 40_000, 50_000] {
+            assert!(matches!(visit(&mut room, 4, d.qnum, t, &l), Verdict::Wait(_)));
+            assert!(matches!(visit(&mut room, 3, c.qnum, t, &l), Verdict::Wait(_)));
+        }
         // Admitted 1 stays active by being seen; 2 is not seen again.
         assert!(room.pass(1, 30_000, &l));
         assert!(matches!(

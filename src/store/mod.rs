@@ -5,6 +5,8 @@
 //! answer at once for the shared-memory store.
 
 use core::cell::Cell;
+use core::future::Future;
+use core::pin::Pin;
 use core::ptr::NonNull;
 
 use ngx::core::Pool;
@@ -71,10 +73,17 @@ pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNul
     Ok(zone)
 }
 
+/// A store's answer: at once (shared memory), or later (a network round trip on nginx's event
+/// loop; the handler suspends the request until it resolves).
+pub enum Answer<T> {
+    Now(T),
+    Later(Pin<Box<dyn Future<Output = T>>>),
+}
+
 impl Zone {
     /// A client without a valid admitted ticket asks for its turn.
-    pub fn visit(&self, v: Visit, now: u64) -> Result<Verdict, StoreError> {
-        self.shm.with_room(|room| room.visit(v, now, &self.limits))
+    pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Verdict, StoreError>> {
+        Answer::Now(self.shm.with_room(|room| room.visit(v, now, &self.limits)))
     }
 
     /// A valid admitted ticket passes; the session counts as active. Returns false when the
@@ -85,6 +94,17 @@ impl Zone {
 
     pub fn snapshot(&self, now: u64) -> Result<Snapshot, StoreError> {
         self.shm.with_room(|room| room.snapshot(now, &self.limits))
+    }
+
+    /// Ends an admitted session at once (the origin said so); its place frees immediately.
+    pub fn revoke(&'static self, sid: u64) {
+        let _ = self.shm.with_room(|room| room.revoke(sid));
+    }
+
+    /// Switches the room's mode at run time (None: back to the configured one).
+    pub fn set_mode(&'static self, mode: Option<Mode>) -> Answer<Result<(), StoreError>> {
+        let code = mode.map_or(0, Mode::code);
+        Answer::Now(self.shm.with_room(|room| room.set_mode_override(code)))
     }
 
     pub fn count_bypass(&self) {

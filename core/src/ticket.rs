@@ -1,0 +1,805 @@
+//! The session ticket: what a visitor carries in the smart_limit cookie.
+//!
+//! A ticket is a small JSON document (room, session id, queue number, times) sealed with
+//! AES-256-GCM under a key from the [`Keyring`] and written as base64url without padding
+//! (SPEC S8). The room name is the AEAD's associated data, so a ticket made for one room
+//! fails authentication in every other room even before its JSON is read. Anything that
+//! does not open cleanly - tampered, truncated, oversized, sealed with an unknown key, made
+//! for another room - is an error, and the caller treats the visitor as a new user.
+//!
+//! Key rotation: a keyring holds one or more keys; the first one seals, every one opens.
+//! Putting a new key first and keeping the old one second rotates without logging anyone
+//! out; the old key is dropped once the longest grant has run out.
+//!
+//! Everything here runs inside nginx workers on untrusted bytes, so nothing may panic:
+//! lengths are checked before slicing and every failure is a [`TicketError`] value.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::Aes256Gcm;
+use base64::alphabet;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
+use base64::engine::DecodePaddingMode;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Longest cookie value [`Keyring::open`] looks at, in bytes of base64 text. Checked before
+/// decoding so an attacker cannot make a worker decode or decrypt large inputs. A real
+/// ticket is well under this (about 200-350 characters with a 64-character room name).
+pub const MAX_TICKET_LEN: usize = 512;
+
+/// AES-256 key length in bytes.
+const KEY_LEN: usize = 32;
+/// AES-GCM standard nonce length (96 bits).
+const NONCE_LEN: usize = 12;
+/// AES-GCM authentication tag length.
+const TAG_LEN: usize = 16;
+
+/// The decrypted content of a session ticket. Field names on the wire are short because the
+/// whole thing travels in a cookie on every request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ticket {
+    /// Room the ticket belongs to; must match the room that opens it.
+    #[serde(rename = "room")]
+    pub room: String,
+    /// Random session id.
+    #[serde(rename = "sid")]
+    pub sid: u64,
+    /// Queue number, 0 = none.
+    #[serde(rename = "q")]
+    pub qnum: u64,
+    /// When the ticket was first issued, unix milliseconds.
+    #[serde(rename = "iat")]
+    pub issued_at: u64,
+    /// When the session was admitted, unix milliseconds; 0 = still waiting.
+    #[serde(rename = "acc")]
+    pub accepted_at: u64,
+    /// Last check-in, unix milliseconds.
+    #[serde(rename = "seen")]
+    pub last_seen: u64,
+}
+
+/// Why a key file (or key generation) was refused. Messages never contain key material:
+/// they name the line and what is wrong with it, nothing more, because they end up in
+/// nginx's error log.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum KeyError {
+    /// The file holds no key at all (only blank lines and comments, or nothing).
+    #[error("no key found: expected one key per line (64 hex digits or base64 of 32 bytes)")]
+    Empty,
+    /// One line is not a usable key.
+    #[error("line {line}: {reason}")]
+    BadLine {
+        /// 1-based line number in the key file.
+        line: usize,
+        /// What is wrong with it (never the key itself).
+        reason: String,
+    },
+    /// The operating system's random source failed.
+    #[error("cannot get random bytes for a key: {0}")]
+    Random(getrandom::Error),
+}
+
+/// Why a ticket could not be sealed or opened. For opening, every variant means the same
+/// thing to the caller - a new user - but the distinction helps debug logging.
+#[derive(Debug, Error)]
+pub enum TicketError {
+    /// The cookie value is longer than [`MAX_TICKET_LEN`]; not even decoded.
+    #[error("ticket is {len} bytes long, at most {MAX_TICKET_LEN} are accepted")]
+    TooLong {
+        /// Length of the offending value.
+        len: usize,
+    },
+    /// Not base64url without padding.
+    #[error("ticket is not valid base64url")]
+    Base64,
+    /// Decodes to fewer bytes than a nonce plus a tag.
+    #[error("ticket is too short")]
+    TooShort,
+    /// No key authenticates it: tampered, sealed with an unknown key, or made for another room.
+    #[error("ticket does not authenticate (tampered, unknown key, or another room)")]
+    Auth,
+    /// Authenticated but not a ticket document (should only happen across incompatible versions).
+    #[error("ticket content is not valid: {0}")]
+    Json(#[source] serde_json::Error),
+    /// Authenticated but names another room than the one opening it.
+    #[error("ticket belongs to another room")]
+    WrongRoom,
+    /// Could not serialise the ticket.
+    #[error("cannot encode ticket: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// Encryption failed (not expected with valid inputs).
+    #[error("cannot encrypt ticket")]
+    Encrypt,
+    /// The operating system's random source failed.
+    #[error("cannot get random bytes: {0}")]
+    Random(getrandom::Error),
+}
+
+/// One or more AES-256-GCM keys. The first seals; all of them open, newest first.
+#[derive(Clone)]
+pub struct Keyring {
+    // Ciphers rather than raw key bytes: the key schedule is computed once at load time,
+    // and the raw bytes are not kept around in a second place.
+    ciphers: Vec<Aes256Gcm>,
+}
+
+// Hand-written so that debug output can never print key material.
+impl std::fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyring")
+            .field("keys", &self.ciphers.len())
+            .finish()
+    }
+}
+
+/// Base64 decoders for key files: people paste keys from many tools, so padding is optional
+/// and both the standard and the url-safe alphabets are accepted.
+const KEY_B64_STANDARD: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+const KEY_B64_URL: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+impl Keyring {
+    /// Parses a key file: one key per line; blank lines and lines starting with `#` are
+    /// ignored; a key is 64 hex digits or base64 (standard or url-safe, padded or not) of
+    /// exactly 32 bytes. The first key is the one that seals new tickets.
+    pub fn parse(text: &str) -> Result<Keyring, KeyError> {
+        // A UTF-8 byte order mark from some editors is not part of the first key.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut ciphers = Vec::new();
+        for (idx, raw) in text.lines().enumerate() {
+            let line = idx.saturating_add(1);
+            let word = raw.trim();
+            if word.is_empty() || word.starts_with('#') {
+                continue;
+            }
+            let key = decode_key(word).map_err(|reason| KeyError::BadLine { line, reason })?;
+            ciphers.push(cipher_for(&key).map_err(|reason| KeyError::BadLine { line, reason })?);
+        }
+        if ciphers.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        Ok(Keyring { ciphers })
+    }
+
+    /// One fresh random key, for running without a key file (tickets then do not survive a
+    /// restart and are not shared by a fleet).
+    pub fn generate() -> Result<Keyring, KeyError> {
+        let mut key = [0u8; KEY_LEN];
+        getrandom::getrandom(&mut key).map_err(KeyError::Random)?;
+        let cipher = cipher_for(&key).map_err(|reason| KeyError::BadLine { line: 0, reason })?;
+        Ok(Keyring {
+            ciphers: vec![cipher],
+        })
+    }
+
+    /// Number of keys (at least 1).
+    pub fn len(&self) -> usize {
+        self.ciphers.len()
+    }
+
+    /// Always false: a keyring cannot be built without a key. Present for API hygiene.
+    pub fn is_empty(&self) -> bool {
+        self.ciphers.is_empty()
+    }
+
+    /// Seals a ticket with the first key: JSON, AES-256-GCM with a random 96-bit nonce and the
+    /// room name as associated data, then base64url without padding of nonce || ciphertext+tag.
+    pub fn seal(&self, t: &Ticket) -> Result<String, TicketError> {
+        let cipher = self.ciphers.first().ok_or(TicketError::Encrypt)?;
+        let json = serde_json::to_vec(t).map_err(TicketError::Encode)?;
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::getrandom(&mut nonce).map_err(TicketError::Random)?;
+        let sealed = cipher
+            .encrypt(
+                &nonce.into(),
+                Payload {
+                    msg: &json,
+                    aad: t.room.as_bytes(),
+                },
+            )
+            .map_err(|_| TicketError::Encrypt)?;
+        let mut raw = Vec::with_capacity(NONCE_LEN.saturating_add(sealed.len()));
+        raw.extend_from_slice(&nonce);
+        raw.extend_from_slice(&sealed);
+        let out = URL_SAFE_NO_PAD.encode(raw);
+        // A ticket open() would refuse is useless; fail here where the cause is clear.
+        if out.len() > MAX_TICKET_LEN {
+            return Err(TicketError::TooLong { len: out.len() });
+        }
+        Ok(out)
+    }
+
+    /// Opens a cookie value for `room`. Tries every key; any failure is an error and the
+    /// caller must treat the visitor as a new user.
+    pub fn open(&self, value: &[u8], room: &str) -> Result<Ticket, TicketError> {
+        // Bound the work before touching the content.
+        if value.len() > MAX_TICKET_LEN {
+            return Err(TicketError::TooLong { len: value.len() });
+        }
+        // Strict decoding (no padding, canonical trailing bits): one ticket has exactly one
+        // textual form, so any changed character is either invalid base64 or changed bytes.
+        let raw = URL_SAFE_NO_PAD
+            .decode(value)
+            .map_err(|_| TicketError::Base64)?;
+        if raw.len() < NONCE_LEN.saturating_add(TAG_LEN) {
+            return Err(TicketError::TooShort);
+        }
+        let (nonce, sealed) = raw
+            .split_at_checked(NONCE_LEN)
+            .ok_or(TicketError::TooShort)?;
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| TicketError::TooShort)?;
+        let nonce = nonce.into();
+        let plain = self
+            .ciphers
+            .iter()
+            .find_map(|c| {
+                c.decrypt(
+                    &nonce,
+                    Payload {
+                        msg: sealed,
+                        aad: room.as_bytes(),
+                    },
+                )
+                .ok()
+            })
+            .ok_or(TicketError::Auth)?;
+        let ticket: Ticket = serde_json::from_slice(&plain).map_err(TicketError::Json)?;
+        // The AAD already binds the room; this is a second, explicit check.
+        if ticket.room != room {
+            return Err(TicketError::WrongRoom);
+        }
+        Ok(ticket)
+    }
+}
+
+/// A random session id from the operating system's random source; never 0, so 0 can keep
+/// meaning "no session" in stores and logs.
+pub fn random_sid() -> Result<u64, TicketError> {
+    let mut b = [0u8; 8];
+    getrandom::getrandom(&mut b).map_err(TicketError::Random)?;
+    Ok(u64::from_le_bytes(b).max(1))
+}
+
+/// Builds the cipher for one key. The slice constructor reports a wrong length as an error
+/// instead of panicking (it cannot be wrong here, but no panics is the rule).
+fn cipher_for(key: &[u8; KEY_LEN]) -> Result<Aes256Gcm, String> {
+    Aes256Gcm::new_from_slice(key).map_err(|_| "key is not 32 bytes".to_string())
+}
+
+/// Decodes one key word; the error says what is wrong without repeating the word.
+fn decode_key(word: &str) -> Result<[u8; KEY_LEN], String> {
+    if word.chars().any(char::is_whitespace) {
+        return Err("expected one key per line, found spaces inside the key".to_string());
+    }
+    if word.len() == 2 * KEY_LEN {
+        return decode_hex_key(word)
+            .ok_or_else(|| "64 characters but not all hex digits (0-9, a-f)".to_string());
+    }
+    let decoded = KEY_B64_STANDARD
+        .decode(word)
+        .or_else(|_| KEY_B64_URL.decode(word));
+    match decoded {
+        Ok(bytes) => match <[u8; KEY_LEN]>::try_from(bytes.as_slice()) {
+            Ok(key) => Ok(key),
+            // A short all-hex line is much more likely a truncated hex key than base64.
+            Err(_) if word.bytes().all(|b| b.is_ascii_hexdigit()) => Err(format!(
+                "{} hex digits, a key needs exactly 64 (32 bytes)",
+                word.len()
+            )),
+            Err(_) => Err(format!(
+                "base64 decodes to {} bytes, a key needs exactly 32",
+                bytes.len()
+            )),
+        },
+        Err(_) if word.bytes().all(|b| b.is_ascii_hexdigit()) => Err(format!(
+            "{} hex digits, a key needs exactly 64 (32 bytes)",
+            word.len()
+        )),
+        Err(_) => {
+            Err("not a key: expected 64 hex digits or base64 of exactly 32 bytes".to_string())
+        }
+    }
+}
+
+/// Decodes exactly 64 hex digits (either case) into 32 bytes.
+fn decode_hex_key(word: &str) -> Option<[u8; KEY_LEN]> {
+    let mut key = [0u8; KEY_LEN];
+    let bytes = word.as_bytes();
+    if bytes.len() != 2 * KEY_LEN {
+        return None;
+    }
+    for (out, pair) in key.iter_mut().zip(bytes.chunks_exact(2)) {
+        let (hi, lo) = match pair {
+            [hi, lo] => (hex_val(*hi)?, hex_val(*lo)?),
+            _ => return None,
+        };
+        *out = (hi << 4) | lo;
+    }
+    Some(key)
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Finds cookie `name` in one `Cookie:` header value (`a=1; b=2`). Tolerant: spaces and
+/// tabs around names and values, empty parts, parts without `=` and non-UTF-8 bytes are
+/// skipped or trimmed. Names compare exactly (cookie names are case-sensitive). A value in
+/// double quotes is returned without them. The first match wins - with several cookies of
+/// the same name, browsers send the most specific path first.
+pub fn cookie_value<'a>(cookie_header: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    if name.is_empty() {
+        return None;
+    }
+    cookie_header.split(|&b| b == b';').find_map(|part| {
+        let eq = part.iter().position(|&b| b == b'=')?;
+        let (n, rest) = part.split_at_checked(eq)?;
+        if trim_ows(n) != name {
+            return None;
+        }
+        let v = trim_ows(rest.get(1..)?);
+        let v = match v {
+            [b'"', inner @ .., b'"'] => inner,
+            other => other,
+        };
+        Some(v)
+    })
+}
+
+/// Trims spaces and tabs (HTTP optional whitespace) from both ends.
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// The `Set-Cookie` header value for a ticket: `name=value; Path=/; HttpOnly; SameSite=Lax`,
+/// plus `; Secure` when the site is served over HTTPS and `; Max-Age=N` when given (without
+/// it the cookie lasts for the browser session). HttpOnly because no script needs the
+/// ticket; SameSite=Lax so it still comes along on top-level navigations from other sites.
+pub fn set_cookie_header(
+    name: &str,
+    value: &str,
+    secure: bool,
+    max_age_secs: Option<u64>,
+) -> String {
+    let mut h = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+    if secure {
+        h.push_str("; Secure");
+    }
+    if let Some(n) = max_age_secs {
+        h.push_str("; Max-Age=");
+        h.push_str(&n.to_string());
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY_A: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    const KEY_B: &str = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+    fn ticket(room: &str) -> Ticket {
+        Ticket {
+            room: room.to_string(),
+            sid: 0xdead_beef_1234_5678,
+            qnum: 42,
+            issued_at: 1_694_432_700_000,
+            accepted_at: 0,
+            last_seen: 1_694_432_754_000,
+        }
+    }
+
+    /// Small deterministic generator so the fuzz-style loops are reproducible.
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            let mut x = self.0;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0 = x;
+            x
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+    #[test]
+    fn round_trip() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let t = ticket("shop");
+        let v = kr.seal(&t).unwrap();
+        assert!(v.len() <= MAX_TICKET_LEN);
+        assert!(
+            v.bytes().all(|b| B64URL.contains(&b)),
+            "base64url, no padding: {v}"
+        );
+        assert_eq!(kr.open(v.as_bytes(), "shop").unwrap(), t);
+        // Fresh nonce every time.
+        assert_ne!(kr.seal(&t).unwrap(), v);
+    }
+
+    #[test]
+    fn max_size_ticket_fits() {
+        let kr = Keyring::generate().unwrap();
+        let t = Ticket {
+            room: "r".repeat(64),
+            sid: u64::MAX,
+            qnum: u64::MAX,
+            issued_at: u64::MAX,
+            accepted_at: u64::MAX,
+            last_seen: u64::MAX,
+        };
+        let v = kr.seal(&t).unwrap();
+        assert!(v.len() <= MAX_TICKET_LEN, "{}", v.len());
+        assert_eq!(kr.open(v.as_bytes(), &t.room).unwrap(), t);
+    }
+
+    #[test]
+    fn rotation_keeps_old_tickets() {
+        let old = Keyring::parse(KEY_A).unwrap();
+        let v = old.seal(&ticket("shop")).unwrap();
+        let rotated =
+            Keyring::parse(&format!("# new key first\n{KEY_B}\n\n# old key\n{KEY_A}\n")).unwrap();
+        assert_eq!(rotated.len(), 2);
+        assert_eq!(rotated.open(v.as_bytes(), "shop").unwrap(), ticket("shop"));
+        // New tickets are sealed with the new key: the old keyring alone cannot open them.
+        let v2 = rotated.seal(&ticket("shop")).unwrap();
+        assert!(matches!(
+            old.open(v2.as_bytes(), "shop"),
+            Err(TicketError::Auth)
+        ));
+        let new_only = Keyring::parse(KEY_B).unwrap();
+        assert!(new_only.open(v2.as_bytes(), "shop").is_ok());
+    }
+
+    #[test]
+    fn tampering_any_byte_fails() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let v = kr.seal(&ticket("shop")).unwrap().into_bytes();
+        for i in 0..v.len() {
+            for &c in B64URL {
+                if c == v[i] {
+                    continue;
+                }
+                let mut bad = v.clone();
+                bad[i] = c;
+                assert!(kr.open(&bad, "shop").is_err(), "byte {i} -> {}", c as char);
+            }
+        }
+    }
+
+    #[test]
+    fn tampering_decoded_bytes_fails() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let raw = URL_SAFE_NO_PAD
+            .decode(kr.seal(&ticket("shop")).unwrap())
+            .unwrap();
+        for i in 0..raw.len() {
+            for bit in 0..8 {
+                let mut bad = raw.clone();
+                bad[i] ^= 1 << bit;
+                let enc = URL_SAFE_NO_PAD.encode(&bad);
+                assert!(matches!(
+                    kr.open(enc.as_bytes(), "shop"),
+                    Err(TicketError::Auth)
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn truncation_fails() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let v = kr.seal(&ticket("shop")).unwrap();
+        for n in 0..v.len() {
+            assert!(kr.open(&v.as_bytes()[..n], "shop").is_err(), "prefix {n}");
+        }
+        assert!(matches!(kr.open(b"", "shop"), Err(TicketError::TooShort)));
+        let short = URL_SAFE_NO_PAD.encode([0u8; NONCE_LEN + TAG_LEN - 1]);
+        assert!(matches!(
+            kr.open(short.as_bytes(), "shop"),
+            Err(TicketError::TooShort)
+        ));
+        // Appending data also breaks it.
+        let longer = format!("{v}AAAA");
+        assert!(kr.open(longer.as_bytes(), "shop").is_err());
+    }
+
+    #[test]
+    fn other_room_fails() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let v = kr.seal(&ticket("shop")).unwrap();
+        assert!(matches!(
+            kr.open(v.as_bytes(), "shop2"),
+            Err(TicketError::Auth)
+        ));
+        assert!(matches!(kr.open(v.as_bytes(), ""), Err(TicketError::Auth)));
+    }
+
+    #[test]
+    fn other_key_fails() {
+        let v = Keyring::parse(KEY_A)
+            .unwrap()
+            .seal(&ticket("shop"))
+            .unwrap();
+        let other = Keyring::parse(KEY_B).unwrap();
+        assert!(matches!(
+            other.open(v.as_bytes(), "shop"),
+            Err(TicketError::Auth)
+        ));
+        let random = Keyring::generate().unwrap();
+        assert!(matches!(
+            random.open(v.as_bytes(), "shop"),
+            Err(TicketError::Auth)
+        ));
+    }
+
+    #[test]
+    fn oversized_fails_before_decoding() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let big = vec![b'A'; MAX_TICKET_LEN + 1];
+        assert!(matches!(
+            kr.open(&big, "shop"),
+            Err(TicketError::TooLong { len }) if len == MAX_TICKET_LEN + 1
+        ));
+        // Non-base64 but oversized is still reported as oversized: length is checked first.
+        let junk = vec![0xffu8; 10_000];
+        assert!(matches!(
+            kr.open(&junk, "shop"),
+            Err(TicketError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn junk_never_panics() {
+        let kr = Keyring::parse(KEY_A).unwrap();
+        for junk in [
+            &b""[..],
+            b"=",
+            b"====",
+            b"not base64!",
+            b"\xff\xfe\x00\x01",
+            b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            b"+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/+/",
+        ] {
+            assert!(kr.open(junk, "shop").is_err());
+        }
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let len = rng.below(MAX_TICKET_LEN + 64);
+            let any: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            assert!(kr.open(&any, "shop").is_err());
+            // Also valid base64url text, which reaches the decryption step.
+            let text: Vec<u8> = (0..len).map(|_| B64URL[rng.below(64)]).collect();
+            assert!(kr.open(&text, "shop").is_err());
+        }
+    }
+
+    #[test]
+    fn authenticated_garbage_is_rejected_as_json() {
+        // Something sealed with the right key and room but not a ticket document.
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let c = &kr.ciphers[0];
+        let nonce = [7u8; NONCE_LEN];
+        let ct = c
+            .encrypt(
+                &nonce.into(),
+                Payload {
+                    msg: b"{\"room\":1}",
+                    aad: b"shop",
+                },
+            )
+            .unwrap();
+        let mut raw = nonce.to_vec();
+        raw.extend_from_slice(&ct);
+        let v = URL_SAFE_NO_PAD.encode(raw);
+        assert!(matches!(
+            kr.open(v.as_bytes(), "shop"),
+            Err(TicketError::Json(_))
+        ));
+    }
+
+    #[test]
+    fn room_field_must_match() {
+        // Sealed with AAD "shop" but claiming room "other": only the explicit check catches it.
+        let kr = Keyring::parse(KEY_A).unwrap();
+        let c = &kr.ciphers[0];
+        let nonce = [9u8; NONCE_LEN];
+        let json = serde_json::to_vec(&ticket("other")).unwrap();
+        let ct = c
+            .encrypt(
+                &nonce.into(),
+                Payload {
+                    msg: &json,
+                    aad: b"shop",
+                },
+            )
+            .unwrap();
+        let mut raw = nonce.to_vec();
+        raw.extend_from_slice(&ct);
+        let v = URL_SAFE_NO_PAD.encode(raw);
+        assert!(matches!(
+            kr.open(v.as_bytes(), "shop"),
+            Err(TicketError::WrongRoom)
+        ));
+    }
+
+    #[test]
+    fn wire_format_uses_short_names() {
+        let json = serde_json::to_string(&ticket("shop")).unwrap();
+        assert_eq!(
+            json,
+            r#"{"room":"shop","sid":16045690981402826360,"q":42,"iat":1694432700000,"acc":0,"seen":1694432754000}"#
+        );
+    }
+
+    #[test]
+    fn key_formats() {
+        let bytes: Vec<u8> = (0u8..32).collect();
+        let std_padded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let std_nopad = std_padded.trim_end_matches('=').to_string();
+        let url = base64::engine::general_purpose::URL_SAFE.encode([0xfbu8; 32]);
+        let url_nopad = url.trim_end_matches('=').to_string();
+        let upper = KEY_A.to_uppercase();
+        for k in [KEY_A, &upper, &std_padded, &std_nopad, &url, &url_nopad] {
+            let kr = Keyring::parse(k).unwrap_or_else(|e| panic!("{k}: {e}"));
+            assert_eq!(kr.len(), 1);
+        }
+        // Hex and base64 of the same bytes are the same key.
+        let a = Keyring::parse(KEY_A).unwrap();
+        let b = Keyring::parse(&std_padded).unwrap();
+        let v = a.seal(&ticket("x")).unwrap();
+        assert!(b.open(v.as_bytes(), "x").is_ok());
+        // CRLF, BOM, indentation, comments.
+        let text = format!("\u{feff}# keys\r\n  {KEY_B}  \r\n\r\n\t# old\r\n{std_nopad}\r\n");
+        assert_eq!(Keyring::parse(&text).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn key_file_errors() {
+        assert_eq!(Keyring::parse("").unwrap_err(), KeyError::Empty);
+        assert_eq!(
+            Keyring::parse("\n# only a comment\n   \n").unwrap_err(),
+            KeyError::Empty
+        );
+
+        let bad_hex = format!("{}g", &KEY_A[..63]);
+        let err = Keyring::parse(&format!("# c\n\n{bad_hex}\n")).unwrap_err();
+        match &err {
+            KeyError::BadLine { line, reason } => {
+                assert_eq!(*line, 3);
+                assert!(reason.contains("hex"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(msg.starts_with("line 3: "), "{msg}");
+        assert!(!msg.contains(&bad_hex[..20]), "key material leaked: {msg}");
+
+        // Too short hex.
+        let err = Keyring::parse(&format!("{KEY_A}\n{}\n", &KEY_A[..62])).unwrap_err();
+        assert!(
+            matches!(&err, KeyError::BadLine { line: 2, reason } if reason.contains("62 hex digits")),
+            "{err}"
+        );
+        // Base64 of the wrong length.
+        let b16 = base64::engine::general_purpose::STANDARD.encode([1u8; 16]);
+        let err = Keyring::parse(&b16).unwrap_err();
+        assert!(
+            matches!(&err, KeyError::BadLine { line: 1, reason } if reason.contains("16 bytes")),
+            "{err}"
+        );
+        // Garbage and two keys on one line.
+        let err = Keyring::parse("%%%% not a key").unwrap_err();
+        assert!(matches!(err, KeyError::BadLine { line: 1, .. }));
+        let err = Keyring::parse(&format!("{KEY_A} {KEY_B}")).unwrap_err();
+        assert!(matches!(&err, KeyError::BadLine { line: 1, reason } if reason.contains("spaces")));
+        assert!(!err.to_string().contains(KEY_A));
+        // Debug output of a keyring shows no key material.
+        let dbg = format!("{:?}", Keyring::parse(KEY_A).unwrap());
+        assert_eq!(dbg, "Keyring { keys: 1 }");
+    }
+
+    #[test]
+    fn key_parse_never_panics() {
+        let mut rng = XorShift(12345);
+        for _ in 0..5_000 {
+            let len = rng.below(200);
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = Keyring::parse(&text);
+        }
+    }
+
+    #[test]
+    fn sid_is_random_and_nonzero() {
+        let a = random_sid().unwrap();
+        let b = random_sid().unwrap();
+        assert_ne!(a, 0);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn cookie_lookup() {
+        let h = b"a=1; smart_limit=abc_-; b=2";
+        assert_eq!(cookie_value(h, b"smart_limit"), Some(&b"abc_-"[..]));
+        assert_eq!(cookie_value(h, b"a"), Some(&b"1"[..]));
+        assert_eq!(cookie_value(h, b"b"), Some(&b"2"[..]));
+        assert_eq!(cookie_value(h, b"c"), None);
+        assert_eq!(cookie_value(h, b""), None);
+        // Prefix / suffix names do not match.
+        assert_eq!(
+            cookie_value(b"xsmart_limit=1; smart_limitx=2", b"smart_limit"),
+            None
+        );
+        // Spaces, tabs, empty parts, junk, non-UTF-8.
+        let h = b";; \xff\xfe junk ;=;  \t sl \t =  v1 \t; sl=v2";
+        assert_eq!(cookie_value(h, b"sl"), Some(&b"v1"[..]));
+        assert_eq!(cookie_value(b"sl=\"quoted\"", b"sl"), Some(&b"quoted"[..]));
+        assert_eq!(cookie_value(b"sl=", b"sl"), Some(&b""[..]));
+        assert_eq!(cookie_value(b"sl=a=b", b"sl"), Some(&b"a=b"[..]));
+        assert_eq!(cookie_value(b"", b"sl"), None);
+        assert_eq!(cookie_value(b"sl", b"sl"), None);
+        assert_eq!(cookie_value(b"SL=1", b"sl"), None);
+        assert_eq!(cookie_value(b"sl=\"", b"sl"), Some(&b"\""[..]));
+        let mut rng = XorShift(777);
+        for _ in 0..5_000 {
+            let len = rng.below(100);
+            let h: Vec<u8> = (0..len).map(|_| b"ab=; \t\"\xff"[rng.below(8)]).collect();
+            let _ = cookie_value(&h, b"a");
+        }
+    }
+
+    #[test]
+    fn set_cookie_forms() {
+        assert_eq!(
+            set_cookie_header("sl", "v", false, None),
+            "sl=v; Path=/; HttpOnly; SameSite=Lax"
+        );
+        assert_eq!(
+            set_cookie_header("sl", "v", true, None),
+            "sl=v; Path=/; HttpOnly; SameSite=Lax; Secure"
+        );
+        assert_eq!(
+            set_cookie_header("sl", "v", true, Some(600)),
+            "sl=v; Path=/; HttpOnly; SameSite=Lax; Secure; Max-Age=600"
+        );
+        assert_eq!(
+            set_cookie_header("sl", "v", false, Some(0)),
+            "sl=v; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"
+        );
+    }
+}
