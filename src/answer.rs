@@ -6,7 +6,7 @@ use core::ptr;
 use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_buf_t, ngx_chain_t, ngx_http_output_filter, ngx_http_request_t, ngx_http_send_header,
-    ngx_int_t, ngx_list_push, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
 };
 use smart_limit_core::page::{self, WaitView};
 
@@ -34,7 +34,10 @@ pub unsafe fn add_header(r: *mut ngx_http_request_t, key: &'static str, value: &
         return false;
     }
     (*h).hash = 1;
-    (*h).next = ptr::null_mut();
+    #[cfg(ngx_table_elt_next)]
+    {
+        (*h).next = ptr::null_mut();
+    }
     (*h).key = ngx_str_t {
         len: key.len(),
         data: key.as_ptr() as *mut u8,
@@ -53,6 +56,37 @@ pub unsafe fn header_value<'a>(h: *mut ngx_table_elt_t) -> Option<&'a [u8]> {
         return None;
     }
     Some(core::slice::from_raw_parts((*h).value.data, (*h).value.len))
+}
+
+/// One request header, borrowed from the request.
+pub struct HeaderRef<'a> {
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+/// The request's headers in arrival order (nginx's `headers_in.headers` list).
+pub unsafe fn request_headers<'a>(r: *mut ngx_http_request_t) -> impl Iterator<Item = HeaderRef<'a>> {
+    let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
+    let mut i = 0usize;
+    core::iter::from_fn(move || loop {
+        if part.is_null() {
+            return None;
+        }
+        if i >= (*part).nelts {
+            part = (*part).next;
+            i = 0;
+            continue;
+        }
+        let h = &*((*part).elts as *const ngx_table_elt_t).add(i);
+        i += 1;
+        if h.key.data.is_null() || h.value.data.is_null() {
+            continue;
+        }
+        return Some(HeaderRef {
+            key: core::slice::from_raw_parts(h.key.data, h.key.len),
+            value: core::slice::from_raw_parts(h.value.data, h.value.len),
+        });
+    })
 }
 
 /// Sends a complete response: status, content type, body. Returns what the caller should

@@ -17,7 +17,7 @@ use ngx::async_::Task;
 use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
-    ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
     NGX_LOG_ALERT, NGX_LOG_ERR,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
@@ -293,18 +293,19 @@ unsafe fn bypassed(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
     !v.is_empty() && v != b"0"
 }
 
-/// The first `smart_limit` cookie that opens as a ticket of this room, if any.
+/// The first `smart_limit` cookie that opens as a ticket of this room, if any. Walks the
+/// request's header list (rather than nginx's per-version cookie fields) so the module builds
+/// against older nginx too.
 unsafe fn read_ticket(r: *mut ngx_http_request_t, keys: &Keyring, room: &str) -> Option<Ticket> {
-    let mut h: *mut ngx_table_elt_t = (*r).headers_in.cookie;
-    while !h.is_null() {
-        if let Some(line) = answer::header_value(h) {
-            if let Some(value) = ticket::cookie_value(line, COOKIE.as_bytes()) {
-                if let Ok(t) = keys.open(value, room) {
-                    return Some(t);
-                }
+    for h in answer::request_headers(r) {
+        if !h.key.eq_ignore_ascii_case(b"cookie") {
+            continue;
+        }
+        if let Some(value) = ticket::cookie_value(h.value, COOKIE.as_bytes()) {
+            if let Ok(t) = keys.open(value, room) {
+                return Some(t);
             }
         }
-        h = (*h).next;
     }
     None
 }
