@@ -1,0 +1,309 @@
+//! Per-browser records and the run's summary (text and JSON).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use crate::args::Config;
+
+/// Status recorded for a request that got no HTTP answer (connect/read/write error, timeout).
+pub const NO_ANSWER: u16 = 0;
+
+#[derive(Clone, Copy)]
+pub struct Sample {
+    pub status: u16,
+    pub micros: u32,
+    pub page: bool,
+}
+
+/// What one browser saw.
+pub struct BrowserLog {
+    pub samples: Vec<Sample>,
+    pub complete: u64,
+    pub connects: u64,
+    pub body_bytes: u64,
+    pub last_done: Option<Instant>,
+    pub first_error: Option<String>,
+}
+
+impl BrowserLog {
+    pub fn new() -> Self {
+        BrowserLog {
+            samples: Vec::new(),
+            complete: 0,
+            connects: 0,
+            body_bytes: 0,
+            last_done: None,
+            first_error: None,
+        }
+    }
+
+    pub fn record(&mut self, status: u16, took: Duration, page: bool) {
+        let micros = took.as_micros().min(u32::MAX as u128) as u32;
+        self.samples.push(Sample {
+            status,
+            micros,
+            page,
+        });
+        self.last_done = Some(Instant::now());
+    }
+}
+
+pub struct Report {
+    pub label: String,
+    pub url: String,
+    pub browsers: usize,
+    pub budget: u64,
+    pub wait_ms: u128,
+    pub source_ips: bool,
+    pub requests: u64,
+    pub ok: u64,
+    pub other: u64,
+    pub errors: u64,
+    pub statuses: BTreeMap<u16, u64>,
+    pub pages: u64,
+    pub pages_ok: u64,
+    pub complete: u64,
+    pub browsers_served: u64,
+    pub connects: u64,
+    pub body_bytes: u64,
+    pub wall_secs: f64,
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub ok_p50_ms: f64,
+    pub ok_p99_ms: f64,
+    pub first_error: Option<String>,
+}
+
+/// Nearest-rank percentile of sorted microsecond values, in milliseconds (0 when empty).
+fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    let i = rank.clamp(1, sorted.len()) - 1;
+    sorted[i] as f64 / 1000.0
+}
+
+impl Report {
+    pub fn build(cfg: &Config, logs: &[BrowserLog], start: Instant) -> Report {
+        let mut statuses = BTreeMap::new();
+        let mut all = Vec::new();
+        let mut oks = Vec::new();
+        let (mut pages, mut pages_ok, mut complete, mut served, mut connects, mut bytes) =
+            (0, 0, 0, 0, 0, 0);
+        let mut end = start;
+        let mut first_error = None;
+        for log in logs {
+            for s in &log.samples {
+                *statuses.entry(s.status).or_insert(0u64) += 1;
+                all.push(s.micros);
+                if s.status == 200 {
+                    oks.push(s.micros);
+                }
+                if s.page {
+                    pages += 1;
+                    pages_ok += (s.status == 200) as u64;
+                }
+            }
+            complete += log.complete;
+            served += (log.complete > 0) as u64;
+            connects += log.connects;
+            bytes += log.body_bytes;
+            if let Some(t) = log.last_done {
+                end = end.max(t);
+            }
+            if first_error.is_none() {
+                first_error = log.first_error.clone();
+            }
+        }
+        all.sort_unstable();
+        oks.sort_unstable();
+        let requests = all.len() as u64;
+        let ok = oks.len() as u64;
+        let wall_secs = end.duration_since(start).as_secs_f64();
+        Report {
+            label: cfg.label.clone(),
+            url: cfg.target.url.clone(),
+            browsers: cfg.browsers,
+            budget: cfg.requests,
+            wait_ms: cfg.wait.as_millis(),
+            source_ips: cfg.source_ips,
+            requests,
+            ok,
+            other: requests - ok,
+            errors: statuses.get(&NO_ANSWER).copied().unwrap_or(0),
+            statuses,
+            pages,
+            pages_ok,
+            complete,
+            browsers_served: served,
+            connects,
+            body_bytes: bytes,
+            wall_secs,
+            rps: if wall_secs > 0.0 {
+                requests as f64 / wall_secs
+            } else {
+                0.0
+            },
+            p50_ms: percentile_ms(&all, 50.0),
+            p99_ms: percentile_ms(&all, 99.0),
+            max_ms: all.last().map(|&m| m as f64 / 1000.0).unwrap_or(0.0),
+            ok_p50_ms: percentile_ms(&oks, 50.0),
+            ok_p99_ms: percentile_ms(&oks, 99.0),
+            first_error,
+        }
+    }
+
+    fn statuses_text(&self) -> String {
+        let parts: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(s, n)| {
+                if *s == NO_ANSWER {
+                    format!("error={n}")
+                } else {
+                    format!("{s}={n}")
+                }
+            })
+            .collect();
+        parts.join(" ")
+    }
+
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "label:                 {}", self.label);
+        let _ = writeln!(o, "url:                   {}", self.url);
+        let _ = writeln!(
+            o,
+            "browsers:              {} (source ips: {}, wait {} ms)",
+            self.browsers,
+            if self.source_ips {
+                "one per browser"
+            } else {
+                "shared"
+            },
+            self.wait_ms
+        );
+        let _ = writeln!(o, "requests:              {}", self.requests);
+        let _ = writeln!(o, "status 200:            {}", self.ok);
+        let _ = writeln!(o, "other:                 {}", self.other);
+        let _ = writeln!(o, "statuses:              {}", self.statuses_text());
+        let _ = writeln!(o, "pages (200/all):       {}/{}", self.pages_ok, self.pages);
+        let _ = writeln!(o, "complete page loads:   {}", self.complete);
+        let _ = writeln!(
+            o,
+            "browsers served:       {} of {}",
+            self.browsers_served, self.browsers
+        );
+        let _ = writeln!(o, "connections opened:    {}", self.connects);
+        let _ = writeln!(o, "body bytes received:   {}", self.body_bytes);
+        let _ = writeln!(o, "wall seconds:          {:.2}", self.wall_secs);
+        let _ = writeln!(o, "requests/s:            {:.1}", self.rps);
+        let _ = writeln!(
+            o,
+            "latency ms (all):      p50 {:.2}  p99 {:.2}  max {:.2}",
+            self.p50_ms, self.p99_ms, self.max_ms
+        );
+        let _ = writeln!(
+            o,
+            "latency ms (200 only): p50 {:.2}  p99 {:.2}",
+            self.ok_p50_ms, self.ok_p99_ms
+        );
+        if let Some(e) = &self.first_error {
+            let _ = writeln!(o, "first error:           {e}");
+        }
+        o
+    }
+
+    pub fn json(&self) -> String {
+        let statuses: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(s, n)| {
+                let key = if *s == NO_ANSWER {
+                    "error".to_string()
+                } else {
+                    s.to_string()
+                };
+                format!("{}:{n}", json_str(&key))
+            })
+            .collect();
+        format!(
+            concat!(
+                "{{\"label\":{},\"url\":{},\"browsers\":{},\"budget\":{},\"wait_ms\":{},",
+                "\"source_ips\":{},\"requests\":{},\"ok\":{},\"other\":{},\"errors\":{},",
+                "\"statuses\":{{{}}},\"pages\":{},\"pages_ok\":{},\"complete_page_loads\":{},",
+                "\"browsers_served\":{},\"connections\":{},\"body_bytes\":{},\"wall_seconds\":{:.3},",
+                "\"requests_per_second\":{:.2},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"max_ms\":{:.3},",
+                "\"ok_p50_ms\":{:.3},\"ok_p99_ms\":{:.3},\"first_error\":{}}}"
+            ),
+            json_str(&self.label),
+            json_str(&self.url),
+            self.browsers,
+            self.budget,
+            self.wait_ms,
+            self.source_ips,
+            self.requests,
+            self.ok,
+            self.other,
+            self.errors,
+            statuses.join(","),
+            self.pages,
+            self.pages_ok,
+            self.complete,
+            self.browsers_served,
+            self.connects,
+            self.body_bytes,
+            self.wall_secs,
+            self.rps,
+            self.p50_ms,
+            self.p99_ms,
+            self.max_ms,
+            self.ok_p50_ms,
+            self.ok_p99_ms,
+            self.first_error.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
+        )
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<u32> = (1..=100).map(|i| i * 1000).collect();
+        assert_eq!(percentile_ms(&v, 50.0), 50.0);
+        assert_eq!(percentile_ms(&v, 99.0), 99.0);
+        assert_eq!(percentile_ms(&[7000], 99.0), 7.0);
+        assert_eq!(percentile_ms(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn json_escapes() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    }
+}
