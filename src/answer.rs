@@ -6,7 +6,8 @@ use core::ptr;
 use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_buf_t, ngx_chain_t, ngx_http_output_filter, ngx_http_request_t, ngx_http_send_header,
-    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_str_t, ngx_table_elt_t,
+    NGX_HTTP_INTERNAL_SERVER_ERROR,
 };
 use smart_limit_core::page::{self, WaitView};
 
@@ -65,7 +66,9 @@ pub struct HeaderRef<'a> {
 }
 
 /// The request's headers in arrival order (nginx's `headers_in.headers` list).
-pub unsafe fn request_headers<'a>(r: *mut ngx_http_request_t) -> impl Iterator<Item = HeaderRef<'a>> {
+pub unsafe fn request_headers<'a>(
+    r: *mut ngx_http_request_t,
+) -> impl Iterator<Item = HeaderRef<'a>> {
     let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
     let mut i = 0usize;
     core::iter::from_fn(move || loop {

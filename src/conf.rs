@@ -25,7 +25,8 @@ use smart_limit_core::ticket::Keyring;
 use crate::store::Zone;
 use crate::Module;
 
-pub type Setter = unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
+pub type Setter =
+    unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
 
 /// http-level configuration: the rooms and the ticket keys.
 #[derive(Default)]
@@ -158,7 +159,10 @@ pub unsafe extern "C" fn set_zone(
         Err(e) => return refuse(cf, e),
     };
     if mcf.zone(&params.name).is_some() {
-        return refuse(cf, format_args!("zone \"{}\" is already declared", params.name));
+        return refuse(
+            cf,
+            format_args!("zone \"{}\" is already declared", params.name),
+        );
     }
     match crate::store::add_zone(cf, params) {
         Ok(zone) => {
@@ -368,8 +372,7 @@ pub unsafe extern "C" fn merge_loc_conf(
     child: *mut c_void,
 ) -> *mut c_char {
     let conf = &mut *(child as *mut LocConf);
-    let Some(mcf) = Module::main_conf(&*((*cf).ctx as *const ngx::ffi::ngx_http_conf_ctx_t))
-    else {
+    let Some(mcf) = Module::main_conf(&*((*cf).ctx as *const ngx::ffi::ngx_http_conf_ctx_t)) else {
         return NGX_CONF_ERROR;
     };
     // The parent may be the http or server level, whose own name was never merged.
@@ -401,7 +404,11 @@ unsafe fn resolve(cf: *mut ngx_conf_t, mcf: &MainConf, conf: &mut LocConf) -> Re
     let Some(name) = conf.room_name.take() else {
         return Ok(());
     };
-    match mcf.zones.iter().position(|z| z.as_ref().params.name == name) {
+    match mcf
+        .zones
+        .iter()
+        .position(|z| z.as_ref().params.name == name)
+    {
         Some(i) => {
             conf.room = RoomRef::Named(i);
             Ok(())

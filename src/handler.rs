@@ -17,8 +17,8 @@ use ngx::async_::Task;
 use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
-    ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR,
-    NGX_LOG_ALERT, NGX_LOG_ERR,
+    ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_ERR,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -32,9 +32,6 @@ use crate::conf::LocConf;
 use crate::store::{now_ms, Answer, StoreError, Zone};
 use crate::vars::{self, Outcome};
 use crate::Module;
-
-/// Name of the ticket cookie.
-pub const COOKIE: &str = "smart_limit";
 
 pub unsafe extern "C" fn access_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
     // A panic must not cross into nginx (it would abort the worker): refuse the request.
@@ -79,7 +76,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
     let now = now_ms();
-    let ticket = read_ticket(r, keys, room);
+    let ticket = read_ticket(r, keys, &zone.cookie, room);
     let state = ticket
         .as_ref()
         .map(|t| rules::ticket_state(t, zone.admission, now));
@@ -88,7 +85,12 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     if let (Some(t), Some(TicketState::Admitted)) = (&ticket, state) {
         match zone.pass(t.sid, now) {
             Ok(true) => {}
-            Ok(false) => problem(r, zone, now, "has no memory left to count admitted sessions; increase its size="),
+            Ok(false) => problem(
+                r,
+                zone,
+                now,
+                "has no memory left to count admitted sessions; increase its size=",
+            ),
             Err(e) => problem(r, zone, now, &e.to_string()),
         }
         if rules::needs_renewal(t, zone.admission, now) {
@@ -96,7 +98,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
                 last_seen: now,
                 ..t.clone()
             };
-            set_ticket(r, keys, &renewed);
+            set_ticket(r, keys, &zone.cookie, &renewed);
         }
         vars::record(r, Outcome::Passed, room, None);
         return declined;
@@ -159,7 +161,9 @@ unsafe fn suspend(
     if pending.is_null() {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
-    (*r).ctx.add(Module::module().ctx_index).write(pending.cast());
+    (*r).ctx
+        .add(Module::module().ctx_index)
+        .write(pending.cast());
     Status::NGX_AGAIN.into()
 }
 
@@ -212,7 +216,7 @@ unsafe fn finish(
                 accepted_at: now,
                 last_seen: now,
             };
-            set_ticket(r, keys, &t);
+            set_ticket(r, keys, &zone.cookie, &t);
             vars::record(r, Outcome::Admitted, room, None);
             declined
         }
@@ -227,7 +231,7 @@ unsafe fn finish(
                     accepted_at: 0,
                     last_seen: now,
                 };
-                set_ticket(r, keys, &t);
+                set_ticket(r, keys, &zone.cookie, &t);
             }
             let position = (place.position > 0).then_some(place.position);
             vars::record(r, Outcome::Waiting, room, position);
@@ -296,12 +300,17 @@ unsafe fn bypassed(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
 /// The first `smart_limit` cookie that opens as a ticket of this room, if any. Walks the
 /// request's header list (rather than nginx's per-version cookie fields) so the module builds
 /// against older nginx too.
-unsafe fn read_ticket(r: *mut ngx_http_request_t, keys: &Keyring, room: &str) -> Option<Ticket> {
+unsafe fn read_ticket(
+    r: *mut ngx_http_request_t,
+    keys: &Keyring,
+    cookie: &str,
+    room: &str,
+) -> Option<Ticket> {
     for h in answer::request_headers(r) {
         if !h.key.eq_ignore_ascii_case(b"cookie") {
             continue;
         }
-        if let Some(value) = ticket::cookie_value(h.value, COOKIE.as_bytes()) {
+        if let Some(value) = ticket::cookie_value(h.value, cookie.as_bytes()) {
             if let Ok(t) = keys.open(value, room) {
                 return Some(t);
             }
@@ -310,12 +319,12 @@ unsafe fn read_ticket(r: *mut ngx_http_request_t, keys: &Keyring, room: &str) ->
     None
 }
 
-unsafe fn set_ticket(r: *mut ngx_http_request_t, keys: &Keyring, t: &Ticket) {
+unsafe fn set_ticket(r: *mut ngx_http_request_t, keys: &Keyring, cookie: &str, t: &Ticket) {
     let Ok(sealed) = keys.seal(t) else {
         return;
     };
     let secure = !(*(*r).connection).ssl.is_null();
-    let header = ticket::set_cookie_header(COOKIE, &sealed, secure, None);
+    let header = ticket::set_cookie_header(cookie, &sealed, secure, None);
     answer::add_header(r, "Set-Cookie", header.as_bytes());
 }
 

@@ -83,7 +83,10 @@ unsafe extern "C" fn unset_value(
     Status::NGX_OK.into()
 }
 
-unsafe fn slot(r: *mut ngx_http_request_t, which: usize) -> Option<&'static mut ngx_http_variable_value_t> {
+unsafe fn slot(
+    r: *mut ngx_http_request_t,
+    which: usize,
+) -> Option<&'static mut ngx_http_variable_value_t> {
     let index = (*addr_of_mut!(INDEX))[which];
     if index == usize::MAX || (*r).variables.is_null() {
         return None;
@@ -107,7 +110,12 @@ pub unsafe fn decided(r: *mut ngx_http_request_t) -> bool {
 }
 
 /// Records the decision. `room` must live as long as the configuration (the zone name).
-pub unsafe fn record(r: *mut ngx_http_request_t, outcome: Outcome, room: &str, position: Option<u64>) {
+pub unsafe fn record(
+    r: *mut ngx_http_request_t,
+    outcome: Outcome,
+    room: &str,
+    position: Option<u64>,
+) {
     let s = outcome.as_str();
     set(r, STATUS, s.as_ptr(), s.len());
     set(r, ROOM, room.as_ptr(), room.len());

@@ -22,6 +22,9 @@ pub mod shm;
 /// pool; after fork each worker has its own copy of the per-worker fields (`Cell`s).
 pub struct Zone {
     pub params: ZoneParams,
+    /// The ticket cookie: `smart_limit_<room>`, so rooms on one host never overwrite each
+    /// other's tickets.
+    pub cookie: String,
     pub limits: Limits,
     pub admission: Admission,
     /// Ticket keys: from `smart_limit_secret`, or the zone's random key (set at zone init).
@@ -61,6 +64,7 @@ pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNul
     let name = params.name.clone();
     let pool = Pool::from_ngx_pool((*cf).pool);
     let zone = pool.allocate(Zone {
+        cookie: format!("smart_limit_{name}"),
         params,
         limits,
         admission,
