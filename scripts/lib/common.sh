@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/test, scripts/demo and scripts/bench.
+# Source it: `source "$(dirname "$0")/lib/common.sh"`. Defines only functions.
+
+# Absolute path of the repository root (the folder holding Cargo.toml).
+sl_root() {
+    local here
+    here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+    printf '%s\n' "$here"
+}
+
+# Banner for a stage of a script.
+sl_banner() {
+    printf '\n==== %s ====\n' "$*"
+}
+
+# Installs the Debian packages the project needs, if any is missing.
+# Quiet when everything is present; runs `apt-get update` once, only when needed.
+SL_DEBIAN_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev libtest-base-perl
+                    redis-server jq wrk curl)
+sl_install_deps() {
+    local missing=() p
+    for p in "${SL_DEBIAN_PACKAGES[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    echo "installing missing packages: ${missing[*]}"
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
+        sudo=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq </dev/null >/dev/null || return 1
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null || return 1
+}
+
+# sl_build debug|release
+# Builds the module (root package) and exports:
+#   SL_NGINX   the vendored nginx binary built by nginx-sys
+#   SL_MODULE  absolute path of libngx_http_smart_limit_module.so
+sl_build() {
+    local profile="${1:-debug}" flag=() root json
+    case "$profile" in
+        debug) ;;
+        release) flag=(--release) ;;
+        *) echo "sl_build: profile must be debug or release, not '$profile'" >&2; return 2 ;;
+    esac
+    root="$(sl_root)"
+    json="$(mktemp)"
+    # Diagnostics are rendered on stderr as usual; the JSON messages go to the file.
+    if ! (cd "$root" && cargo build -p smart_limit "${flag[@]}" \
+            --message-format=json-render-diagnostics >"$json"); then
+        rm -f "$json"
+        echo "sl_build: cargo build ($profile) failed" >&2
+        return 1
+    fi
+    local out_dir so
+    out_dir="$(jq -r 'select(.reason == "build-script-executed"
+                             and (.package_id | test("nginx-sys"))) | .out_dir' "$json" | tail -n1)"
+    so="$(jq -r 'select(.reason == "compiler-artifact"
+                        and .target.name == "ngx_http_smart_limit_module")
+                 | .filenames[] | select(endswith(".so"))' "$json" | tail -n1)"
+    rm -f "$json"
+    [ -n "$so" ] || so="$root/target/$profile/libngx_http_smart_limit_module.so"
+    if [ -z "$out_dir" ] || [ ! -x "$out_dir/objs/nginx" ]; then
+        echo "sl_build: could not find the vendored nginx binary (out_dir='$out_dir')" >&2
+        return 1
+    fi
+    if [ ! -f "$so" ]; then
+        echo "sl_build: module not found at $so" >&2
+        return 1
+    fi
+    SL_NGINX="$out_dir/objs/nginx"
+    SL_MODULE="$(cd "$(dirname "$so")" && pwd)/$(basename "$so")"
+    export SL_NGINX SL_MODULE
+}
+
+# Prints a free TCP port on 127.0.0.1 (bound then released by the kernel's choice).
+sl_free_port() {
+    perl -MIO::Socket::INET -e '
+        my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+                                      Proto => "tcp", Listen => 1, ReuseAddr => 1)
+            or die "sl_free_port: $!\n";
+        print $s->sockport, "\n";'
+}

@@ -1,0 +1,251 @@
+# Self-test of the test harness (t/lib/SmartLimit/Test.pm). Uses only stock
+# nginx directives, but loads the module like every other test: it must load
+# cleanly. The last tests run deliberately wrong expectations in a child
+# process and check that the harness reports them as failures.
+
+use lib 't/lib';
+use SmartLimit::Test;
+
+plan skip_all => 'TEST_NGINX_BINARY and TEST_NGINX_MODULE are not set (scripts/test sets them)'
+    unless $ENV{TEST_NGINX_BINARY} && $ENV{TEST_NGINX_MODULE};
+plan tests => test_count() + 5;
+
+run_tests();
+
+my $wrong = <<'SPEC';
+=== TEST 1: wrong expectations
+--- config
+    location / { return 200 "hello\n"; }
+--- steps
+A GET / => 404
+A GET / => 200; body =~ /goodbye/
+A GET / => 200; header X-Nope present
+A GET / => 200; elapsed > 5
+parallel 2 p GET / => 503
+A GET / => 200
+--- error_log
+this line is never logged
+
+=== TEST 2: a valid config under must_fail
+--- config
+    location / { return 200; }
+--- must_fail
+
+=== TEST 3: a crashed worker is caught
+--- config
+    location / { return 200 "ok\n"; }
+--- steps
+kill-worker SEGV
+A GET / => 200
+SPEC
+
+my $r = run_spec_in_child($wrong);
+my @not_ok = $r->{tap} =~ /^not ok \d+ - (.*)$/mg;
+my @ok = $r->{tap} =~ /^ok \d+ - (.*)$/mg;
+isnt($r->{exit}, 0, 'the harness exits non-zero on wrong expectations')
+    or diag("child TAP:\n$r->{tap}\nchild stderr:\n$r->{stderr}");
+like($r->{tap}, qr/^1\.\.11$/m, 'the child planned the tests of its steps');
+is(scalar(@not_ok), 8, 'every wrong expectation is reported as a failure')
+    or diag("child TAP:\n$r->{tap}\nchild stderr:\n$r->{stderr}");
+is_deeply(\@ok, [
+    'TEST 1: wrong expectations :: A GET / => 200',
+    'TEST 1: wrong expectations :: error.log has no [alert], [emerg], [crit] or crashed worker',
+    'TEST 3: a crashed worker is caught :: A GET / => 200',
+], 'sound expectations still pass') or diag("child TAP:\n$r->{tap}");
+like($r->{tap}, qr/^not ok \d+ - TEST 3: a crashed worker is caught :: error\.log has no/m,
+     'a worker that died on a signal fails the block')
+    or diag("child TAP:\n$r->{tap}");
+
+__DATA__
+
+=== TEST 1: static responses, methods, request headers, JSON checks
+--- config
+    location = / { return 200 "hello\n"; }
+    location = /404 { return 404; }
+    location = /echo { return 200 "accept=$http_accept|lang=$http_accept_language|host=$host\n"; }
+    location = /json {
+        default_type application/json;
+        return 200 '{"status":"waiting","position":3,"eta_known":true,"none":null,"nested":{"list":[10,20]}}';
+    }
+    location = /headers {
+        add_header X-One "1";
+        add_header X-Two "two";
+        return 204;
+    }
+--- steps
+# a comment, then a blank line
+
+A GET / => 200; body =~ /^hello$/; header Content-Type =~ /^text\/plain/
+A HEAD / => 200; body !~ /./; header Content-Length =~ /^6$/
+A GET /404 => 404
+A GET /404 => 4xx
+A GET /404 => 200|404
+A GET /echo Accept: application/json | Accept-Language: ja => 200; body =~ /^accept=application\/json\|lang=ja\|/
+A GET /echo Host: example.test => 200; body =~ /host=example\.test/
+A GET /json => 200; json.status == "waiting"; json.position == 3; json.position >= 2; json.position != 4; json.eta_known == true; json.none == null; json.nested.list.1 == 20; json.status =~ /^wait/; json.missing absent; json.nested present
+A GET /headers => 204; header X-One =~ /^1$/; header x-two !~ /1/; header X-Three absent; header X-One present
+repeat 5: A GET / => 200; body =~ /hello/
+until 2: A GET / => 200
+A GET / => 200; elapsed < 2
+--- no_error_log
+[error]
+
+=== TEST 2: limit_req overflow goes to a named location through error_page 512
+--- http_config
+    limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/m;
+    limit_req_zone $uri zone=byuri:1m rate=1r/m;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_PORT2;
+        location / { return 200 "origin $TEST_NGINX_INSTANCE\n"; }
+    }
+--- config
+    location / {
+        limit_req zone=perip;
+        limit_req_status 512;
+        error_page 512 = @overflow;
+        proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2;
+    }
+    location /burst {
+        limit_req zone=byuri;
+        limit_req_status 512;
+        error_page 512 = @busy;
+        proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2;
+    }
+    # `return` runs in the rewrite phase, before limit_req (preaccess): never limited
+    location /ret {
+        limit_req zone=byuri;
+        limit_req_status 512;
+        error_page 512 = @busy;
+        return 200 "ret\n";
+    }
+    location @overflow { return 200 "overflow\n"; }
+    location @busy { return 503 "busy\n"; }
+--- steps
+A GET / => 200; body =~ /^origin 1$/
+A GET / => 200; body =~ /^overflow$/
+B GET / => 200; body =~ /overflow/
+parallel 5 p GET /burst => 200|503; count 200 == 1; count 503 == 4; elapsed < 2
+parallel 5 q GET /ret => 200; count 200 == 5; body =~ /^ret$/
+--- error_log
+limiting requests, excess: .* by zone "perip"
+--- no_error_log
+by zone "nothing"
+
+=== TEST 3: cookie jars
+--- config
+    location = /set { add_header Set-Cookie "sid=abc123; Path=/; HttpOnly; SameSite=Lax"; return 200 "set\n"; }
+    location = /set2 { add_header Set-Cookie "two=2; Max-Age=60"; add_header Set-Cookie "three=3"; return 200 "set2\n"; }
+    location = /del { add_header Set-Cookie "sid=; Max-Age=0; Path=/"; return 200 "del\n"; }
+    location = /expire { add_header Set-Cookie "two=x; Expires=Thu, 01 Jan 1970 00:00:01 GMT"; return 200 "expire\n"; }
+    location = /echo { return 200 "cookie=[$http_cookie]\n"; }
+--- steps
+A GET /echo => 200; body =~ /^cookie=\[\]$/; cookie sid absent
+A GET /set => 200; cookie sid set; cookie sid =~ /^abc123$/; header Set-Cookie =~ /HttpOnly/; header Set-Cookie =~ /SameSite=Lax/
+A GET /echo => 200; body =~ /^cookie=\[sid=abc123\]$/
+B GET /echo => 200; body =~ /^cookie=\[\]$/
+jar A copy B
+B GET /echo => 200; body =~ /sid=abc123/
+jar B tamper sid
+B GET /echo => 200; body !~ /sid=abc123/; body =~ /sid=\w{6}\]/
+A GET /set2 => 200; cookie two set; cookie three =~ /^3$/
+A GET /echo => 200; body =~ /^cookie=\[sid=abc123; two=2; three=3\]$/
+A GET /expire => 200; cookie two deleted
+A GET /del => 200; cookie sid deleted
+A GET /echo => 200; body =~ /^cookie=\[three=3\]$/
+jar A set forged=v1
+jar A delete three
+A GET /echo => 200; body =~ /^cookie=\[forged=v1\]$/
+A GET /echo Cookie: explicit=1 => 200; body =~ /^cookie=\[explicit=1\]$/
+jar A clear
+A GET /echo => 200; body =~ /^cookie=\[\]$/
+
+=== TEST 4: an unknown directive is refused by nginx -t
+--- config
+    location / { no_such_directive on; }
+--- must_fail
+--- error_log
+unknown directive "no_such_directive"
+/in \S+nginx\.conf:\d+/
+
+=== TEST 5: a redis-server per block
+--- redis
+--- config
+    location / { return 200 "redis port $TEST_NGINX_REDIS_PORT\n"; }
+--- steps
+redis PING => /PONG/
+redis SET k "some value" => /OK/
+redis GET k => /^some value$/
+A GET / => 200; body =~ /^redis port \d+$/
+redis-stop
+redis-start
+redis PING => /PONG/
+redis EXISTS k => /^0$/
+
+=== TEST 6: a slow request does not block others (limit_req delay, bg, elapsed)
+--- http_config
+    limit_req_zone $server_name zone=slow:1m rate=4r/s;
+--- config
+    location /slow/ { limit_req zone=slow burst=5; }
+    location = /fast { return 200 "fast\n"; }
+--- user_files
+>>> slow/a.txt
+slow file
+>>> index.html
+<p>index</p>
+--- steps
+A GET /slow/a.txt => 200; body =~ /^slow file$/; elapsed < 0.2
+bg A GET /slow/a.txt => 200; elapsed > 0.15; elapsed < 1.5
+B GET /fast => 200; elapsed < 0.15
+parallel 3 p GET /fast => 200; body =~ /fast/; elapsed < 1
+wait-bg
+C GET / => 200; body =~ /index/
+
+=== TEST 7: two instances, two workers, reloads
+--- instances: 2
+--- workers: 2
+--- log_level: info
+--- config
+    location / { return 200 "v1 node $TEST_NGINX_INSTANCE\n"; }
+--- config2
+    location / { return 200 "v2 node $TEST_NGINX_INSTANCE\n"; }
+--- config_bad
+    location / { return 200 "v3"; no_such_directive; }
+--- steps
+A GET / => 200; body =~ /^v1 node 1$/
+A GET / @2 => 200; body =~ /^v1 node 2$/
+A GET /anything @2 Accept: text/html => 200; body =~ /node 2/
+reload
+A GET / => 200; body =~ /^v1 node 1$/
+reload-with config2 @2
+A GET / => 200; body =~ /^v1 node 1$/
+A GET / @2 => 200; body =~ /^v2 node 2$/
+reload-with config2
+A GET / => 200; body =~ /^v2 node 1$/
+reload-expect-fail config_bad => /unknown directive "no_such_directive"/
+A GET / => 200; body =~ /^v2 node 1$/
+A GET / @2 => 200; body =~ /^v2 node 2$/
+reload
+A GET / => 200; body =~ /^v2 node 1$/
+--- error_log
+reconfiguring
+
+=== TEST 8: reload with another http_config; a killed worker is replaced
+--- http_config
+    map $uri $flavour { default "plain"; }
+--- http_config2
+    map $uri $flavour { default "spicy"; }
+--- config
+    location / { return 200 "$flavour\n"; }
+--- config2
+    location / { return 200 "v2 $flavour\n"; }
+--- steps
+A GET / => 200; body =~ /^plain$/
+reload-with http_config2
+A GET / => 200; body =~ /^spicy$/
+reload-with config2
+A GET / => 200; body =~ /^v2 spicy$/
+kill-worker
+A GET / => 200; body =~ /^v2 spicy$/
+--- no_check_error_log
+--- error_log
+exited on signal 9

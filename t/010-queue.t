@@ -1,0 +1,154 @@
+# The queue rules of ngx-smart-ratelimit on a room that gates a location by itself ([S2]),
+# [S3]-[S6]. The zone's store is $TEST_NGINX_STORE: the shared-memory zone by default,
+# Redis when TEST_NGINX_USE_REDIS=1 (scripts/test runs this file both ways).
+
+use lib 't/lib';
+use SmartLimit::Test;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: a new client walks in when the room is empty and keeps passing on its ticket
+--- http_config
+    smart_limit_zone shop size=1m max_active=2 $TEST_NGINX_STORE;
+    log_format room '$request $status $smart_limit_status $smart_limit_room';
+    access_log logs/room.log room;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200; body =~ /origin page/; cookie smart_limit_shop set; header Set-Cookie =~ /HttpOnly/; header Set-Cookie =~ /SameSite=Lax/; header Set-Cookie =~ /Path=\//
+A GET / => 200; body =~ /origin page/; cookie smart_limit_shop absent
+repeat 5: A GET / => 200
+B GET / => 200; cookie smart_limit_shop set
+
+=== TEST 2: FIFO: when the room is full, clients wait in arrival order and the head goes first
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 active_window=1s $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.status == "waiting"; json.position == 1; json.queue_length == 1
+C GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
+D GET / Accept: application/json => 503; json.position == 3; json.queue_length == 3
+# A is not seen again: after active_window its place frees, and only the head may take it.
+sleep 1.1
+D GET / Accept: application/json => 503; json.position == 3
+C GET / Accept: application/json => 503; json.position == 2
+B GET / => 200; body =~ /origin page/; cookie smart_limit_shop set
+C GET / Accept: application/json => 503; json.position == 1; json.queue_length == 2
+D GET / Accept: application/json => 503; json.position == 2
+B GET / => 200
+sleep 1.1
+D GET / Accept: application/json => 503; json.position == 2
+C GET / => 200
+D GET / Accept: application/json => 503; json.position == 1
+
+=== TEST 3: a client keeps its single place however often it retries
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+repeat 20: B GET / Accept: application/json => 503; json.position == 1; json.queue_length == 1; cookie smart_limit_shop absent
+C GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
+repeat 5: B GET / Accept: application/json => 503; json.position == 1
+repeat 5: C GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
+
+=== TEST 4: a waiting head that is not seen for `presence` loses its place; the queue moves on
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 presence=1s $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+C GET / Accept: application/json => 503; json.position == 2
+# C keeps polling; B is gone.
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 1; json.queue_length == 1
+# B comes back too late: a new place, behind C.
+B GET / Accept: application/json => 503; json.position == 2; cookie smart_limit_shop set
+
+=== TEST 5: the waiting answer: 503, Retry-After, no-store, an HTML page with the position and a self-refresh
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / => 503; header Retry-After =~ /^10$/; header Cache-Control =~ /no-store/; header Content-Type =~ /^text\/html/; body =~ /<meta http-equiv="refresh" content="10"/; body =~ /\b1\b/; body !~ /origin page/
+B GET / Accept: application/json => 503; header Content-Type =~ /^application\/json/; json.status == "waiting"; json.position == 1; json.refresh_seconds == 10; json.eta_known == false; json.queue_length == 1; json.updated_at > 1700000000
+B HEAD / => 503; body !~ /./; header Retry-After =~ /^10$/
+
+=== TEST 6: status code and refresh are configurable
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 $TEST_NGINX_STORE;
+--- config
+    location / {
+        smart_limit shop;
+        smart_limit_status 429;
+        smart_limit_refresh 3s;
+        root html;
+    }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / => 429; header Retry-After =~ /^3$/; body =~ /content="3"/
+B GET / Accept: application/json => 429; json.refresh_seconds == 3
+
+=== TEST 7: an admitted ticket passes for `grant`, then its holder is a new user again
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 grant=1s active_window=10m $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200; cookie smart_limit_shop set
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+sleep 1.1
+# The grant is over. A is still counted active, so A queues behind B with a new ticket.
+A GET / Accept: application/json => 503; json.position == 2; cookie smart_limit_shop set
+
+=== TEST 8: `off` and other locations are not gated
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 $TEST_NGINX_STORE;
+--- config
+    smart_limit shop;
+    root html;
+    location / { }
+    location /free/ { smart_limit off; }
+--- user_files
+>>> index.html
+origin page
+>>> free/index.html
+free page
+--- steps
+A GET / => 200
+B GET / => 503
+B GET /free/ => 200; body =~ /free page/; cookie smart_limit_shop absent

@@ -1,0 +1,803 @@
+package SmartLimit::Test::Runner;
+
+# Runs Test::Base blocks: one fresh servroot (per instance) per block, the
+# steps, then the error-log checks. Every block emits exactly the number of
+# tests count_block() announced, also when it aborts half-way.
+
+use strict;
+use warnings;
+
+use Cwd ();
+use File::Basename ();
+use File::Path ();
+use File::Spec ();
+use File::Temp ();
+use JSON::PP ();
+use POSIX ();
+use Storable ();
+use Test::More ();
+use Time::HiRes ();
+use Scalar::Util ();
+
+use SmartLimit::Test::HTTP ();
+use SmartLimit::Test::Server ();
+use SmartLimit::Test::Steps ();
+
+our $VERBOSE = $ENV{TEST_NGINX_VERBOSE};
+my $TB = Test::More->builder;
+
+my $HARNESS_DIR = File::Basename::dirname(Cwd::abs_path(__FILE__));    # t/lib/SmartLimit/Test
+my $SERVROOT_BASE = Cwd::abs_path("$HARNESS_DIR/../../..") . '/servroot';    # t/servroot
+
+# Processes to clean up if the script dies or is interrupted.
+my %LIVE;    # "nginx:<n>" => obj, "redis" => obj
+my $MAIN_PID = $$;
+
+END {
+    if ($$ == $MAIN_PID) {
+        my $status = $?;
+        _cleanup_live();
+        $? = $status;
+    }
+}
+for my $sig (qw(INT TERM)) {
+    $SIG{$sig} = sub { _cleanup_live(); POSIX::_exit(130) };
+}
+
+sub _cleanup_live {
+    for my $k (sort keys %LIVE) {
+        my $o = delete $LIVE{$k};
+        eval { $o->stop };
+    }
+}
+
+sub note_v { print STDERR "# [harness] @_\n" if $VERBOSE }
+
+sub _bool_section {
+    my ($block, $name) = @_;
+    return exists $block->{$name};
+}
+
+sub _section {
+    my ($block, $name) = @_;
+    return undef unless exists $block->{$name};
+    my $v = $block->$name;
+    return defined $v ? $v : '';
+}
+
+sub _lines {
+    my ($text) = @_;
+    return grep { /\S/ } map { s/^\s+|\s+$//gr } split /\n/, ($text // '');
+}
+
+# An error_log line: a perl regex, or /regex/flags. A literal nginx level in
+# brackets ("[error]", "[warn]"...) means that text, not a character class.
+sub _log_regex {
+    my ($line) = @_;
+    $line =~ s/(?<!\\)\[(debug|info|notice|warn|error|crit|alert|emerg)\]/\\[$1\\]/g;
+    if ($line =~ m{^/(.*)/([imsx]*)$}) {
+        my ($p, $f) = ($1, $2);
+        return length $f ? qr/(?$f)$p/ : qr/$p/;
+    }
+    return qr/$line/;
+}
+
+my %KNOWN_SECTIONS = map { ($_ => 1) } qw(main_config http_config config steps user_files
+    redis instances workers must_fail error_log no_error_log no_check_error_log timeout
+    log_level ONLY SKIP LAST);
+
+# Parses a block's steps (dies with the block name on a syntax error).
+sub _plan_block {
+    my ($block) = @_;
+    return $block->{_sl_plan} if $block->{_sl_plan};
+    my $name = $block->name;
+    my $instances = _section($block, 'instances') // 1;
+    die "TEST '$name': --- instances must be a number\n" unless $instances =~ /^\d+$/ && $instances >= 1;
+    my %sections = map { ($_ => 1) } @{ $block->{_section_order}[0] || [] };
+    for my $sec (sort keys %sections) {
+        next if $KNOWN_SECTIONS{$sec} || $sec =~ /^(?:main_config|http_config|config)\w*$/;
+        die "TEST '$name': unknown section '--- $sec' (known: "
+            . join(', ', sort keys %KNOWN_SECTIONS) . ", config*, http_config*, main_config*)\n";
+    }
+    my @steps = eval {
+        SmartLimit::Test::Steps::parse(_section($block, 'steps'), {
+            instances => $instances,
+            redis     => _bool_section($block, 'redis'),
+            sections  => \%sections,
+        });
+    };
+    die "TEST '$name': $@" if $@;
+    my @error_log = _lines(_section($block, 'error_log'));
+    my @no_error_log = _lines(_section($block, 'no_error_log'));
+    for my $re (@error_log, @no_error_log) {
+        eval { _log_regex($re); 1 } or die "TEST '$name': bad error_log regex '$re': $@";
+    }
+    my $must_fail = _bool_section($block, 'must_fail');
+    die "TEST '$name': a --- must_fail block runs no steps\n" if $must_fail && @steps;
+    my $count;
+    if ($must_fail) {
+        $count = 1 + @error_log;
+    } else {
+        $count = 0;
+        $count += $_->{tests} for @steps;
+        $count += 1 unless _bool_section($block, 'no_check_error_log');
+        $count += @error_log + @no_error_log;
+    }
+    return $block->{_sl_plan} = {
+        steps => \@steps, instances => $instances, count => $count,
+        error_log => \@error_log, no_error_log => \@no_error_log, must_fail => $must_fail,
+    };
+}
+
+sub count_tests {
+    my ($blocks) = @_;
+    my $n = 0;
+    $n += _plan_block($_)->{count} for @$blocks;
+    return $n;
+}
+
+# ------------------------------------------------------------------ a block
+
+sub run_block {
+    my ($block, $env) = @_;
+    my $plan = _plan_block($block);
+    my $st = {
+        block   => $block,
+        name    => $block->name,
+        plan    => $plan,
+        emitted => 0,
+        jars    => {},
+        bg      => [],
+        ignore  => {},    # instance index => [[from, to], ...] log ranges with expected [emerg]
+        timeout => _section($block, 'timeout') // $ENV{TEST_NGINX_TIMEOUT} // 10,
+        workers => _section($block, 'workers') // 1,
+        env     => $env,
+    };
+    note_v("=== $st->{name}");
+    my $t0 = Time::HiRes::time();
+    my $err;
+    eval { _run_block($st); 1 } or $err = $@ || 'unknown error';
+    # Whatever happened: join background requests, stop everything.
+    if (!$err) {
+        eval { _join_bg($st); 1 } or $err = $@ || 'unknown error';
+    }
+    for my $job (splice @{ $st->{bg} }) {    # only left after an error
+        waitpid($job->{pid}, 0);
+        unlink $job->{file};
+    }
+    my $stop_err = '';
+    eval { _stop_all($st); 1 } or $stop_err = $@;
+    if ($err) {
+        _fail_rest($st, "block aborted: $err");
+    } elsif ($stop_err) {
+        _fail_rest($st, "stopping servers failed: $stop_err");
+    } else {
+        eval { _check_logs($st) if !$plan->{must_fail}; 1 } or _fail_rest($st, "log checks died: $@");
+    }
+    _fail_rest($st, "harness bug: fewer tests than planned") if $st->{emitted} < $plan->{count};
+    # (more than planned only after _fail_rest on a complete block: prove reports the plan mismatch)
+    if ($st->{emitted} > $plan->{count}) {
+        $TB->diag("harness bug: block '$st->{name}' emitted $st->{emitted} tests, planned $plan->{count}");
+    }
+    if (!$ENV{TEST_NGINX_NO_CLEAN} && $st->{base}) {
+        File::Path::remove_tree($st->{base});
+        rmdir File::Basename::dirname($st->{base});    # only when empty
+    }
+    note_v(sprintf("=== %s done in %.2fs", $st->{name}, Time::HiRes::time() - $t0));
+}
+
+# One test. Extra diagnostics only on failure.
+sub _ok {
+    my ($st, $pass, $what, $diag) = @_;
+    $st->{emitted}++;
+    my $ok = $TB->ok($pass ? 1 : 0, "$st->{name} :: $what");
+    $TB->diag($diag) if !$ok && defined $diag && length $diag;
+    return $ok;
+}
+
+# First remaining test fails with $why, the rest are skipped.
+sub _fail_rest {
+    my ($st, $why) = @_;
+    my $left = $st->{plan}{count} - $st->{emitted};
+    # Even with every planned test already reported, an error must fail the
+    # file: the extra test breaks the plan, which prove reports.
+    _ok($st, 0, "block did not complete", $why);
+    for (2 .. $left) {
+        $st->{emitted}++;
+        $TB->skip("$st->{name}: skipped after an earlier failure");
+    }
+}
+
+sub _script_name {
+    my $s = File::Basename::basename($0);
+    $s =~ s/\.t$//;
+    $s =~ s/[^\w.-]/_/g;
+    return $s || 'test';
+}
+
+sub _run_block {
+    my ($st) = @_;
+    my $block = $st->{block};
+    my $plan = $st->{plan};
+    my $seq = $block->seq_num // 0;
+    # The pid keeps two runs of the same file (two developers, prove -j) apart.
+    my $base = "$SERVROOT_BASE/" . _script_name() . ".$$/$seq";
+    $st->{base} = $base;
+
+    # Ports for every instance, and redis.
+    # Rule suites name their zone's store as $TEST_NGINX_STORE: empty for the shared-memory
+    # store, or (TEST_NGINX_USE_REDIS=1) a Redis store on a redis-server started for the block.
+    my $wants_store = grep { defined && /\$\{?TEST_NGINX_STORE\b/ }
+                      map { _section($block, $_) } qw(http_config config main_config);
+    my $store_redis = $wants_store && $ENV{TEST_NGINX_USE_REDIS};
+    my $redis_port = (_bool_section($block, 'redis') || $store_redis)
+                   ? SmartLimit::Test::Server::free_port() : '';
+    my $store = $store_redis ? "store=redis redis=127.0.0.1:$redis_port" : '';
+    my @inst;
+    for my $i (1 .. $plan->{instances}) {
+        my $root = $i == 1 ? "$base/n1" : "$base/n$i";
+        push @inst, SmartLimit::Test::Server->new(
+            index    => $i,
+            servroot => $root,
+            binary   => $st->{env}{binary},
+            module   => $st->{env}{module},
+            vars     => {
+                TEST_NGINX_PORT       => SmartLimit::Test::Server::free_port(),
+                TEST_NGINX_PORT2      => SmartLimit::Test::Server::free_port(),
+                TEST_NGINX_SERVROOT   => $root,
+                TEST_NGINX_HTML_DIR   => "$root/html",
+                TEST_NGINX_REDIS_PORT => $redis_port,
+                TEST_NGINX_INSTANCE   => $i,
+                TEST_NGINX_STORE      => $store,
+            },
+        );
+    }
+    $st->{instances} = \@inst;
+    File::Path::remove_tree($base) if -e $base;
+
+    for my $n (@inst) {
+        $n->prepare;
+        $n->write_user_files(_section($block, 'user_files'));
+        $st->{current}{ $n->{index} } = {
+            main_config => _section($block, 'main_config') // '',
+            http_config => _section($block, 'http_config') // '',
+            config      => _section($block, 'config') // '',
+        };
+        $n->write_config(_config_sections($st, $n));
+    }
+
+    if ($plan->{must_fail}) {
+        my ($ok, $out) = $inst[0]->test_config;
+        _ok($st, !$ok, "nginx -t refuses the config",
+            "nginx -t accepted a config that must fail:\n$out");
+        for my $re (@{ $plan->{error_log} }) {
+            my $rx = _log_regex($re);
+            _ok($st, scalar($out =~ $rx), "nginx -t output matches /$re/", "nginx -t said:\n$out");
+        }
+        return;
+    }
+
+    if (length $redis_port) {
+        my $args = [ map { SmartLimit::Test::Server::subst($inst[0], $_) }
+                     SmartLimit::Test::Steps::_shell_words(_section($block, 'redis') // '') ];
+        my $r = SmartLimit::Test::Redis->new(port => $redis_port, dir => "$base/redis", args => $args);
+        $st->{redis} = $r;
+        $st->{redis_dir} = "$base/redis";
+        $LIVE{redis} = $r;
+        my ($ok, $msg) = $r->start;
+        die $msg unless $ok;
+    }
+
+    for my $n (@inst) {
+        $LIVE{"nginx:$n->{index}"} = $n;
+        my ($ok, $msg) = $n->start($st->{workers});
+        die $msg unless $ok;
+    }
+
+    for my $step (@{ $plan->{steps} }) {
+        note_v("step: $step->{line}");
+        my $sub = __PACKAGE__->can('_step_' . ($step->{type} =~ tr/-/_/r))
+            or die "no runner for step type $step->{type}";
+        $sub->($st, $step);
+    }
+}
+
+# The sections an instance runs with; @swap (section names like config2,
+# http_config_b) replace the config, http_config or main_config they start with.
+sub _config_sections {
+    my ($st, $n, @swap) = @_;
+    my $b = $st->{block};
+    my %cur = %{ $st->{current}{ $n->{index} } };
+    for my $sec (@swap) {
+        my ($kind) = $sec =~ /^(main_config|http_config|config)/;
+        $cur{$kind} = _section($b, $sec) // '';
+    }
+    return {
+        %cur,
+        workers   => $st->{workers},
+        log_level => _section($b, 'log_level') // 'debug',
+    };
+}
+
+sub _stop_all {
+    my ($st) = @_;
+    for my $n (@{ $st->{instances} || [] }) {
+        $n->stop;
+        delete $LIVE{"nginx:$n->{index}"};
+    }
+    if ($st->{redis}) {
+        $st->{redis}->stop;
+        delete $LIVE{redis};
+    }
+}
+
+sub _check_logs {
+    my ($st) = @_;
+    my $plan = $st->{plan};
+    my @inst = @{ $st->{instances} };
+    my %log = map { ($_->{index} => $_->error_log) } @inst;
+    unless (_bool_section($st->{block}, 'no_check_error_log')) {
+        my @bad;
+        for my $n (@inst) {
+            my $text = $log{ $n->{index} };
+            my $pos = 0;
+            for my $line (split /^/, $text) {
+                my $at = $pos;
+                $pos += length $line;
+                next unless $line =~ /\[(?:alert|emerg|crit)\]|exited on signal/;
+                next if $line =~ /\[emerg\]/
+                    && grep { $at >= $_->[0] && $at < $_->[1] } @{ $st->{ignore}{ $n->{index} } || [] };
+                chomp $line;
+                push @bad, "nginx #$n->{index}: $line";
+            }
+        }
+        _ok($st, !@bad, "error.log has no [alert], [emerg], [crit] or crashed worker",
+            join("\n", @bad));
+    }
+    my $all = join "\n", map { $log{$_} } sort keys %log;
+    for my $re (@{ $plan->{error_log} }) {
+        my $rx = _log_regex($re);
+        _ok($st, scalar($all =~ $rx), "error.log matches /$re/",
+            "not found in error.log\n" . join('', map { $_->log_tail(15) } @inst));
+    }
+    for my $re (@{ $plan->{no_error_log} }) {
+        my $rx = _log_regex($re);
+        my ($hit) = grep { $_ =~ $rx } split /\n/, $all;
+        _ok($st, !defined $hit, "error.log does not match /$re/", "found: " . ($hit // ''));
+    }
+}
+
+# ------------------------------------------------------------------ requests
+
+sub _jar {
+    my ($st, $client) = @_;
+    return $st->{jars}{$client} ||= SmartLimit::Test::Jar->new;
+}
+
+# Header list for a request: the step's headers plus the client's cookies.
+sub _headers_for {
+    my ($st, $req, $client) = @_;
+    my @h = map { [@$_] } @{ $req->{headers} };
+    unless (grep { lc $_->[0] eq 'cookie' } @h) {
+        my $c = _jar($st, $client)->cookie_header;
+        push @h, ['Cookie', $c] if defined $c;
+    }
+    for my $h (@h) {
+        $h->[1] = $st->{instances}[0]->subst($h->[1]);
+    }
+    return \@h;
+}
+
+sub _send {
+    my ($st, $req, $headers) = @_;
+    my $n = $st->{instances}[ $req->{instance} - 1 ];
+    return SmartLimit::Test::HTTP::request(
+        port    => $n->port,
+        method  => $req->{method},
+        path    => $st->{instances}[0]->subst($req->{path}),
+        headers => $headers,
+        timeout => $st->{timeout},
+    );
+}
+
+# Evaluates the status and the checks; returns the list of failure messages.
+# $skip: hash of check kinds not to evaluate per response (parallel).
+sub _evaluate {
+    my ($req, $res, $skip) = @_;
+    my @fail;
+    my $status = $res->{status};
+    push @fail, "status $status, expected $req->{status}{text}"
+        . ($res->{error} ? " ($res->{error})" : '')
+        unless $status =~ $req->{status}{re};
+    my ($json, $json_err);
+    for my $c (@{ $req->{checks} }) {
+        next if $skip && $skip->{ $c->{what} };
+        my $m = _check($c, $res, \$json, \$json_err);
+        push @fail, "check '$c->{text}' failed: $m" if defined $m;
+    }
+    return @fail;
+}
+
+sub _match {
+    my ($op, $re, $value) = @_;
+    my $hit = defined $value && $value =~ $re;
+    return $op eq '=~' ? $hit : !$hit;
+}
+
+# undef when the check passes, else a message.
+sub _check {
+    my ($c, $res, $json_ref, $json_err_ref) = @_;
+    my $w = $c->{what};
+    if ($w eq 'body') {
+        return undef if _match($c->{op}, $c->{re}, $res->{body});
+        return "body " . ($c->{op} eq '=~' ? 'does not match' : 'matches');
+    }
+    if ($w eq 'header') {
+        my @v = SmartLimit::Test::HTTP::header_values($res, $c->{name});
+        if ($c->{op} eq 'absent') {
+            return @v ? "header $c->{name} is present: @v" : undef;
+        }
+        if ($c->{op} eq 'present') {
+            return @v ? undef : "header $c->{name} is absent";
+        }
+        if ($c->{op} eq '=~') {
+            return "header $c->{name} is absent" unless @v;
+            return (grep { $_ =~ $c->{re} } @v) ? undef : "header $c->{name}: " . join(' | ', @v);
+        }
+        my @hit = grep { $_ =~ $c->{re} } @v;
+        return @hit ? "header $c->{name}: @hit" : undef;
+    }
+    if ($w eq 'json') {
+        unless (defined $$json_ref || defined $$json_err_ref) {
+            $$json_ref = eval { JSON::PP->new->utf8->allow_nonref->decode($res->{body}) };
+            $$json_err_ref = $@ || undef;
+            $$json_err_ref = "empty body" if !defined $$json_ref && !$$json_err_ref;
+        }
+        return "body is not JSON: $$json_err_ref" if $$json_err_ref;
+        my ($exists, $v) = _json_get($$json_ref, $c->{path});
+        my $p = join '.', 'json', @{ $c->{path} };
+        if ($c->{op} eq 'absent')  { return $exists ? "$p exists: " . _show($v) : undef }
+        if ($c->{op} eq 'present') { return $exists ? undef : "$p does not exist" }
+        return "$p does not exist" unless $exists;
+        if ($c->{op} eq '=~' || $c->{op} eq '!~') {
+            return "$p is not a scalar: " . _show($v) if ref $v && !JSON::PP::is_bool($v);
+            return _match($c->{op}, $c->{re}, $v) ? undef : "$p is " . _show($v);
+        }
+        my $e = $c->{value};
+        my $eq;
+        if ($e->{type} eq 'num') {
+            return "$p is not a number: " . _show($v)
+                if ref $v || !defined $v || !Scalar::Util::looks_like_number($v);
+            my $op = $c->{op};
+            my $r = $op eq '==' ? $v == $e->{v} : $op eq '!=' ? $v != $e->{v}
+                  : $op eq '<'  ? $v <  $e->{v} : $op eq '>'  ? $v >  $e->{v}
+                  : $op eq '<=' ? $v <= $e->{v} : $v >= $e->{v};
+            return $r ? undef : "$p is " . _show($v);
+        } elsif ($e->{type} eq 'str') {
+            $eq = defined $v && !ref $v && $v eq $e->{v};
+        } elsif ($e->{type} eq 'null') {
+            $eq = !defined $v;
+        } else {
+            $eq = JSON::PP::is_bool($v) && (($v ? 'true' : 'false') eq $e->{type});
+        }
+        $eq = !$eq if $c->{op} eq '!=';
+        return $eq ? undef : "$p is " . _show($v);
+    }
+    if ($w eq 'cookie') {
+        my @set = grep { $_->{name} eq $c->{name} } SmartLimit::Test::HTTP::set_cookies($res);
+        my $last = $set[-1];
+        if ($c->{op} eq 'set') {
+            return "no Set-Cookie for $c->{name}" unless $last;
+            return "Set-Cookie deletes $c->{name}: $last->{raw}" if $last->{deleted};
+            return "Set-Cookie for $c->{name} has an empty value" unless length $last->{value};
+            return undef;
+        }
+        if ($c->{op} eq 'absent') {
+            return $last ? "response sets $c->{name}: $last->{raw}" : undef;
+        }
+        if ($c->{op} eq 'deleted') {
+            return "no Set-Cookie for $c->{name}" unless $last;
+            return $last->{deleted} ? undef : "Set-Cookie does not delete $c->{name}: $last->{raw}";
+        }
+        return "no Set-Cookie for $c->{name}" if !$last && $c->{op} eq '=~';
+        return _match($c->{op}, $c->{re}, $last ? $last->{value} : undef)
+            ? undef : "cookie $c->{name} = " . ($last ? $last->{value} : '(not set)');
+    }
+    if ($w eq 'elapsed') {
+        my $e = $res->{elapsed};
+        my $r = $c->{op} eq '<' ? $e < $c->{v} : $e > $c->{v};
+        return $r ? undef : sprintf("elapsed %.3fs", $e);
+    }
+    return "unknown check kind $w";
+}
+
+sub _show {
+    my ($v) = @_;
+    return 'null' unless defined $v;
+    return JSON::PP->new->canonical->allow_nonref->encode($v) if ref $v;
+    return Scalar::Util::looks_like_number($v) ? $v : "\"$v\"";
+}
+
+sub _json_get {
+    my ($doc, $path) = @_;
+    my $cur = $doc;
+    for my $k (@$path) {
+        if (ref $cur eq 'HASH') {
+            return (0) unless exists $cur->{$k};
+            $cur = $cur->{$k};
+        } elsif (ref $cur eq 'ARRAY' && $k =~ /^\d+$/) {
+            return (0) unless $k < @$cur;
+            $cur = $cur->[$k];
+        } else {
+            return (0);
+        }
+    }
+    return (1, $cur);
+}
+
+sub _failure_diag {
+    my ($st, $req, $res, @fail) = @_;
+    my $n = $st->{instances}[ $req->{instance} - 1 ];
+    return join('', map { "  $_\n" } @fail)
+        . SmartLimit::Test::HTTP::dump_response($res, 500)
+        . $n->log_tail(10);
+}
+
+# One request of a client, with its jar updated from the response.
+sub _do_request {
+    my ($st, $req) = @_;
+    my $res = _send($st, $req, _headers_for($st, $req, $req->{client}));
+    _jar($st, $req->{client})->absorb($res);
+    note_v(sprintf("  -> %s (%.3fs)", $res->{status}, $res->{elapsed}));
+    return $res;
+}
+
+sub _step_request {
+    my ($st, $step) = @_;
+    my $res = _do_request($st, $step->{req});
+    my @fail = _evaluate($step->{req}, $res);
+    _ok($st, !@fail, $step->{line}, @fail ? _failure_diag($st, $step->{req}, $res, @fail) : undef);
+}
+
+sub _step_repeat {
+    my ($st, $step) = @_;
+    for my $i (1 .. $step->{n}) {
+        my $res = _do_request($st, $step->{req});
+        my @fail = _evaluate($step->{req}, $res);
+        if (@fail) {
+            return _ok($st, 0, $step->{line},
+                "iteration $i of $step->{n}:\n" . _failure_diag($st, $step->{req}, $res, @fail));
+        }
+    }
+    _ok($st, 1, $step->{line});
+}
+
+sub _step_until {
+    my ($st, $step) = @_;
+    my $deadline = Time::HiRes::time() + $step->{seconds};
+    my ($tries, $res, @fail) = (0);
+    while (1) {
+        $tries++;
+        $res = _do_request($st, $step->{req});
+        @fail = _evaluate($step->{req}, $res);
+        last if !@fail || Time::HiRes::time() >= $deadline;
+        Time::HiRes::sleep(0.1);
+    }
+    _ok($st, !@fail, $step->{line}, @fail
+        ? "still failing after $tries tries in $step->{seconds}s; last response:\n"
+          . _failure_diag($st, $step->{req}, $res, @fail)
+        : undef);
+}
+
+# Forks a child that runs the request and stores the response in a file.
+sub _fork_request {
+    my ($st, $req, $headers, $barrier_r, $barrier_w) = @_;
+    my ($fh, $file) = File::Temp::tempfile('sl-res-XXXXXX', TMPDIR => 1, UNLINK => 0);
+    close $fh;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        my $res = eval {
+            if ($barrier_r) {
+                close $barrier_w;
+                my $x;
+                sysread($barrier_r, $x, 1);    # EOF when the parent releases everyone
+            }
+            _send($st, $req, $headers);
+        } || { status => 599, error => "child died: $@", headers => [], body => '', elapsed => 0 };
+        Storable::nstore($res, $file);
+        POSIX::_exit(0);
+    }
+    return { pid => $pid, file => $file };
+}
+
+sub _collect {
+    my ($job) = @_;
+    waitpid($job->{pid}, 0);
+    my $res = eval { Storable::retrieve($job->{file}) }
+        || { status => 599, error => "request child left no result", headers => [], body => '', elapsed => 0 };
+    unlink $job->{file};
+    return $res;
+}
+
+sub _step_bg {
+    my ($st, $step) = @_;
+    my $req = $step->{req};
+    my $job = _fork_request($st, $req, _headers_for($st, $req, $req->{client}));
+    push @{ $st->{bg} }, { %$job, step => $step };
+}
+
+sub _join_bg {
+    my ($st) = @_;
+    while (my $job = shift @{ $st->{bg} }) {
+        my $res = _collect($job);
+        my $req = $job->{step}{req};
+        _jar($st, $req->{client})->absorb($res);
+        my @fail = _evaluate($req, $res);
+        _ok($st, !@fail, $job->{step}{line}, @fail ? _failure_diag($st, $req, $res, @fail) : undef);
+    }
+}
+
+sub _step_wait_bg { _join_bg($_[0]) }
+
+sub _step_parallel {
+    my ($st, $step) = @_;
+    my $req = $step->{req};
+    my $prefix = $req->{client};
+    pipe(my $br, my $bw) or die "pipe: $!";
+    my @jobs;
+    for my $i (1 .. $step->{n}) {
+        my $client = "$prefix$i";
+        push @jobs, { %{ _fork_request($st, $req, _headers_for($st, $req, $client), $br, $bw) },
+                      client => $client };
+    }
+    close $br;
+    my $t0 = Time::HiRes::time();
+    close $bw;    # release the barrier: every child sends now
+    my @res;
+    for my $job (@jobs) {
+        my $res = _collect($job);
+        _jar($st, $job->{client})->absorb($res);
+        push @res, [$job->{client}, $res];
+    }
+    my $wall = Time::HiRes::time() - $t0;
+
+    my (@fail, %by_status);
+    $by_status{ $_->[1]{status} }++ for @res;
+    for my $r (@res) {
+        my @f = _evaluate($req, $r->[1], { elapsed => 1, count => 1 });
+        next unless @f;
+        push @fail, "$r->[0]: " . join('; ', @f);
+        if (!$st->{_dumped}++) {
+            push @fail, "first failing response ($r->[0]):\n" . SmartLimit::Test::HTTP::dump_response($r->[1], 500);
+        }
+    }
+    delete $st->{_dumped};
+    for my $c (grep { $_->{what} eq 'elapsed' } @{ $req->{checks} }) {
+        my $r = $c->{op} eq '<' ? $wall < $c->{v} : $wall > $c->{v};
+        push @fail, sprintf("check '%s' failed: the batch took %.3fs", $c->{text}, $wall) unless $r;
+    }
+    for my $c (grep { $_->{what} eq 'count' } @{ $req->{checks} }) {
+        my $got = $by_status{ $c->{status} } // 0;
+        my ($op, $v) = ($c->{op}, $c->{v});
+        my $r = $op eq '==' ? $got == $v : $op eq '!=' ? $got != $v : $op eq '<' ? $got < $v
+              : $op eq '>' ? $got > $v : $op eq '<=' ? $got <= $v : $got >= $v;
+        push @fail, "check '$c->{text}' failed: $got responses with status $c->{status}" unless $r;
+    }
+    my $summary = sprintf("statuses: %s; batch %.3fs",
+        join(', ', map { "$_ x$by_status{$_}" } sort keys %by_status), $wall);
+    note_v("  -> $summary");
+    _ok($st, !@fail, $step->{line}, @fail ? join("\n", @fail, $summary) : undef);
+}
+
+# ------------------------------------------------------------------ other steps
+
+sub _step_sleep { Time::HiRes::sleep($_[1]{seconds}) }
+
+sub _targets {
+    my ($st, $step) = @_;
+    my @i = @{ $st->{instances} };
+    return defined $step->{instance} ? ($i[ $step->{instance} - 1 ]) : @i;
+}
+
+sub _step_reload {
+    my ($st, $step) = @_;
+    my @msg;
+    for my $n (_targets($st, $step)) {
+        my $conf = _config_sections($st, $n, @{ $step->{sections} || [] });
+        $n->write_config($conf);
+        my ($ok, $msg) = $n->reload($st->{workers});
+        if ($ok) {
+            $st->{current}{ $n->{index} }{$_} = $conf->{$_} for qw(main_config http_config config);
+        } else {
+            push @msg, "nginx #$n->{index}: $msg";
+            $n->write_config(_config_sections($st, $n));    # what is really running
+        }
+    }
+    _ok($st, !@msg, $step->{line}, join("\n", @msg));
+}
+
+sub _step_reload_expect_fail {
+    my ($st, $step) = @_;
+    my @msg;
+    for my $n (_targets($st, $step)) {
+        my $conf = "$n->{servroot}/conf/nginx.conf";
+        my $saved = SmartLimit::Test::Server::slurp($conf);
+        $n->write_config(_config_sections($st, $n, @{ $step->{sections} || [] }));
+        my ($ok, $out) = $n->test_config;
+        if ($ok) {
+            push @msg, "nginx #$n->{index}: nginx -t accepted the config";
+        } elsif ($step->{re} && $out !~ $step->{re}) {
+            push @msg, "nginx #$n->{index}: nginx -t output does not match:\n$out";
+        } else {
+            my ($alive, $m, $range) = $n->reload_refused;
+            push @{ $st->{ignore}{ $n->{index} } }, $range if $range;
+            push @msg, "nginx #$n->{index}: $m" unless $alive;
+        }
+        # Back to the config that is really running.
+        SmartLimit::Test::Server::spew($conf, $saved);
+    }
+    _ok($st, !@msg, $step->{line}, join("\n", @msg));
+}
+
+sub _step_kill_worker {
+    my ($st, $step) = @_;
+    for my $n (_targets($st, $step)) {
+        my ($ok, $msg) = $n->kill_worker($step->{signal}, $st->{workers});
+        die "kill-worker: $msg\n" unless $ok;
+    }
+}
+
+sub _step_jar {
+    my ($st, $step) = @_;
+    my $jar = _jar($st, $step->{client});
+    my $op = $step->{op};
+    if ($op eq 'set') {
+        $jar->set($step->{name}, $st->{instances}[0]->subst($step->{value}));
+    } elsif ($op eq 'delete') {
+        $jar->delete($step->{name});
+    } elsif ($op eq 'clear') {
+        $jar->clear;
+    } elsif ($op eq 'copy') {
+        _jar($st, $step->{to})->copy_from($jar);
+    } elsif ($op eq 'rename') {
+        # The cookie's value moves to another name (a ticket of one room shown to another).
+        my $v = $jar->get($step->{name});
+        die "jar $step->{client} has no cookie '$step->{name}' to rename\n" unless defined $v;
+        $jar->delete($step->{name});
+        $jar->set($step->{to_name}, $v);
+    } elsif ($op eq 'tamper') {
+        my $v = $jar->get($step->{name});
+        die "jar $step->{client} has no cookie '$step->{name}' to tamper with\n"
+            unless defined $v && length $v;
+        my $i = int(length($v) / 2);
+        my $ch = substr($v, $i, 1);
+        # Stay inside the base64url alphabet so only the content is wrong.
+        my $new = $ch eq 'A' ? 'B' : 'A';
+        substr($v, $i, 1) = $new;
+        $jar->set($step->{name}, $v);
+    }
+}
+
+sub _step_redis_stop {
+    my ($st, $step) = @_;
+    my ($ok, $msg) = $st->{redis}->stop;
+    _ok($st, $ok && !$st->{redis}->ping, $step->{line}, $msg);
+}
+
+sub _step_redis_start {
+    my ($st, $step) = @_;
+    my ($ok, $msg) = $st->{redis}->start;
+    $LIVE{redis} = $st->{redis};
+    _ok($st, $ok, $step->{line}, $msg);
+}
+
+sub _step_redis {
+    my ($st, $step) = @_;
+    my @args = map { $st->{instances}[0]->subst($_) } @{ $step->{args} };
+    my ($rc, $out) = $st->{redis}->cli(@args);
+    my $pass = $rc == 0 && (!$step->{re} || $out =~ $step->{re});
+    _ok($st, $pass, $step->{line}, "redis-cli exit $rc, output:\n$out");
+}
+
+1;
