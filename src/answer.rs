@@ -9,7 +9,7 @@ use ngx::ffi::{
     ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_str_t, ngx_table_elt_t,
     NGX_HTTP_INTERNAL_SERVER_ERROR,
 };
-use smart_limit_core::page::{self, WaitView};
+use smart_limit_core::page::{self, ViewStatus, WaitView};
 
 use crate::conf::LocConf;
 
@@ -136,21 +136,28 @@ pub unsafe fn send(
 }
 
 /// The waiting answer: HTML for people, JSON for programs that ask for it; never cached;
-/// `Retry-After` says when to come back.
+/// `Retry-After` says when to come back. Waiting and closed answers have the configured
+/// status (`smart_limit_status`, 503 by default); the admitted answer of a
+/// `smart_limit_poll` location is a 200 without `Retry-After`.
 pub unsafe fn waiting(r: *mut ngx_http_request_t, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
     let accept = header_value((*r).headers_in.accept);
-    let retry = view.refresh_secs.to_string();
-    if !add_header(r, "Retry-After", retry.as_bytes())
-        || !add_header(r, "Cache-Control", b"no-store")
-    {
+    let admitted = view.status == ViewStatus::Admitted;
+    let status = if admitted { 200 } else { lcf.status() };
+    if !admitted {
+        let retry = view.refresh_secs.to_string();
+        if !add_header(r, "Retry-After", retry.as_bytes()) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+        }
+    }
+    if !add_header(r, "Cache-Control", b"no-store") {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
     if page::wants_json(accept) {
         let body = page::render_json(view);
-        send(r, lcf.status(), "application/json", body.as_bytes())
+        send(r, status, "application/json", body.as_bytes())
     } else {
         let lang = page::pick_lang(header_value((*r).headers_in.accept_language));
         let body = page::render_html(view, lang, lcf.page.as_deref());
-        send(r, lcf.status(), "text/html; charset=utf-8", body.as_bytes())
+        send(r, status, "text/html; charset=utf-8", body.as_bytes())
     }
 }

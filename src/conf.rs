@@ -4,7 +4,9 @@
 //! - `smart_limit_secret FILE` (http): ticket keys, one per line; the first encrypts.
 //! - `smart_limit NAME | off`, `smart_limit_status CODE`, `smart_limit_refresh TIME`,
 //!   `smart_limit_bypass VALUE`, `smart_limit_page FILE` (http, server, location).
-//! - `smart_limit_metrics` (location).
+//! - `smart_limit_dry_run on | off | VALUE` (http, server, location): decide, log, but pass.
+//! - `smart_limit_metrics`, `smart_limit_control` (location): content handlers;
+//!   `smart_limit_poll` (location): the module answers admitted visitors too (status endpoint).
 //!
 //! Every refusal names the directive and the value, so `nginx -t` says what to fix.
 
@@ -17,9 +19,9 @@ use ngx::ffi::{
     ngx_http_compile_complex_value_t, ngx_http_complex_value_t, ngx_str_t, NGX_LOG_EMERG,
     NGX_LOG_WARN,
 };
-use ngx::http::HttpModuleMainConf;
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::ngx_conf_log_error;
-use smart_limit_core::parse::{self, ZoneParams};
+use smart_limit_core::parse::{self, AdmitMode, ZoneParams};
 use smart_limit_core::ticket::Keyring;
 
 use crate::store::Zone;
@@ -75,6 +77,23 @@ pub struct LocConf {
     pub page: Option<std::rc::Rc<str>>,
     /// This location serves Prometheus metrics.
     pub metrics: bool,
+    /// This location serves the control endpoint (room modes).
+    pub control: bool,
+    /// `smart_limit_poll`: the module answers admitted visitors itself ("admitted").
+    pub poll: bool,
+    /// `smart_limit_dry_run`.
+    pub dry_run: DryRun,
+}
+
+/// `smart_limit_dry_run`: like `limit_req_dry_run`, the room decides and counts as usual, the
+/// decision is logged and recorded in `$smart_limit_status`, and the request passes anyway.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DryRun {
+    Unset,
+    Off,
+    On,
+    /// A value with variables: dry run when it is non-empty and not "0" or "off".
+    Var(*mut ngx_http_complex_value_t),
 }
 
 impl Default for LocConf {
@@ -87,6 +106,9 @@ impl Default for LocConf {
             bypass: ptr::null_mut(),
             page: None,
             metrics: false,
+            control: false,
+            poll: false,
+            dry_run: DryRun::Unset,
         }
     }
 }
@@ -154,10 +176,19 @@ pub unsafe extern "C" fn set_zone(
     let Ok(args) = args(cf) else {
         return NGX_CONF_ERROR;
     };
-    let params = match ZoneParams::parse(&args) {
+    let mut params = match ZoneParams::parse(&args) {
         Ok(p) => p,
         Err(e) => return refuse(cf, e),
     };
+    // With `session=` an admitted user stays active until the session ends after their last
+    // request (Cloudflare's session duration): unless `active_window=` says otherwise, count
+    // a session as active for exactly that long, so `max_active` counts every ticket that
+    // still admits and no more.
+    if let AdmitMode::Session(ms) = params.admit {
+        if !args.iter().any(|a| a.starts_with("active_window=")) {
+            params.active_window_ms = ms;
+        }
+    }
     if mcf.zone(&params.name).is_some() {
         return refuse(
             cf,
@@ -239,12 +270,13 @@ pub unsafe extern "C" fn set_status(
     let Ok(args) = args(cf) else {
         return NGX_CONF_ERROR;
     };
-    match parse::parse_status(args.first().copied().unwrap_or("")) {
+    let value = args.first().copied().unwrap_or("");
+    match parse::parse_status(value) {
         Ok(code) => {
             lcf.status = Some(code);
             NGX_CONF_OK
         }
-        Err(e) => refuse(cf, e),
+        Err(e) => refuse(cf, format_args!("invalid value \"{value}\": {e}")),
     }
 }
 
@@ -271,7 +303,7 @@ pub unsafe extern "C" fn set_refresh(
             cf,
             format_args!("invalid value \"{value}\": must be between 1s and 1h"),
         ),
-        Err(e) => refuse(cf, e),
+        Err(e) => refuse(cf, format_args!("invalid value \"{value}\": {e}")),
     }
 }
 
@@ -285,23 +317,66 @@ pub unsafe extern "C" fn set_bypass(
     if !lcf.bypass.is_null() {
         return refuse(cf, "is duplicate");
     }
+    match compile_arg(cf) {
+        Some(cv) => {
+            lcf.bypass = cv;
+            NGX_CONF_OK
+        }
+        None => NGX_CONF_ERROR,
+    }
+}
+
+/// Compiles the directive's first argument as a value that may hold variables.
+unsafe fn compile_arg(cf: *mut ngx_conf_t) -> Option<*mut ngx_http_complex_value_t> {
     let pool = Pool::from_ngx_pool((*cf).pool);
     let cv = pool.calloc_type::<ngx_http_complex_value_t>();
     if cv.is_null() {
-        return NGX_CONF_ERROR;
+        return None;
     }
     let all: &mut [ngx_str_t] = (*(*cf).args).as_slice_mut();
-    let Some(value) = all.get_mut(1) else {
-        return NGX_CONF_ERROR;
-    };
+    let value = all.get_mut(1)?;
     let mut ccv: ngx_http_compile_complex_value_t = core::mem::zeroed();
     ccv.cf = cf;
     ccv.value = value;
     ccv.complex_value = cv;
     if ngx_http_compile_complex_value(&mut ccv) != Status::NGX_OK.0 {
-        return NGX_CONF_ERROR;
+        return None;
     }
-    lcf.bypass = cv;
+    Some(cv)
+}
+
+/// `smart_limit_dry_run on | off | VALUE`: a value with variables turns dry run on per
+/// request when it is non-empty and not "0" or "off" (e.g. from `map` or `geo`).
+pub unsafe extern "C" fn set_dry_run(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    let lcf = &mut *(conf as *mut LocConf);
+    if lcf.dry_run != DryRun::Unset {
+        return refuse(cf, "is duplicate");
+    }
+    let Ok(args) = args(cf) else {
+        return NGX_CONF_ERROR;
+    };
+    let value = args.first().copied().unwrap_or("");
+    lcf.dry_run = match value {
+        "on" => DryRun::On,
+        "off" => DryRun::Off,
+        v if v.contains('$') => match compile_arg(cf) {
+            Some(cv) => DryRun::Var(cv),
+            None => return NGX_CONF_ERROR,
+        },
+        v => {
+            return refuse(
+                cf,
+                format_args!(
+                    "invalid value \"{}\": expected on, off, or a value with variables",
+                    v.escape_default()
+                ),
+            )
+        }
+    };
     NGX_CONF_OK
 }
 
@@ -341,11 +416,70 @@ pub unsafe extern "C" fn set_metrics(
     conf: *mut c_void,
 ) -> *mut c_char {
     let lcf = &mut *(conf as *mut LocConf);
-    if lcf.metrics {
-        return refuse(cf, "is duplicate");
+    if lcf.metrics || lcf.control {
+        return refuse(cf, "is duplicate or combined with smart_limit_control");
+    }
+    if set_content_handler(cf, crate::metrics::content_handler).is_err() {
+        return NGX_CONF_ERROR;
     }
     lcf.metrics = true;
     NGX_CONF_OK
+}
+
+/// `smart_limit_control`: this location shows the rooms (GET) and switches their mode (POST).
+pub unsafe extern "C" fn set_control(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    let lcf = &mut *(conf as *mut LocConf);
+    if lcf.metrics || lcf.control {
+        return refuse(cf, "is duplicate or combined with smart_limit_metrics");
+    }
+    if set_content_handler(cf, crate::control::content_handler).is_err() {
+        return NGX_CONF_ERROR;
+    }
+    lcf.control = true;
+    NGX_CONF_OK
+}
+
+/// `smart_limit_poll`: a status endpoint for programs. The module answers every request of
+/// this location itself: waiting and closed answers as usual, and an admitted visitor gets
+/// `{"status":"admitted",...}` (or the "it's your turn" page) with its ticket, so a mobile
+/// app can poll a light URL and then call the real API with the ticket cookie.
+pub unsafe extern "C" fn set_poll(
+    cf: *mut ngx_conf_t,
+    _cmd: *mut ngx_command_t,
+    conf: *mut c_void,
+) -> *mut c_char {
+    let lcf = &mut *(conf as *mut LocConf);
+    if lcf.poll {
+        return refuse(cf, "is duplicate");
+    }
+    lcf.poll = true;
+    NGX_CONF_OK
+}
+
+/// Makes `handler` the location's content handler (as `stub_status` does).
+unsafe fn set_content_handler(
+    cf: *mut ngx_conf_t,
+    handler: unsafe extern "C" fn(*mut ngx::ffi::ngx_http_request_t) -> ngx::ffi::ngx_int_t,
+) -> Result<(), ()> {
+    let Some(clcf) = NgxHttpCoreModule::location_conf_mut(&*cf) else {
+        return Err(());
+    };
+    if clcf.handler.is_some() {
+        ngx_conf_log_error!(
+            NGX_LOG_EMERG,
+            cf,
+            "\"{}\": this location already has a content handler (proxy_pass, root with \
+             another module, ...)",
+            directive(cf)
+        );
+        return Err(());
+    }
+    clcf.handler = Some(handler);
+    Ok(())
 }
 
 /// Runs once the http block is read: gives every zone its keys.
@@ -358,6 +492,20 @@ pub unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) 
             "smart_limit_secret is not set: tickets use a random key kept in each zone; \
              they do not survive a restart and are not shared by a fleet"
         );
+        // A fleet room without shared keys: a ticket from one node is a stranger on the next.
+        for z in mcf.zones.iter().map(|z| z.as_ref()) {
+            if z.redis.is_none() {
+                continue;
+            }
+            ngx_conf_log_error!(
+                NGX_LOG_WARN,
+                cf,
+                "smart_limit_zone \"{}\" has store=redis but smart_limit_secret is not set: \
+                 each node seals tickets with its own key, so a client loses its place when \
+                 it reaches another node; give every node the same key file",
+                z.params.name
+            );
+        }
     }
     for z in mcf.zones.iter_mut() {
         z.as_mut().keys = mcf.keys.clone();
@@ -395,6 +543,9 @@ pub unsafe extern "C" fn merge_loc_conf(
     }
     if conf.page.is_none() {
         conf.page = prev.page.clone();
+    }
+    if conf.dry_run == DryRun::Unset {
+        conf.dry_run = prev.dry_run;
     }
     NGX_CONF_OK
 }

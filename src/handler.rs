@@ -6,6 +6,13 @@
 //! 3. A valid admitted ticket passes without waiting ([S5]); it is only counted as active.
 //! 4. Anyone else asks the room ([S3]-[S6]): admitted now (a new ticket, the request goes on),
 //!    or told to wait (the waiting answer, [S7]).
+//!
+//! Room modes: the room applies them (`Room::visit`); here only `reject` matters on the
+//! admitted path: a closed room turns admitted tickets away too (maintenance), without
+//! spoiling the ticket, which admits again once the room reopens (if still valid).
+//! `smart_limit_dry_run`: everything is decided and counted as usual, but a request that
+//! would wait or be refused is logged, recorded as `WAITING_DRY_RUN` / `REJECTED_DRY_RUN`,
+//! and passes (it still gets its waiting ticket, so it keeps one place, as it would).
 
 use core::cell::Cell;
 use core::future::Future;
@@ -18,17 +25,17 @@ use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
     ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t,
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_ERR,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_ERR, NGX_LOG_WARN,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::{Refusal, Verdict, Visit};
-use smart_limit_core::rules::{self, TicketState};
+use smart_limit_core::rules::{self, Mode, TicketState};
 use smart_limit_core::ticket::{self, Keyring, Ticket};
 
 use crate::answer;
-use crate::conf::LocConf;
+use crate::conf::{DryRun, LocConf};
 use crate::store::{now_ms, Answer, StoreError, Zone};
 use crate::vars::{self, Outcome};
 use crate::Module;
@@ -56,7 +63,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     let Some(zone) = lcf.zone(mcf) else {
         return declined;
     };
-    if (*r).main != r {
+    if (*r).main != r || lcf.metrics || lcf.control {
         return declined;
     }
     let ctx = *(*r).ctx.add(Module::module().ctx_index) as *mut Pending;
@@ -76,10 +83,18 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
     let now = now_ms();
+    let dry = dry_run(r, lcf);
     let ticket = read_ticket(r, keys, &zone.cookie, room);
-    let state = ticket
+    let mut state = ticket
         .as_ref()
         .map(|t| rules::ticket_state(t, zone.admission, now));
+    // A closed room turns everyone away: the admitted ticket goes to the room like any
+    // visitor (which refuses and counts it) and is left as it is.
+    let closed_to_admitted =
+        state == Some(TicketState::Admitted) && zone.mode_now() == Mode::Reject;
+    if closed_to_admitted {
+        state = None;
+    }
 
     // [S5]: a valid admitted ticket passes; it only counts as active.
     if let (Some(t), Some(TicketState::Admitted)) = (&ticket, state) {
@@ -101,17 +116,27 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
             set_ticket(r, keys, &zone.cookie, &renewed);
         }
         vars::record(r, Outcome::Passed, room, None);
+        vars::record_sid(r, t.sid);
+        if lcf.poll {
+            return admitted_answer(r, lcf, zone, now);
+        }
         return declined;
     }
 
+    // The session id an admitted ticket keeps when a closed room turns it away.
+    let admitted_sid = ticket
+        .as_ref()
+        .filter(|_| closed_to_admitted)
+        .map(|t| t.sid);
     let held = match (ticket, state) {
         (Some(t), Some(TicketState::Waiting)) => Some(t),
         _ => None,
     };
     let visit = Visit {
-        sid: match &held {
-            Some(t) => t.sid,
-            None => match ticket::random_sid() {
+        sid: match (&held, admitted_sid) {
+            (Some(t), _) => t.sid,
+            (None, Some(sid)) => sid,
+            _ => match ticket::random_sid() {
                 Ok(sid) => sid,
                 Err(_) => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
             },
@@ -120,8 +145,24 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
         draw: draw(now, held.as_ref().map_or(0, |t| t.sid)),
     };
     match zone.visit(visit, now) {
-        Answer::Now(result) => finish(r, lcf, zone, keys, held.as_ref(), result, now),
-        Answer::Later(future) => suspend(r, held, future, now),
+        Answer::Now(result) => finish(r, lcf, zone, keys, held.as_ref(), result, now, dry),
+        Answer::Later(future) => suspend(r, held, future, now, dry),
+    }
+}
+
+/// `smart_limit_dry_run` for this request.
+unsafe fn dry_run(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
+    match lcf.dry_run {
+        DryRun::On => true,
+        DryRun::Off | DryRun::Unset => false,
+        DryRun::Var(cv) => {
+            let mut value = ngx_str_t::empty();
+            if ngx_http_complex_value(r, cv, &mut value) != Status::NGX_OK.0 {
+                return false;
+            }
+            let v = value.as_bytes();
+            !v.is_empty() && v != b"0" && v != b"off"
+        }
     }
 }
 
@@ -129,6 +170,7 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
 struct Pending {
     held: Option<Ticket>,
     now: u64,
+    dry: bool,
     result: Rc<Cell<Option<Result<Verdict, StoreError>>>>,
     /// Dropped with the request's pool: a request that ends early cancels its store call.
     _task: Task<()>,
@@ -142,6 +184,7 @@ unsafe fn suspend(
     held: Option<Ticket>,
     future: Pin<Box<dyn Future<Output = Result<Verdict, StoreError>>>>,
     now: u64,
+    dry: bool,
 ) -> ngx_int_t {
     let result = Rc::new(Cell::new(None));
     let slot = result.clone();
@@ -155,6 +198,7 @@ unsafe fn suspend(
     let pending = Pool::from_ngx_pool((*r).pool).allocate(Pending {
         held,
         now,
+        dry,
         result,
         _task: task,
     });
@@ -181,11 +225,21 @@ unsafe fn resume(
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     };
     let held = pending.held.take();
-    finish(r, lcf, zone, keys, held.as_ref(), result, pending.now)
+    finish(
+        r,
+        lcf,
+        zone,
+        keys,
+        held.as_ref(),
+        result,
+        pending.now,
+        pending.dry,
+    )
 }
 
 /// Turns the room's verdict into the answer: a new ticket and the request goes on, or the
-/// waiting answer.
+/// waiting answer (in a dry run: a log line, and the request goes on).
+#[allow(clippy::too_many_arguments)]
 unsafe fn finish(
     r: *mut ngx_http_request_t,
     lcf: &LocConf,
@@ -194,6 +248,7 @@ unsafe fn finish(
     held: Option<&Ticket>,
     result: Result<Verdict, StoreError>,
     now: u64,
+    dry: bool,
 ) -> ngx_int_t {
     let declined = Status::NGX_DECLINED.into();
     let room = zone.params.name.as_str();
@@ -202,6 +257,9 @@ unsafe fn finish(
         Err(e) => {
             problem(r, zone, now, &e.to_string());
             vars::record(r, Outcome::Error, room, None);
+            if dry {
+                return declined;
+            }
             return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
         }
     };
@@ -218,6 +276,10 @@ unsafe fn finish(
             };
             set_ticket(r, keys, &zone.cookie, &t);
             vars::record(r, Outcome::Admitted, room, None);
+            vars::record_sid(r, sid);
+            if lcf.poll {
+                return admitted_answer(r, lcf, zone, now);
+            }
             declined
         }
         Verdict::Wait(place) => {
@@ -234,6 +296,18 @@ unsafe fn finish(
                 set_ticket(r, keys, &zone.cookie, &t);
             }
             let position = (place.position > 0).then_some(place.position);
+            if dry {
+                vars::record(r, Outcome::WaitingDryRun, room, position);
+                ngx_log_error!(
+                    NGX_LOG_WARN,
+                    (*(*r).connection).log,
+                    "smart_limit zone \"{}\": dry run, would wait (position {}, {} in line)",
+                    room,
+                    position.map_or_else(|| "-".to_string(), |p| p.to_string()),
+                    place.queue_len
+                );
+                return declined;
+            }
             vars::record(r, Outcome::Waiting, room, position);
             let view = WaitView {
                 room,
@@ -247,6 +321,20 @@ unsafe fn finish(
             respond(r, lcf, &view)
         }
         Verdict::Refuse(why) => {
+            if dry {
+                vars::record(r, Outcome::RejectedDryRun, room, None);
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    (*(*r).connection).log,
+                    "smart_limit zone \"{}\": dry run, would refuse ({})",
+                    room,
+                    match why {
+                        Refusal::Closed => "room closed",
+                        Refusal::LineFull { .. } => "no place left in the line",
+                    }
+                );
+                return declined;
+            }
             let (status, queue_len) = match why {
                 Refusal::Closed => (ViewStatus::Closed, 0),
                 Refusal::LineFull { queue_len } => {
@@ -284,6 +372,28 @@ unsafe fn respond(r: *mut ngx_http_request_t, lcf: &LocConf, view: &WaitView) ->
     Status::NGX_DONE.into()
 }
 
+/// `smart_limit_poll`: the location is a status endpoint for programs (and people): an
+/// admitted visitor gets the "admitted" answer (JSON `"status":"admitted"`, or the "it's your
+/// turn" page that reloads), with its ticket, instead of the location's content.
+unsafe fn admitted_answer(
+    r: *mut ngx_http_request_t,
+    lcf: &LocConf,
+    zone: &Zone,
+    now: u64,
+) -> ngx_int_t {
+    let queue_len = zone.snapshot(now).map_or(0, |s| s.queue_len);
+    let view = WaitView {
+        room: zone.params.name.as_str(),
+        status: ViewStatus::Admitted,
+        position: None,
+        queue_len,
+        eta_secs: None,
+        refresh_secs: lcf.refresh_secs(),
+        updated_at: now / 1000,
+    };
+    respond(r, lcf, &view)
+}
+
 /// `smart_limit_bypass`: any value but "" and "0" lets the request through.
 unsafe fn bypassed(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
     if lcf.bypass.is_null() {
@@ -300,7 +410,7 @@ unsafe fn bypassed(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
 /// The first `smart_limit` cookie that opens as a ticket of this room, if any. Walks the
 /// request's header list (rather than nginx's per-version cookie fields) so the module builds
 /// against older nginx too.
-unsafe fn read_ticket(
+pub(crate) unsafe fn read_ticket(
     r: *mut ngx_http_request_t,
     keys: &Keyring,
     cookie: &str,

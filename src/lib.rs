@@ -6,7 +6,10 @@
 //! - `handler`: request -> ticket -> decision -> answer, re-entrant for asynchronous stores;
 //! - `store`: the room's state, in this node's shared memory (and Redis);
 //! - `answer`: the waiting page, JSON and headers;
-//! - `vars`: `$smart_limit_*` variables.
+//! - `vars`: `$smart_limit_*` variables;
+//! - `filter`: the response header filter for origin commands (`X-Smart-Limit: revoke`);
+//! - `metrics`, `control`: the `smart_limit_metrics` and `smart_limit_control` endpoints.
+//!
 //! The rules themselves are in the `smart_limit_core` crate, which has no nginx symbols.
 
 use core::ptr::addr_of;
@@ -22,8 +25,11 @@ use ngx::{core::Status, ngx_string};
 
 mod answer;
 mod conf;
+mod control;
+mod filter;
 mod handler;
 mod metrics;
+mod net;
 mod store;
 mod vars;
 
@@ -50,6 +56,7 @@ impl HttpModule for Module {
             return Status::NGX_ERROR.into();
         }
         *h = Some(handler::access_handler);
+        filter::register();
         Status::NGX_OK.into()
     }
 }
@@ -80,7 +87,7 @@ const fn command(
     }
 }
 
-static mut COMMANDS: [ngx_command_t; 9] = [
+static mut COMMANDS: [ngx_command_t; 12] = [
     command(
         ngx_string!("smart_limit_zone"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
@@ -124,9 +131,27 @@ static mut COMMANDS: [ngx_command_t; 9] = [
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
+        ngx_string!("smart_limit_dry_run"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        conf::set_dry_run,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
         ngx_string!("smart_limit_metrics"),
         NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
         conf::set_metrics,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_poll"),
+        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+        conf::set_poll,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_control"),
+        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+        conf::set_control,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     ngx_command_t::empty(),

@@ -10,7 +10,7 @@ use core::ptr::addr_of_mut;
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_conf_t, ngx_http_add_variable, ngx_http_get_variable_index, ngx_http_request_t,
-    ngx_http_variable_value_t, ngx_int_t, ngx_str_t,
+    ngx_http_variable_value_t, ngx_int_t, ngx_str_t, NGX_HTTP_VAR_NOHASH,
 };
 use ngx::ngx_string;
 
@@ -29,6 +29,12 @@ pub enum Outcome {
     Rejected,
     /// The store failed and the failure policy decided.
     Error,
+    /// `smart_limit_dry_run`: would have been given the waiting answer, passed instead.
+    WaitingDryRun,
+    /// `smart_limit_dry_run`: would have been refused (room closed or line full), passed.
+    RejectedDryRun,
+    /// The origin ended the session (`X-Smart-Limit: revoke`); set by the header filter.
+    Revoked,
 }
 
 impl Outcome {
@@ -40,6 +46,9 @@ impl Outcome {
             Outcome::Bypass => "BYPASS",
             Outcome::Rejected => "REJECTED",
             Outcome::Error => "ERROR",
+            Outcome::WaitingDryRun => "WAITING_DRY_RUN",
+            Outcome::RejectedDryRun => "REJECTED_DRY_RUN",
+            Outcome::Revoked => "REVOKED",
         }
     }
 }
@@ -47,19 +56,29 @@ impl Outcome {
 const STATUS: usize = 0;
 const POSITION: usize = 1;
 const ROOM: usize = 2;
+/// Internal: the session id (16 hex digits) of the ticket the request was decided on, for the
+/// revoke header filter. Not hashed, so `$smart_limit_sid_` cannot be looked up by name at
+/// run time (it is not part of the documented interface).
+const SID: usize = 3;
 
-static mut NAMES: [ngx_str_t; 3] = [
+static mut NAMES: [ngx_str_t; 4] = [
     ngx_string!("smart_limit_status"),
     ngx_string!("smart_limit_position"),
     ngx_string!("smart_limit_room"),
+    ngx_string!("smart_limit_sid_"),
 ];
-static mut INDEX: [usize; 3] = [usize::MAX; 3];
+static mut INDEX: [usize; 4] = [usize::MAX; 4];
 
 /// Declares the variables (preconfiguration) and remembers their indexes.
 pub unsafe fn register(cf: *mut ngx_conf_t) -> Status {
-    for i in 0..3 {
+    for i in 0..4 {
         let name = &mut (*addr_of_mut!(NAMES))[i];
-        let var = ngx_http_add_variable(cf, name, 0);
+        let flags = if i == SID {
+            NGX_HTTP_VAR_NOHASH as usize
+        } else {
+            0
+        };
+        let var = ngx_http_add_variable(cf, name, flags);
         if var.is_null() {
             return Status::NGX_ERROR;
         }
@@ -128,4 +147,37 @@ pub unsafe fn record(
             set(r, POSITION, mem, text.len());
         }
     }
+}
+
+/// Changes the recorded status (the header filter marks a revoked session).
+pub unsafe fn set_outcome(r: *mut ngx_http_request_t, outcome: Outcome) {
+    let s = outcome.as_str();
+    set(r, STATUS, s.as_ptr(), s.len());
+}
+
+/// Remembers the session id the request was decided on (admitted or passed).
+pub unsafe fn record_sid(r: *mut ngx_http_request_t, sid: u64) {
+    let text = format!("{sid:016x}");
+    let pool = ngx::core::Pool::from_ngx_pool((*r).pool);
+    let mem = pool.alloc_unaligned(text.len()) as *mut u8;
+    if !mem.is_null() {
+        core::ptr::copy_nonoverlapping(text.as_ptr(), mem, text.len());
+        set(r, SID, mem, text.len());
+    }
+}
+
+unsafe fn value<'a>(r: *mut ngx_http_request_t, which: usize) -> Option<&'a [u8]> {
+    let v = slot(r, which)?;
+    if v.valid() == 0 || v.not_found() != 0 || v.data.is_null() || v.len() == 0 {
+        return None;
+    }
+    Some(core::slice::from_raw_parts(v.data, v.len() as usize))
+}
+
+/// The room and session id recorded by the handler, when the request was admitted or passed.
+pub unsafe fn recorded_session<'a>(r: *mut ngx_http_request_t) -> Option<(&'a [u8], u64)> {
+    let room = value(r, ROOM)?;
+    let sid = core::str::from_utf8(value(r, SID)?).ok()?;
+    let sid = u64::from_str_radix(sid, 16).ok()?;
+    Some((room, sid))
 }

@@ -4,13 +4,21 @@
 //! give a decision (from a [`room::Room`] in shared memory, or from the Redis script that
 //! follows the same rules), and the decision becomes an answer ([`page`]).
 
+/// Prometheus text exposition and the control endpoint's JSON, from room snapshots.
+pub mod metrics;
 /// Waiting answer bodies: HTML page, JSON, content negotiation.
 pub mod page;
 /// Configuration value parsers and the `smart_limit_zone` parameters.
 pub mod parse;
+/// The Redis store without I/O: keys, the room script, replies, backoff.
+pub mod redis;
+/// RESP2 command encoding and a fallible reply parser.
+pub mod resp;
 /// One room's queue and admitted sessions in a flat block of shared memory.
 pub mod room;
 /// The room's rules as plain functions: capacity, ticket validity, lottery.
 pub mod rules;
+/// SHA-1, to name the room script for EVALSHA.
+pub mod sha1;
 /// Session tickets: AES-256-GCM sealed cookie values, key files, cookie helpers.
 pub mod ticket;

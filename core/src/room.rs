@@ -19,7 +19,7 @@ use crate::rules::{self, Capacity, Limits, Mode};
 
 const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// Bumped whenever the layout below changes; a reload onto an old layout is refused.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 const NIL: u32 = u32::MAX;
 
 /// Cumulative counters (never decrease), exported as Prometheus counters.
@@ -76,6 +76,14 @@ struct Header {
     mode_override: u32,
     _pad2: u32,
     counters: Counters,
+    /// Redis store: the room's line length and active count from the latest script reply,
+    /// and when it came (0 = never). Snapshots report them while they are fresh.
+    remote_queue_len: u64,
+    remote_active: u64,
+    remote_at_ms: u64,
+    /// The Redis clock of the reply the figures came from: replies coming back on several
+    /// connections (workers) never put older figures over newer ones.
+    remote_version: u64,
 }
 
 /// A place in the line.
@@ -84,6 +92,8 @@ struct Header {
 struct Slot {
     sid: u64, // 0 = empty (left, admitted, or never used)
     last_seen: u64,
+    /// When the client took this place (for the "oldest wait" gauge).
+    joined: u64,
 }
 
 /// An admitted session recently seen.
@@ -152,6 +162,16 @@ pub enum Refusal {
     Closed,
 }
 
+/// Figures from a Redis reply, for [`Room::mirror_remote`]; None leaves one as it was.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mirror {
+    pub queue_len: Option<u64>,
+    pub active: Option<u64>,
+    pub mode_override: Option<u32>,
+    /// The Redis clock (µs) of the reply: later replies have larger versions.
+    pub version: u64,
+}
+
 /// A read-only picture of the room for metrics and status pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Snapshot {
@@ -194,7 +214,7 @@ impl<'m> Room<'m> {
         if mem.len() < Self::MIN_BYTES {
             return Err(LayoutError::TooSmall(mem.len(), Self::MIN_BYTES));
         }
-        if mem.as_ptr() as usize % align_of::<u64>() != 0 {
+        if !(mem.as_ptr() as usize).is_multiple_of(align_of::<u64>()) {
             return Err(LayoutError::Misaligned);
         }
         mem.fill(0);
@@ -220,6 +240,10 @@ impl<'m> Room<'m> {
             mode_override: 0,
             _pad2: 0,
             counters: Counters::default(),
+            remote_queue_len: 0,
+            remote_active: 0,
+            remote_at_ms: 0,
+            remote_version: 0,
         };
         // SAFETY: length and alignment checked above; Header is plain old data.
         unsafe { core::ptr::write(mem.as_mut_ptr() as *mut Header, hdr) };
@@ -244,7 +268,7 @@ impl<'m> Room<'m> {
         if mem.len() < hsize {
             return Err(LayoutError::TooSmall(mem.len(), hsize));
         }
-        if mem.as_ptr() as usize % align_of::<u64>() != 0 {
+        if !(mem.as_ptr() as usize).is_multiple_of(align_of::<u64>()) {
             return Err(LayoutError::Misaligned);
         }
         let base = mem.as_mut_ptr();
@@ -289,6 +313,27 @@ impl<'m> Room<'m> {
     /// The mode switched at run time, if any (code of `rules::Mode`, 0 = configured one).
     pub fn set_mode_override(&mut self, code: u32) {
         self.hdr.mode_override = code;
+    }
+
+    /// Redis store: mirrors the room's figures from a script reply, so this node's metrics
+    /// show the fleet's line and active count, and the mode override set on any node is in
+    /// force here too (also for decisions taken locally while Redis is away). Figures older
+    /// than the ones already mirrored (by `m.version`, the Redis clock) are ignored.
+    pub fn mirror_remote(&mut self, m: &Mirror, now: u64) {
+        if m.version < self.hdr.remote_version {
+            return;
+        }
+        self.hdr.remote_version = m.version;
+        if let Some(q) = m.queue_len {
+            self.hdr.remote_queue_len = q;
+        }
+        if let Some(a) = m.active {
+            self.hdr.remote_active = a;
+        }
+        if let Some(mode) = m.mode_override {
+            self.hdr.mode_override = mode;
+        }
+        self.hdr.remote_at_ms = now.max(1);
     }
 
     pub fn mode_override(&self) -> u32 {
@@ -439,6 +484,7 @@ impl<'m> Room<'m> {
         self.ring[ix] = Slot {
             sid,
             last_seen: now,
+            joined: now,
         };
         self.hdr.tail += 1;
         self.hdr.waiting += 1;
@@ -451,8 +497,7 @@ impl<'m> Room<'m> {
         self.ring[ix].sid = 0;
         self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
         // Advance over the now-empty head (and any empty slots after it).
-        while self.hdr.head < self.hdr.tail && self.ring[self.ring_index(self.hdr.head)].sid == 0
-        {
+        while self.hdr.head < self.hdr.tail && self.ring[self.ring_index(self.hdr.head)].sid == 0 {
             self.hdr.head += 1;
         }
     }
@@ -529,11 +574,20 @@ impl<'m> Room<'m> {
         let oldest_wait_ms = (self.hdr.head..self.hdr.tail)
             .map(|q| self.ring[self.ring_index(q)])
             .find(|s| s.sid != 0)
-            .map(|s| now.saturating_sub(s.last_seen.min(now)))
+            .map(|s| now.saturating_sub(s.joined.min(now)))
             .unwrap_or(0);
+        // Mirrored Redis figures while fresh; this node's own once Redis has been silent for
+        // a while (then the local room is what decides, under on_error=local).
+        let fresh = self.hdr.remote_at_ms != 0
+            && now.saturating_sub(self.hdr.remote_at_ms) < limits.active_window_ms.max(60_000);
+        let (queue_len, active) = if fresh {
+            (self.hdr.remote_queue_len, self.hdr.remote_active)
+        } else {
+            (self.hdr.waiting, self.hdr.active)
+        };
         Snapshot {
-            queue_len: self.hdr.waiting,
-            active: self.hdr.active,
+            queue_len,
+            active,
             oldest_wait_ms,
             counters: self.hdr.counters,
             capacity: self.capacity(),
@@ -662,8 +716,14 @@ mod tests {
         let mut mem = Mem::new(64 * 1024);
         let l = limits();
         let mut room = Room::format(mem.bytes(), 1).unwrap();
-        assert_eq!(visit(&mut room, 11, 0, 1000, &l), Verdict::Admit { sid: 11 });
-        assert_eq!(visit(&mut room, 12, 0, 1000, &l), Verdict::Admit { sid: 12 });
+        assert_eq!(
+            visit(&mut room, 11, 0, 1000, &l),
+            Verdict::Admit { sid: 11 }
+        );
+        assert_eq!(
+            visit(&mut room, 12, 0, 1000, &l),
+            Verdict::Admit { sid: 12 }
+        );
         let c = place(visit(&mut room, 13, 0, 1000, &l));
         let d = place(visit(&mut room, 14, 0, 1001, &l));
         assert_eq!((c.position, d.position), (1, 2));
@@ -686,8 +746,14 @@ mod tests {
         let d = place(visit(&mut room, 4, 0, 0, &l));
         // Both keep polling every 10 s; the second in line never goes first.
         for t in [10_000, 20_000, 30_000, 40_000, 50_000] {
-            assert!(matches!(visit(&mut room, 4, d.qnum, t, &l), Verdict::Wait(_)));
-            assert!(matches!(visit(&mut room, 3, c.qnum, t, &l), Verdict::Wait(_)));
+            assert!(matches!(
+                visit(&mut room, 4, d.qnum, t, &l),
+                Verdict::Wait(_)
+            ));
+            assert!(matches!(
+                visit(&mut room, 3, c.qnum, t, &l),
+                Verdict::Wait(_)
+            ));
         }
         // Admitted 1 stays active by being seen; 2 is not seen again.
         assert!(room.pass(1, 30_000, &l));
@@ -696,7 +762,10 @@ mod tests {
             Verdict::Wait(_)
         ));
         // 2 has been unseen for active_window: its place frees and the head goes in.
-        assert_eq!(visit(&mut room, 3, c.qnum, 60_000, &l), Verdict::Admit { sid: 3 });
+        assert_eq!(
+            visit(&mut room, 3, c.qnum, 60_000, &l),
+            Verdict::Admit { sid: 3 }
+        );
         let d = place(visit(&mut room, 4, d.qnum, 60_001, &l));
         assert_eq!(d.position, 1);
     }
@@ -734,10 +803,19 @@ mod tests {
             ..limits()
         };
         let mut room = Room::format(mem.bytes(), 1).unwrap();
-        assert!(matches!(visit(&mut room, 1, 0, 0, &l), Verdict::Admit { .. }));
-        assert!(matches!(visit(&mut room, 2, 0, 0, &l), Verdict::Admit { .. }));
+        assert!(matches!(
+            visit(&mut room, 1, 0, 0, &l),
+            Verdict::Admit { .. }
+        ));
+        assert!(matches!(
+            visit(&mut room, 2, 0, 0, &l),
+            Verdict::Admit { .. }
+        ));
         let c = place(visit(&mut room, 3, 0, 0, &l));
-        assert_eq!(visit(&mut room, 3, c.qnum, 60_000, &l), Verdict::Admit { sid: 3 });
+        assert_eq!(
+            visit(&mut room, 3, c.qnum, 60_000, &l),
+            Verdict::Admit { sid: 3 }
+        );
     }
 
     #[test]
@@ -779,7 +857,58 @@ mod tests {
         let s = room.snapshot(1, &l);
         assert_eq!((s.queue_len, s.active), (1, 2));
         let mut junk = Mem::new(64 * 1024);
-        assert_eq!(Room::attach(junk.bytes()).err(), Some(LayoutError::NotARoom));
+        assert_eq!(
+            Room::attach(junk.bytes()).err(),
+            Some(LayoutError::NotARoom)
+        );
+    }
+
+    #[test]
+    fn mirrored_figures_show_while_fresh() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = limits();
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let m = Mirror {
+            queue_len: Some(40),
+            active: Some(7),
+            mode_override: Some(5),
+            version: 900,
+        };
+        room.mirror_remote(&m, 1000);
+        // An older reply that arrives later changes nothing; a partial one changes its part.
+        let old = Mirror {
+            queue_len: Some(39),
+            version: 899,
+            ..m
+        };
+        room.mirror_remote(&old, 1000);
+        let part = Mirror {
+            queue_len: None,
+            active: Some(6),
+            mode_override: None,
+            version: 901,
+        };
+        room.mirror_remote(&part, 1000);
+        let s = room.snapshot(1000, &l);
+        assert_eq!((s.queue_len, s.active, s.mode_override), (40, 6, 5));
+        // Stale after the active window: the local figures again.
+        let s = room.snapshot(1000 + l.active_window_ms, &l);
+        assert_eq!((s.queue_len, s.active), (0, 0));
+    }
+
+    #[test]
+    fn oldest_wait_counts_from_joining_not_from_the_last_poll() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 1,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let b = place(visit(&mut room, 2, 0, 1_000, &l));
+        place(visit(&mut room, 2, b.qnum, 10_000, &l));
+        assert_eq!(room.snapshot(15_000, &l).oldest_wait_ms, 14_000);
     }
 
     #[test]
@@ -793,7 +922,10 @@ mod tests {
         visit(&mut room, 1, 0, 0, &l);
         let b = place(visit(&mut room, 2, 0, 0, &l));
         assert!(room.revoke(1));
-        assert_eq!(visit(&mut room, 2, b.qnum, 10, &l), Verdict::Admit { sid: 2 });
+        assert_eq!(
+            visit(&mut room, 2, b.qnum, 10, &l),
+            Verdict::Admit { sid: 2 }
+        );
     }
 
     #[test]
@@ -828,9 +960,15 @@ mod tests {
         let c = place(visit(&mut room, 3, 0, 0, &l));
         let d = place(visit(&mut room, 4, 0, 0, &l));
         assert_eq!(c.eta_secs, None);
-        assert!(matches!(visit(&mut room, 2, b.qnum, 1000, &l), Verdict::Admit { .. }));
+        assert!(matches!(
+            visit(&mut room, 2, b.qnum, 1000, &l),
+            Verdict::Admit { .. }
+        ));
         visit(&mut room, 4, d.qnum, 1000, &l);
-        assert!(matches!(visit(&mut room, 3, c.qnum, 2000, &l), Verdict::Admit { .. }));
+        assert!(matches!(
+            visit(&mut room, 3, c.qnum, 2000, &l),
+            Verdict::Admit { .. }
+        ));
         let d = place(visit(&mut room, 4, d.qnum, 2000, &l));
         assert_eq!(d.position, 1);
         assert_eq!(d.eta_secs, Some(1));

@@ -28,6 +28,9 @@ impl Mode {
         Mode::QueueAll,
     ];
 
+    /// The mode names, for messages: "fifo, random, passthrough, reject, queue_all".
+    pub const NAMES: &'static str = "fifo, random, passthrough, reject, queue_all";
+
     pub fn code(self) -> u32 {
         match self {
             Mode::Fifo => 1,
@@ -222,12 +225,27 @@ mod tests {
     #[test]
     fn grant_and_session_expiry() {
         let g = Admission::Grant { ms: 600_000 };
-        assert_eq!(ticket_state(&ticket(0, 10, 10), g, 600_009), TicketState::Admitted);
-        assert_eq!(ticket_state(&ticket(0, 10, 10), g, 600_010), TicketState::Stale);
+        assert_eq!(
+            ticket_state(&ticket(0, 10, 10), g, 600_009),
+            TicketState::Admitted
+        );
+        assert_eq!(
+            ticket_state(&ticket(0, 10, 10), g, 600_010),
+            TicketState::Stale
+        );
         let s = Admission::Session { ms: 60_000 };
-        assert_eq!(ticket_state(&ticket(0, 10, 500_000), s, 559_999), TicketState::Admitted);
-        assert_eq!(ticket_state(&ticket(0, 10, 500_000), s, 560_000), TicketState::Stale);
-        assert_eq!(ticket_state(&ticket(0, 0, 0), g, 1000), TicketState::Waiting);
+        assert_eq!(
+            ticket_state(&ticket(0, 10, 500_000), s, 559_999),
+            TicketState::Admitted
+        );
+        assert_eq!(
+            ticket_state(&ticket(0, 10, 500_000), s, 560_000),
+            TicketState::Stale
+        );
+        assert_eq!(
+            ticket_state(&ticket(0, 0, 0), g, 1000),
+            TicketState::Waiting
+        );
         assert_eq!(
             ticket_state(&ticket(0, 0, 0), g, MAX_WAIT_TICKET_AGE_MS + 1),
             TicketState::Stale
@@ -244,7 +262,11 @@ mod tests {
         let s = Admission::Session { ms: 600_000 };
         assert!(!needs_renewal(&ticket(0, 0, 1000), s, 60_999));
         assert!(needs_renewal(&ticket(0, 0, 1000), s, 61_000));
-        assert!(!needs_renewal(&ticket(0, 0, 0), Admission::Grant { ms: 1 }, 10_000_000));
+        assert!(!needs_renewal(
+            &ticket(0, 0, 0),
+            Admission::Grant { ms: 1 },
+            10_000_000
+        ));
     }
 
     #[test]
@@ -254,5 +276,7 @@ mod tests {
             assert_eq!(Mode::from_name(m.name()), Some(m));
         }
         assert_eq!(Mode::from_code(0), None);
+        let names: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(names.join(", "), Mode::NAMES);
     }
 }

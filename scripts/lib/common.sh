@@ -16,9 +16,11 @@ sl_banner() {
 
 # Installs the Debian packages the project needs, if any is missing.
 # Quiet when everything is present; runs `apt-get update` once, only when needed.
+# chromium, chromium-driver and a Japanese font: the real-browser test (t/350-browser.t).
 SL_DEBIAN_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev libtest-base-perl
-                    redis-server jq wrk curl)
+                    redis-server jq wrk curl chromium chromium-driver fonts-ipafont-gothic)
 sl_install_deps() {
+    sl_install_browser_driver || return 1
     local missing=() p
     for p in "${SL_DEBIAN_PACKAGES[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,6 +35,17 @@ sl_install_deps() {
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update -qq </dev/null >/dev/null || return 1
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null || return 1
+}
+
+# playwright-core (npm registry, pinned in t/browser/package-lock.json) drives Chromium in
+# t/350-browser.t; installed into t/browser/node_modules (git-ignored) when missing.
+sl_install_browser_driver() {
+    local dir
+    dir="$(sl_root)/t/browser"
+    [ -d "$dir/node_modules/playwright-core" ] && return 0
+    command -v npm >/dev/null 2>&1 || { echo "npm is missing: cannot install playwright-core for t/350-browser.t" >&2; return 1; }
+    echo "installing playwright-core (npm ci in t/browser)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null) || return 1
 }
 
 # sl_build debug|release

@@ -16,6 +16,7 @@ use smart_limit_core::room::{Snapshot, Verdict, Visit};
 use smart_limit_core::rules::{Admission, Limits, Mode};
 use smart_limit_core::ticket::Keyring;
 
+pub mod redis;
 pub mod shm;
 
 /// One `smart_limit_zone`: its parameters, keys and store. Allocated in the configuration's
@@ -32,6 +33,9 @@ pub struct Zone {
     pub shm: shm::ShmRoom,
     /// Per worker: when a store problem was last logged, so a burst logs once.
     pub problems: LogThrottle,
+    /// `store=redis`: the fleet's room in Redis (this node's shm room then serves metrics and
+    /// `on_error=local`).
+    pub redis: Option<redis::RedisStore>,
 }
 
 /// Why the store could not decide.
@@ -39,16 +43,12 @@ pub struct Zone {
 pub enum StoreError {
     #[error("the zone's shared memory does not hold a room: {0}")]
     Layout(#[from] smart_limit_core::room::LayoutError),
+    #[error("{0}")]
+    Redis(String),
 }
 
 /// Creates a zone from its parsed parameters and registers its shared memory.
 pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>, String> {
-    if params.store == StoreKind::Redis {
-        return Err(format!(
-            "zone \"{}\": store=redis is not built yet in this version; use store=shm",
-            params.name
-        ));
-    }
     let limits = Limits {
         max_active: params.max_active,
         new_per_minute: params.new_per_minute,
@@ -59,6 +59,10 @@ pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNul
     let admission = match params.admit {
         AdmitMode::Grant(ms) => Admission::Grant { ms },
         AdmitMode::Session(ms) => Admission::Session { ms },
+    };
+    let redis = match params.store {
+        StoreKind::Redis => Some(redis::RedisStore::new(cf, &params, limits)?),
+        StoreKind::Shm => None,
     };
     let size = params.size;
     let name = params.name.clone();
@@ -71,6 +75,7 @@ pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNul
         keys: None,
         shm: shm::ShmRoom::default(),
         problems: LogThrottle::default(),
+        redis,
     });
     let mut zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
     shm::register(cf, zone.as_mut(), &name, size)?;
@@ -87,12 +92,18 @@ pub enum Answer<T> {
 impl Zone {
     /// A client without a valid admitted ticket asks for its turn.
     pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Verdict, StoreError>> {
-        Answer::Now(self.shm.with_room(|room| room.visit(v, now, &self.limits)))
+        match &self.redis {
+            Some(rs) => self.redis_visit(rs, v, now),
+            None => Answer::Now(self.shm.with_room(|room| room.visit(v, now, &self.limits))),
+        }
     }
 
     /// A valid admitted ticket passes; the session counts as active. Returns false when the
     /// zone had no memory left to count it.
-    pub fn pass(&self, sid: u64, now: u64) -> Result<bool, StoreError> {
+    pub fn pass(&'static self, sid: u64, now: u64) -> Result<bool, StoreError> {
+        if let Some(rs) = &self.redis {
+            self.redis_pass(rs, sid, now);
+        }
         self.shm.with_room(|room| room.pass(sid, now, &self.limits))
     }
 
@@ -102,13 +113,29 @@ impl Zone {
 
     /// Ends an admitted session at once (the origin said so); its place frees immediately.
     pub fn revoke(&'static self, sid: u64) {
+        if let Some(rs) = &self.redis {
+            self.redis_revoke(rs, sid);
+        }
         let _ = self.shm.with_room(|room| room.revoke(sid));
     }
 
     /// Switches the room's mode at run time (None: back to the configured one).
     pub fn set_mode(&'static self, mode: Option<Mode>) -> Answer<Result<(), StoreError>> {
+        if let Some(rs) = &self.redis {
+            return self.redis_set_mode(rs, mode);
+        }
         let code = mode.map_or(0, Mode::code);
         Answer::Now(self.shm.with_room(|room| room.set_mode_override(code)))
+    }
+
+    /// The mode in force on this node: the run-time override in the shm room, else the
+    /// configured one. Read on the admitted path (a closed room turns admitted users away).
+    pub fn mode_now(&self) -> Mode {
+        self.shm
+            .with_room(|room| Mode::from_code(room.mode_override()))
+            .ok()
+            .flatten()
+            .unwrap_or(self.limits.mode)
     }
 
     pub fn count_bypass(&self) {

@@ -189,7 +189,7 @@ unsafe fn format_zone(pool: *mut ngx_slab_pool_t) -> Result<*mut Shared, String>
     fill_random(&mut key)?;
     // Take the largest block the slab allocator gives: free pages minus one for its own use.
     let page = ngx_pagesize;
-    let mut want = ((*pool).pfree as usize).saturating_sub(1) * page;
+    let mut want = (*pool).pfree.saturating_sub(1) * page;
     // Probing sizes must not log "no memory" as a critical error.
     let log_nomem = (*pool).log_nomem();
     (*pool).set_log_nomem(0);

@@ -1,0 +1,401 @@
+//! The room script (core/src/room.lua) against a real `redis-server`, side by side with the
+//! shared-memory [`Room`]: the same visits at the same times must give the same verdicts.
+//!
+//! Needs `redis-server` on the PATH (Debian package `redis-server`); without it the tests
+//! print a note and pass. Each test starts its own server on a free loopback port.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use smart_limit_core::redis::{self, Form, Script};
+use smart_limit_core::resp::{self, Value};
+use smart_limit_core::room::{Room, Verdict, Visit};
+use smart_limit_core::rules::{Limits, Mode};
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Option<Server> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(child) = child else {
+        eprintln!("redis-server not found: skipping the script tests");
+        return None;
+    };
+    let server = Server { child, port };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if let Ok(mut c) = Client::connect(port) {
+            if c.cmd(&resp::command(&["PING"])) == Value::Status(b"PONG".to_vec()) {
+                return Some(server);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("redis-server did not start on port {port}");
+}
+
+struct Client {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    fn connect(port: u16) -> std::io::Result<Client> {
+        let s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(Client { s, buf: vec![] })
+    }
+
+    fn cmd(&mut self, bytes: &[u8]) -> Value {
+        self.s.write_all(bytes).unwrap();
+        loop {
+            if let Some((v, used)) = resp::parse(&self.buf).unwrap() {
+                self.buf.drain(..used);
+                return v;
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.s.read(&mut chunk).unwrap();
+            assert!(n > 0, "redis closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+struct Mem(Vec<u64>);
+impl Mem {
+    fn new(bytes: usize) -> Mem {
+        Mem(vec![0u64; bytes / 8])
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        let len = self.0.len() * 8;
+        // SAFETY: a Vec<u64> is 8-aligned and `len` bytes long.
+        unsafe { core::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, len) }
+    }
+}
+
+fn limits(max_active: u64, npm: Option<u64>) -> Limits {
+    Limits {
+        max_active,
+        new_per_minute: npm,
+        presence_ms: 20_000,
+        active_window_ms: 60_000,
+        mode: Mode::Fifo,
+    }
+}
+
+/// One room in both stores.
+struct Twin<'m> {
+    room: Room<'m>,
+    redis: Client,
+    script: Script,
+    limits: Limits,
+}
+
+impl Twin<'_> {
+    fn visit(&mut self, sid: u64, qnum: u64, draw: u32, now: u64) -> Verdict {
+        let v = Visit { sid, qnum, draw };
+        let expected = self.room.visit(v, now, &self.limits);
+        let reply = self.redis.cmd(&self.script.visit(Form::Text, &v, now));
+        let got = redis::visit_outcome(&reply, &v)
+            .unwrap_or_else(|e| panic!("visit({sid}, {qnum}) at {now}: {e}: {reply:?}"));
+        if got.verdict != expected || std::env::var("TWIN_TRACE").is_ok() {
+            let line = self
+                .redis
+                .cmd(&resp::command(&["HGETALL", &self.script.keys.line]));
+            let state = self
+                .redis
+                .cmd(&resp::command(&["HGETALL", &self.script.keys.state]));
+            eprintln!("visit({sid}, {qnum}) at {now}: {got:?} / {expected:?}\n line {line:?}\n state {state:?}");
+            let a = &self.script.keys.active;
+            let act = self
+                .redis
+                .cmd(&resp::command(&["ZRANGE", a, "0", "-1", "WITHSCORES"]));
+            eprintln!(" active {act:?}");
+        }
+        assert_eq!(got.verdict, expected, "visit({sid}, {qnum}) at {now}");
+        // (The queue length is compared inside Wait places; after an admission the snapshot
+        // would also drop absent heads, which the script leaves to the next visit. The script
+        // counts the active set only when a decision needs it: exact after an admission.)
+        if let Verdict::Admit { .. } = got.verdict {
+            let snap = self.room.snapshot(now, &self.limits);
+            assert_eq!(got.active, snap.active, "active at {now}");
+        }
+        expected
+    }
+
+    fn pass(&mut self, sid: u64, now: u64) {
+        assert!(self.room.pass(sid, now, &self.limits));
+        let reply = self.redis.cmd(&self.script.touch(Form::Text, sid, now));
+        let active = redis::touch_outcome(&reply).unwrap().active.unwrap();
+        assert_eq!(
+            active,
+            self.room.snapshot(now, &self.limits).active,
+            "active after pass"
+        );
+    }
+
+    fn revoke(&mut self, sid: u64, now: u64) {
+        // Both remove the session; whether it still counted (the return value) depends on
+        // when each store last tidied sessions past the active window, which the module never
+        // looks at.
+        self.room.revoke(sid);
+        let reply = self.redis.cmd(&self.script.revoke(Form::Text, sid, now));
+        let (_, m) = redis::revoke_outcome(&reply).unwrap();
+        assert_eq!(m.version, now * 1000);
+        assert_eq!(m.active, Some(self.room.snapshot(now, &self.limits).active));
+    }
+
+    fn set_mode(&mut self, mode: Option<Mode>) {
+        self.room.set_mode_override(mode.map_or(0, Mode::code));
+        let reply = self.redis.cmd(&self.script.set_mode(Form::Text, mode));
+        assert!(matches!(reply, Value::Array(_)), "{reply:?}");
+    }
+}
+
+fn twin<'m>(mem: &'m mut Mem, port: u16, room: &str, l: Limits, t0: u64) -> Twin<'m> {
+    let script = Script::new("test", room, l);
+    let mut redis = Client::connect(port).unwrap();
+    // Both rooms number their places from t0 (the script would start at its first visit).
+    let t = t0.to_string();
+    let cmd = ["HSET", &script.keys.state, "head", &t, "tail", &t];
+    assert_eq!(redis.cmd(&resp::command(&cmd)), Value::Int(2));
+    Twin {
+        room: Room::format(mem.bytes(), t0).unwrap(),
+        redis,
+        script,
+        limits: l,
+    }
+}
+
+fn place(v: Verdict) -> u64 {
+    match v {
+        Verdict::Wait(p) => p.qnum,
+        other => panic!("expected to wait, got {other:?}"),
+    }
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+#[test]
+fn script_loads_under_its_sha() {
+    let Some(srv) = start() else { return };
+    let mut c = Client::connect(srv.port).unwrap();
+    let reply = c.cmd(&Script::load_command());
+    redis::check_load(&reply, &redis::script_sha()).unwrap();
+}
+
+#[test]
+fn edge_cases_match_the_shm_room() {
+    let Some(srv) = start() else { return };
+    let mut mem = Mem::new(256 * 1024);
+    let mut t = twin(&mut mem, srv.port, "edges", limits(2, None), T0);
+    // Newcomers walk in while there is room and nobody waits.
+    t.visit(11, 0, 0, T0);
+    t.visit(12, 0, 0, T0);
+    // Then they queue in arrival order, and keep one place however often they retry.
+    let c = place(t.visit(13, 0, 0, T0 + 1));
+    let d = place(t.visit(14, 0, 0, T0 + 2));
+    for i in 0..5 {
+        assert_eq!(place(t.visit(14, d, 0, T0 + 100 + i)), d);
+        assert_eq!(place(t.visit(13, c, 0, T0 + 100 + i)), c);
+    }
+    // A forged qnum (someone else's place) does not take that place.
+    place(t.visit(99, c, 0, T0 + 200));
+    // Admitted 11 stays active; 12 goes quiet; after the active window 13 (head) goes in.
+    for now in [
+        T0 + 10_000,
+        T0 + 19_000,
+        T0 + 25_000,
+        T0 + 40_000,
+        T0 + 59_999,
+    ] {
+        if now == T0 + 25_000 {
+            t.pass(11, now);
+        }
+        t.visit(14, d, 0, now);
+        t.visit(13, c, 0, now);
+    }
+    assert!(matches!(
+        t.visit(13, c, 0, T0 + 60_000),
+        Verdict::Admit { .. }
+    ));
+    // 99 never came back: absent, dropped when it reaches the head after presence.
+    t.visit(14, d, 0, T0 + 60_001);
+    t.visit(14, d, 0, T0 + 80_000);
+    t.visit(14, d, 0, T0 + 95_000);
+    // Revoke frees a place at once.
+    t.revoke(11, T0 + 95_000);
+    t.revoke(11, T0 + 95_000);
+    t.visit(14, d, 0, T0 + 95_001);
+    // Modes.
+    let e = place(t.visit(15, 0, 0, T0 + 95_002));
+    t.set_mode(Some(Mode::QueueAll));
+    t.visit(16, 0, 0, T0 + 95_003);
+    t.visit(15, e, 0, T0 + 95_004);
+    t.set_mode(Some(Mode::Reject));
+    t.visit(15, e, 0, T0 + 95_005);
+    t.visit(17, 0, 0, T0 + 95_006);
+    t.set_mode(Some(Mode::Passthrough));
+    t.visit(15, e, 0, T0 + 95_007);
+    t.visit(18, 0, 0, T0 + 95_008);
+    t.set_mode(None);
+    t.visit(19, 0, 0, T0 + 95_009);
+}
+
+#[test]
+fn new_per_minute_counts_calendar_minutes() {
+    let Some(srv) = start() else { return };
+    let mut mem = Mem::new(256 * 1024);
+    let mut t = twin(&mut mem, srv.port, "npm", limits(100, Some(2)), T0);
+    assert_eq!(T0 % 60_000, 20_000, "T0 is 20 s into a minute");
+    t.visit(1, 0, 0, T0);
+    t.visit(2, 0, 0, T0);
+    let c = place(t.visit(3, 0, 0, T0));
+    t.visit(3, c, 0, T0 + 19_000);
+    t.visit(3, c, 0, T0 + 38_000);
+    t.visit(3, c, 0, T0 + 39_999);
+    assert!(matches!(
+        t.visit(3, c, 0, T0 + 40_000),
+        Verdict::Admit { .. }
+    ));
+}
+
+/// A long random run: clients arrive, poll, pass, go away, get revoked; the mode changes now
+/// and then. Every verdict must be the same in both stores.
+fn random_run(mode: Mode, seed: u64, steps: usize, port: u16) {
+    let mut mem = Mem::new(1 << 20);
+    let l = Limits {
+        mode,
+        ..limits(3, Some(8))
+    };
+    let mut t = twin(&mut mem, port, &format!("rnd{seed}"), l, T0);
+    #[derive(Clone, Copy)]
+    enum S {
+        New,
+        Waiting(u64),
+        Admitted(u64),
+        Gone,
+    }
+    let mut clients: Vec<(u64, S)> = (1..=40u64).map(|i| (i * 1_000_003, S::New)).collect();
+    let mut x = seed | 1;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut now = T0;
+    let (mut admits, mut waits) = (0, 0);
+    for _ in 0..steps {
+        now += rnd(2500);
+        let i = rnd(clients.len() as u64) as usize;
+        let (sid, s) = clients[i];
+        match rnd(100) {
+            0 => {
+                let m = [
+                    None,
+                    Some(Mode::QueueAll),
+                    Some(Mode::Passthrough),
+                    Some(mode),
+                ];
+                t.set_mode(m[rnd(4) as usize]);
+                continue;
+            }
+            1..=2 => {
+                t.revoke(sid, now);
+                continue;
+            }
+            3..=6 => {
+                clients[i].1 = S::Gone;
+                continue;
+            }
+            _ => {}
+        }
+        let draw = rnd(1 << 32) as u32;
+        clients[i].1 = match s {
+            S::Admitted(at) if now - at < 45_000 => {
+                t.pass(sid, now);
+                s
+            }
+            S::Waiting(q) => match t.visit(sid, q, draw, now) {
+                Verdict::Admit { .. } => {
+                    admits += 1;
+                    S::Admitted(now)
+                }
+                Verdict::Wait(p) => {
+                    waits += 1;
+                    S::Waiting(p.qnum)
+                }
+                Verdict::Refuse(_) => S::Waiting(q),
+            },
+            _ => match t.visit(sid, 0, draw, now) {
+                Verdict::Admit { .. } => S::Admitted(now),
+                Verdict::Wait(p) => S::Waiting(p.qnum),
+                Verdict::Refuse(_) => S::New,
+            },
+        };
+    }
+    // The run went through both paths many times (not a room that only queues).
+    assert!(admits > 20 && waits > 200, "admits {admits}, waits {waits}");
+}
+
+#[test]
+fn random_runs_match_the_shm_room() {
+    let Some(srv) = start() else { return };
+    for seed in 1..=4 {
+        random_run(Mode::Fifo, seed, 3000, srv.port);
+    }
+    random_run(Mode::Random, 7, 3000, srv.port);
+}
+
+#[test]
+fn every_key_has_a_ttl_and_one_hash_tag() {
+    let Some(srv) = start() else { return };
+    let mut mem = Mem::new(256 * 1024);
+    let mut t = twin(&mut mem, srv.port, "ttl", limits(1, None), T0);
+    t.visit(1, 0, 0, T0);
+    t.visit(2, 0, 0, T0);
+    t.set_mode(Some(Mode::Fifo));
+    t.pass(1, T0 + 1);
+    let keys = t.redis.cmd(&resp::command(&["KEYS", "test:*"]));
+    let Value::Array(keys) = keys else { panic!() };
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    for k in keys {
+        let Value::Bulk(k) = k else { panic!() };
+        let name = String::from_utf8(k).unwrap();
+        assert_eq!(redis::hash_tag(&name), Some("ttl"));
+        let ttl = t.redis.cmd(&resp::command(&["PTTL", &name]));
+        assert!(
+            matches!(ttl, Value::Int(ms) if ms > 0),
+            "{name} has no TTL: {ttl:?}"
+        );
+    }
+}

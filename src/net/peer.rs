@@ -1,0 +1,357 @@
+//! One TCP connection driven by nginx's event loop: an `ngx_peer_connection_t` connected with
+//! `ngx_event_connect_peer`, read and written with the connection's own `recv`/`send`, woken by
+//! the read and write handlers its owner installs, bounded by a timer on the read event.
+//!
+//! Nothing here blocks: connect returns "in progress", send and recv return "again", and the
+//! owner is called back from the event loop when the socket is ready or the timer fires. The
+//! owner (the Redis client) decides what each event means; this layer only wraps the FFI.
+//!
+//! Learnt from nginx-acme's `src/net/peer_conn.rs`; written for a long-lived, pipelined
+//! connection instead of one request per connection.
+
+use core::ffi::c_void;
+use core::ptr;
+use std::io;
+
+use ngx::ffi::{
+    getsockopt, ngx_close_connection, ngx_conf_t, ngx_connection_log_error_e_NGX_ERROR_INFO,
+    ngx_connection_t, ngx_event_connect_peer, ngx_event_get_peer, ngx_event_handler_pt,
+    ngx_event_t, ngx_handle_read_event, ngx_handle_write_event, ngx_int_t, ngx_log_t,
+    ngx_parse_url, ngx_peer_connection_t, ngx_str_t, ngx_tcp_nodelay, ngx_url_t, socklen_t,
+    NGX_AGAIN, NGX_LOG_CRIT, NGX_LOG_DEBUG, NGX_OK, SOL_SOCKET, SO_ERROR,
+};
+use ngx::ffi::{ngx_add_timer, ngx_del_timer};
+
+/// A resolved peer address, kept for the life of the configuration (it lives in the zone,
+/// which lives in the cycle pool), so the pointers handed to nginx stay valid.
+pub struct Addr {
+    sockaddr: Vec<u8>,
+    socklen: socklen_t,
+    /// "host:port" as configured, for log lines; `name` points into it.
+    text: String,
+    name: ngx_str_t,
+}
+
+impl Addr {
+    /// Resolves `HOST:PORT` at configuration time, as nginx does for upstream servers
+    /// (a name resolving to several addresses uses the first).
+    ///
+    /// # Safety
+    /// `cf` must be the configuration being parsed.
+    pub unsafe fn resolve(cf: *mut ngx_conf_t, text: &str) -> Result<Addr, String> {
+        let pool = (*cf).pool;
+        let mut u: ngx_url_t = core::mem::zeroed();
+        u.url = ngx_str_t::from_bytes(pool, text.as_bytes()).ok_or("out of memory")?;
+        u.default_port = 6379;
+        if ngx_parse_url(pool, &mut u) != NGX_OK as ngx_int_t {
+            let why = if u.err.is_null() {
+                "invalid address".to_string()
+            } else {
+                core::ffi::CStr::from_ptr(u.err)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            return Err(format!("{why} in \"{text}\""));
+        }
+        if u.naddrs == 0 || u.addrs.is_null() {
+            return Err(format!("host not found in \"{text}\""));
+        }
+        let a = &*u.addrs;
+        if a.sockaddr.is_null() || a.socklen == 0 {
+            return Err(format!("no address for \"{text}\""));
+        }
+        let bytes = core::slice::from_raw_parts(a.sockaddr as *const u8, a.socklen as usize);
+        let text = a.name.to_str().unwrap_or(text).to_string();
+        let mut addr = Addr {
+            sockaddr: bytes.to_vec(),
+            socklen: a.socklen,
+            text,
+            name: ngx_str_t::empty(),
+        };
+        addr.name = ngx_str_t {
+            len: addr.text.len(),
+            data: addr.text.as_ptr() as *mut u8,
+        };
+        Ok(addr)
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// How a connect attempt went.
+pub enum Connect {
+    /// Connected at once (a local socket can be).
+    Done,
+    /// Under way: the write event (or the read event) says when it is done.
+    InProgress,
+    Failed(io::Error),
+}
+
+/// How a send or recv went.
+pub enum Io {
+    Done(usize),
+    /// Not now: wait for the event.
+    Again,
+    /// The peer closed the connection (recv only).
+    Closed,
+    Failed(io::Error),
+}
+
+/// The connection and its log. Both live inside the owner, which never moves (it is part of a
+/// zone allocated in the cycle pool), so the pointers nginx keeps into them stay valid.
+pub struct Peer {
+    pc: ngx_peer_connection_t,
+    log: Box<ngx_log_t>,
+}
+
+impl Default for Peer {
+    fn default() -> Self {
+        Peer {
+            // SAFETY: an all-zero ngx_peer_connection_t and ngx_log_t are the C "unset" values.
+            pc: unsafe { core::mem::zeroed() },
+            log: Box::new(unsafe { core::mem::zeroed() }),
+        }
+    }
+}
+
+impl Peer {
+    fn conn(&mut self) -> Option<&mut ngx_connection_t> {
+        // SAFETY: pc.connection is either null or the live connection nginx gave us.
+        unsafe { self.pc.connection.as_mut() }
+    }
+
+    fn conn_ref(&self) -> Option<&ngx_connection_t> {
+        // SAFETY: as above.
+        unsafe { self.pc.connection.as_ref() }
+    }
+
+    /// Starts connecting to `addr`. `owner` becomes the connection's `data`; `read` and
+    /// `write` are called by the event loop with the connection's events.
+    ///
+    /// # Safety
+    /// `addr` and `owner` must outlive the connection; must run in a worker's event loop.
+    pub unsafe fn connect(
+        &mut self,
+        addr: &Addr,
+        owner: *mut c_void,
+        read: ngx_event_handler_pt,
+        write: ngx_event_handler_pt,
+    ) -> Connect {
+        self.close();
+        // A copy of the cycle's log, so log lines about this connection go where nginx's go.
+        // nginx's own error lines about this connection ("connect() failed") are capped at
+        // crit: the client writes one line per failure burst instead of one per attempt.
+        let cycle_log = (*ngx::ffi::ngx_cycle).log;
+        if !cycle_log.is_null() {
+            *self.log = *cycle_log;
+            if self.log.log_level < NGX_LOG_DEBUG as usize {
+                self.log.log_level = self.log.log_level.min(NGX_LOG_CRIT as usize);
+            }
+            self.log.handler = None;
+            self.log.data = ptr::null_mut();
+            self.log.action = ptr::null_mut();
+        }
+        self.pc = core::mem::zeroed();
+        self.pc.sockaddr = addr.sockaddr.as_ptr() as *mut _;
+        self.pc.socklen = addr.socklen;
+        self.pc.name = &addr.name as *const ngx_str_t as *mut ngx_str_t;
+        self.pc.get = Some(ngx_event_get_peer);
+        self.pc.tries = 1;
+        self.pc.log = &mut *self.log;
+        self.pc
+            .set_log_error(ngx_connection_log_error_e_NGX_ERROR_INFO);
+
+        let rc = ngx_event_connect_peer(&mut self.pc);
+        let errno = io::Error::last_os_error();
+        if rc != NGX_OK as ngx_int_t && rc != NGX_AGAIN as ngx_int_t {
+            // ngx_event_connect_peer closed the socket itself.
+            self.pc.connection = ptr::null_mut();
+            return Connect::Failed(match errno.raw_os_error() {
+                Some(0) | None => io::Error::other("cannot connect"),
+                _ => errno,
+            });
+        }
+        let Some(c) = self.conn() else {
+            return Connect::Failed(io::Error::other("no connection"));
+        };
+        c.data = owner;
+        c.pool = ptr::null_mut();
+        (*c.read).handler = read;
+        (*c.write).handler = write;
+        if rc == NGX_OK as ngx_int_t {
+            self.nodelay();
+            Connect::Done
+        } else {
+            Connect::InProgress
+        }
+    }
+
+    /// After an in-progress connect signalled: whether it succeeded.
+    pub fn connect_result(&mut self) -> Result<(), io::Error> {
+        let Some(c) = self.conn() else {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, "not connected"));
+        };
+        let mut err: core::ffi::c_int = 0;
+        let mut len = core::mem::size_of::<core::ffi::c_int>() as socklen_t;
+        // SAFETY: a valid socket and out-parameters of the right size.
+        let rc = unsafe {
+            getsockopt(
+                c.fd,
+                SOL_SOCKET as _,
+                SO_ERROR as _,
+                &mut err as *mut _ as *mut c_void,
+                &mut len,
+            )
+        };
+        if rc == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        if err != 0 {
+            return Err(io::Error::from_raw_os_error(err));
+        }
+        self.nodelay();
+        Ok(())
+    }
+
+    /// Small pipelined commands must not wait for the peer's delayed ACK (Nagle).
+    fn nodelay(&mut self) {
+        if let Some(c) = self.conn() {
+            // SAFETY: a live connection.
+            unsafe { ngx_tcp_nodelay(c) };
+        }
+    }
+
+    pub fn send(&mut self, buf: &[u8]) -> Io {
+        let Some(c) = self.conn() else {
+            return Io::Failed(io::Error::new(io::ErrorKind::NotConnected, "not connected"));
+        };
+        let Some(send) = c.send else {
+            return Io::Failed(io::Error::other("no send function"));
+        };
+        // SAFETY: a live connection and a valid buffer.
+        let n = unsafe { send(c, buf.as_ptr() as *mut u8, buf.len()) };
+        if n > 0 {
+            Io::Done(n as usize)
+        } else if n == NGX_AGAIN as isize || n == 0 {
+            Io::Again
+        } else {
+            Io::Failed(io::Error::other("send() failed"))
+        }
+    }
+
+    pub fn recv(&mut self, buf: &mut [u8]) -> Io {
+        let Some(c) = self.conn() else {
+            return Io::Failed(io::Error::new(io::ErrorKind::NotConnected, "not connected"));
+        };
+        let Some(recv) = c.recv else {
+            return Io::Failed(io::Error::other("no recv function"));
+        };
+        // SAFETY: a live connection and a valid buffer.
+        let n = unsafe { recv(c, buf.as_mut_ptr(), buf.len()) };
+        if n > 0 {
+            Io::Done(n as usize)
+        } else if n == 0 {
+            Io::Closed
+        } else if n == NGX_AGAIN as isize {
+            Io::Again
+        } else {
+            let e = io::Error::last_os_error();
+            Io::Failed(match e.raw_os_error() {
+                Some(0) | None => io::Error::other("recv() failed"),
+                _ => e,
+            })
+        }
+    }
+
+    /// Whether the last recv left data unread (a short read means the socket is drained).
+    pub fn read_ready(&self) -> bool {
+        self.conn_ref()
+            // SAFETY: a live connection has valid events.
+            .map(|c| unsafe { (*c.read).ready() } != 0)
+            .unwrap_or(false)
+    }
+
+    /// Asks for the next read event (needed with level-triggered event methods).
+    pub fn wait_read(&mut self) -> Result<(), ()> {
+        let Some(c) = self.conn() else { return Err(()) };
+        // SAFETY: a live connection.
+        let rc = unsafe { ngx_handle_read_event(c.read, 0) };
+        (rc == NGX_OK as ngx_int_t).then_some(()).ok_or(())
+    }
+
+    /// Asks for the next write event.
+    pub fn wait_write(&mut self) -> Result<(), ()> {
+        let Some(c) = self.conn() else { return Err(()) };
+        // SAFETY: a live connection.
+        let rc = unsafe { ngx_handle_write_event(c.write, 0) };
+        (rc == NGX_OK as ngx_int_t).then_some(()).ok_or(())
+    }
+
+    fn read_event(&self) -> Option<*mut ngx_event_t> {
+        self.conn_ref().map(|c| c.read).filter(|e| !e.is_null())
+    }
+
+    /// (Re)arms the timer on the read event to fire in `ms`. Exact: the old timer is removed
+    /// first (nginx would keep an old one within 300 ms of the new one).
+    pub fn set_timer(&mut self, ms: u64) {
+        if let Some(ev) = self.read_event() {
+            // SAFETY: a live connection's read event.
+            unsafe {
+                if (*ev).timer_set() != 0 {
+                    ngx_del_timer(ev);
+                }
+                (*ev).set_timedout(0);
+                ngx_add_timer(ev, ms.clamp(1, 3_600_000) as _);
+            }
+        }
+    }
+
+    pub fn clear_timer(&mut self) {
+        if let Some(ev) = self.read_event() {
+            // SAFETY: a live connection's read event.
+            unsafe {
+                if (*ev).timer_set() != 0 {
+                    ngx_del_timer(ev);
+                }
+                (*ev).set_timedout(0);
+            }
+        }
+    }
+
+    pub fn timer_set(&self) -> bool {
+        // SAFETY: a live connection's read event.
+        self.read_event()
+            .map(|ev| unsafe { (*ev).timer_set() } != 0)
+            .unwrap_or(false)
+    }
+
+    /// Marks the connection idle (nothing in flight): nginx closes idle connections when a
+    /// worker shuts down gracefully, by calling the read handler with `close` set.
+    pub fn set_idle(&mut self, idle: bool) {
+        if let Some(c) = self.conn() {
+            c.set_idle(u32::from(idle));
+        }
+    }
+
+    /// nginx asks to close the connection (graceful shutdown of the worker).
+    pub fn close_requested(&self) -> bool {
+        self.conn_ref().map(|c| c.close() != 0).unwrap_or(false)
+    }
+
+    pub fn close(&mut self) {
+        if let Some(c) = self.conn() {
+            // SAFETY: the connection is ours; ngx_close_connection deletes its timers and
+            // posted events and frees it.
+            unsafe { ngx_close_connection(c) };
+        }
+        self.pc.connection = ptr::null_mut();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -1,0 +1,282 @@
+//! `store=redis`: one room shared by a fleet of nginx nodes through Redis.
+//!
+//! Every decision is one call of the room script (core/src/room.lua) over the worker's
+//! pipelined connection ([`crate::net::redis::Client`]): `EVALSHA`, or `EVAL` with the text in
+//! the rare case the server lost its script cache. The script's reply becomes the verdict, and
+//! its figures are mirrored into this node's shared-memory room so metrics and the mode in
+//! force stay in step with the fleet.
+//!
+//! When Redis cannot answer in time (timeout, refused, reset, garbage, an error reply, a reply
+//! of the wrong shape), the zone's `on_error` policy decides, and the error is counted
+//! (`store_errors`):
+//! - `open`: admitted;
+//! - `closed`: the waiting answer, position unknown (the client keeps its place in Redis);
+//! - `local`: this node's shared-memory room decides by the same rules, alone, until Redis
+//!   answers again.
+//!
+//! Admitted tickets need no round trip: a session seen on an admitted ticket is written to the
+//! room's active set at most once per half active window per worker, without waiting for the
+//! reply (see [`TouchLog`]).
+
+use core::cell::RefCell;
+
+use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
+use ngx::ngx_log_error;
+use smart_limit_core::parse::{OnError, ZoneParams};
+use smart_limit_core::redis::{self, Form, Outcome, Script, TouchLog};
+use smart_limit_core::resp::Value;
+use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
+use smart_limit_core::rules::{Limits, Mode};
+
+use super::{now_ms, Answer, StoreError, Zone};
+use crate::net::peer::Addr;
+use crate::net::redis::{Client, ClientError};
+
+/// The Redis side of a zone. Per worker after fork: the connection, the touch log.
+pub struct RedisStore {
+    client: Client,
+    script: Script,
+    touches: RefCell<TouchLog>,
+}
+
+impl RedisStore {
+    /// Resolves `redis=HOST:PORT` (at configuration time, like upstream servers).
+    ///
+    /// # Safety
+    /// `cf` must be the configuration being parsed.
+    pub unsafe fn new(
+        cf: *mut ngx_conf_t,
+        params: &ZoneParams,
+        limits: Limits,
+    ) -> Result<RedisStore, String> {
+        let text = params
+            .redis
+            .as_deref()
+            .ok_or("store=redis needs redis=HOST:PORT")?;
+        let addr = Addr::resolve(cf, text).map_err(|e| format!("redis={text}: {e}"))?;
+        let label = format!(
+            "smart_limit zone \"{}\": redis {}",
+            params.name,
+            addr.text()
+        );
+        let policy = match params.on_error {
+            OnError::Open => "on_error=open (admitted)",
+            OnError::Closed => "on_error=closed (told to wait)",
+            OnError::Local => "on_error=local (this node decides alone)",
+        };
+        Ok(RedisStore {
+            client: Client::new(
+                addr,
+                params.timeout_ms,
+                Script::load_command(),
+                label,
+                policy.to_string(),
+            ),
+            script: Script::new(&params.prefix, &params.name, limits),
+            touches: RefCell::new(TouchLog::default()),
+        })
+    }
+
+    /// One script call: `EVALSHA`, and `EVAL` with the text if the server does not know the
+    /// script (its cache was flushed since the connection's `SCRIPT LOAD`).
+    async fn eval(&self, build: impl Fn(Form) -> Vec<u8>) -> Result<Value, ClientError> {
+        let reply = self.client.call(build(Form::Sha)).await?;
+        match &reply {
+            Value::Error(e) if e.starts_with(b"NOSCRIPT") => {
+                self.client.call(build(Form::Text)).await
+            }
+            _ => Ok(reply),
+        }
+    }
+}
+
+impl Zone {
+    pub(super) fn redis_visit(
+        &'static self,
+        rs: &'static RedisStore,
+        v: Visit,
+        now: u64,
+    ) -> Answer<Result<Verdict, StoreError>> {
+        if !rs.client.available(now) {
+            // Backing off after a failure: decide now, without the network.
+            return Answer::Now(self.store_failed(v, now, None));
+        }
+        Answer::Later(Box::pin(async move {
+            let reply = rs.eval(|form| rs.script.visit(form, &v, 0)).await;
+            let now = now_ms();
+            match reply.map(|value| redis::visit_outcome(&value, &v)) {
+                Ok(Ok(o)) => {
+                    self.mirror(rs, &o, v.sid, now);
+                    Ok(o.verdict)
+                }
+                // A reply, but not one the script gives: logged here.
+                Ok(Err(e)) => self.store_failed(v, now, Some(&e)),
+                // No reply: the client has logged the failure burst.
+                Err(_) => self.store_failed(v, now, None),
+            }
+        }))
+    }
+
+    /// A script reply: this node's share of the counters, and the room's figures.
+    fn mirror(&self, rs: &RedisStore, o: &Outcome, sid: u64, now: u64) {
+        let _ = self.shm.with_room(|room| {
+            room.mirror_remote(&o.mirror(), now);
+            if let Verdict::Admit { .. } = o.verdict {
+                // Also known locally, for decisions taken here while Redis is away.
+                room.touch(sid, now);
+            }
+            let c = room.counters_mut();
+            match o.verdict {
+                Verdict::Admit { .. } => c.admitted += 1,
+                Verdict::Wait(_) => c.waited += 1,
+                Verdict::Refuse(_) => c.rejected += 1,
+            }
+            if o.joined {
+                c.queued += 1;
+            }
+            c.expired += o.expired;
+        });
+        if let Verdict::Admit { .. } = o.verdict {
+            // The admission itself put the session in the active set.
+            if let Ok(mut t) = rs.touches.try_borrow_mut() {
+                t.note(sid, now);
+            }
+        }
+    }
+
+    /// [S10]: Redis did not decide; the zone's policy does.
+    fn store_failed(
+        &self,
+        v: Visit,
+        now: u64,
+        bad_reply: Option<&redis::ReplyError>,
+    ) -> Result<Verdict, StoreError> {
+        let _ = self
+            .shm
+            .with_room(|room| room.counters_mut().store_errors += 1);
+        // Connection problems are logged by the client, once per burst; bad replies here,
+        // once per burst too.
+        if let Some(e) = bad_reply {
+            if let Some(repeats) = self.problems.admit(now) {
+                let log = cycle_log();
+                if !log.is_null() {
+                    ngx_log_error!(
+                        NGX_LOG_ERR,
+                        log,
+                        "smart_limit zone \"{}\": {}; the decision followed on_error ({} more \
+                         since the last report)",
+                        self.params.name,
+                        e,
+                        repeats
+                    );
+                }
+            }
+        }
+        match self.params.on_error {
+            OnError::Open => {
+                let _ = self.shm.with_room(|room| {
+                    room.touch(v.sid, now);
+                    room.counters_mut().admitted += 1;
+                });
+                Ok(Verdict::Admit { sid: v.sid })
+            }
+            OnError::Closed => {
+                let _ = self.shm.with_room(|room| room.counters_mut().waited += 1);
+                Ok(Verdict::Wait(Place {
+                    sid: v.sid,
+                    // The ticket keeps its place in Redis for when it answers again.
+                    qnum: v.qnum,
+                    position: 0,
+                    queue_len: 0,
+                    eta_secs: None,
+                }))
+            }
+            OnError::Local => Ok(self
+                .shm
+                .with_room(|room| room.visit(v, now, &self.limits))?),
+        }
+    }
+
+    /// A valid admitted ticket: counted locally, and in Redis at most once per half window.
+    /// The request does not wait: the write goes out with the round's other commands and its
+    /// reply (the room's active count) only refreshes the mirrored figures.
+    pub(super) fn redis_pass(&'static self, rs: &'static RedisStore, sid: u64, now: u64) {
+        if !rs.client.available(now) {
+            return;
+        }
+        let every = (self.limits.active_window_ms / 2).max(1);
+        let due = match rs.touches.try_borrow_mut() {
+            Ok(mut t) => t.due(sid, now, every),
+            Err(_) => false,
+        };
+        if due {
+            let reply = rs.client.call(rs.script.touch(Form::Sha, sid, 0));
+            ngx::async_::spawn(async move {
+                if let Ok(m) = reply.await.map(|v| redis::touch_outcome(&v)) {
+                    self.mirror_figures(m);
+                }
+            })
+            .detach();
+        }
+    }
+
+    /// The origin ended a session: out of the room's active set at once (without waiting).
+    pub(super) fn redis_revoke(&'static self, rs: &'static RedisStore, sid: u64) {
+        if !rs.client.available(now_ms()) {
+            return;
+        }
+        let reply = rs.client.call(rs.script.revoke(Form::Sha, sid, 0));
+        ngx::async_::spawn(async move {
+            if let Ok(r) = reply.await.map(|v| redis::revoke_outcome(&v)) {
+                self.mirror_figures(r.map(|(_, m)| m));
+            }
+        })
+        .detach();
+    }
+
+    fn mirror_figures(&self, m: Result<Mirror, redis::ReplyError>) {
+        if let Ok(m) = m {
+            let _ = self.shm.with_room(|room| room.mirror_remote(&m, now_ms()));
+        }
+    }
+
+    pub(super) fn redis_set_mode(
+        &'static self,
+        rs: &'static RedisStore,
+        mode: Option<Mode>,
+    ) -> Answer<Result<(), StoreError>> {
+        if !rs.client.available(now_ms()) {
+            return Answer::Now(Err(StoreError::Redis(format!(
+                "redis {} is not answering",
+                rs.client.addr()
+            ))));
+        }
+        Answer::Later(Box::pin(async move {
+            let reply = rs.eval(|form| rs.script.set_mode(form, mode)).await;
+            match reply {
+                Ok(Value::Array(_)) => {
+                    let code = mode.map_or(0, Mode::code);
+                    self.shm.with_room(|room| room.set_mode_override(code))?;
+                    Ok(())
+                }
+                Ok(other) => Err(StoreError::Redis(match other.error_text() {
+                    Some(e) => e,
+                    None => format!("unexpected {} reply", other.kind()),
+                })),
+                Err(e) => Err(StoreError::Redis(e.to_string())),
+            }
+        }))
+    }
+}
+
+fn cycle_log() -> *mut ngx::ffi::ngx_log_t {
+    // SAFETY: ngx_cycle is set for the whole life of a worker.
+    unsafe {
+        let cycle = ngx::ffi::ngx_cycle;
+        if cycle.is_null() {
+            core::ptr::null_mut()
+        } else {
+            (*cycle).log
+        }
+    }
+}

@@ -1,0 +1,173 @@
+# store=redis as a fleet ([S11]): two nginx instances (separate shared memory, separate
+# ports) on one Redis and one key file behave as one room: one FIFO line, one max_active,
+# tickets valid on every node. Also: key layout (hash tag, TTLs, prefix=), one round trip per
+# decision and none for admitted tickets (INFO commandstats).
+
+use lib 't/lib';
+use SmartLimit::Test;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: clients alternating between two nodes see one FIFO order and one max_active
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=2 active_window=2s;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> fleet.keys
+7f1c0e5a9b3d2f4e6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f1a3c5e7b9d0f
+>>> index.html
+node $TEST_NGINX_INSTANCE
+--- steps
+# max_active=2, counted across the fleet: one admitted on each node fills the room.
+A GET / @1 => 200; body =~ /node 1/
+B GET / @2 => 200; body =~ /node 2/
+C GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 1
+D GET / @2 Accept: application/json => 503; json.position == 2; json.queue_length == 2
+E GET / @1 Accept: application/json => 503; json.position == 3; json.queue_length == 3
+# Tickets are valid on the other node; each client keeps its one place.
+C GET / @2 Accept: application/json => 503; json.position == 1; json.queue_length == 3
+D GET / @1 Accept: application/json => 503; json.position == 2
+E GET / @2 Accept: application/json => 503; json.position == 3
+A GET / @2 => 200; body =~ /node 2/
+B GET / @1 => 200; body =~ /node 1/
+redis HLEN smart_limit:{shop}:line => /^3$/
+redis ZCARD smart_limit:{shop}:active => /^2$/
+# B goes quiet; A keeps coming (on both nodes). After the active window one place frees,
+# and only the head (C) may take it, whichever node it asks.
+sleep 1.2
+A GET / @2 => 200
+D GET / @2 Accept: application/json => 503; json.position == 2
+E GET / @1 Accept: application/json => 503; json.position == 3
+sleep 1.2
+A GET / @1 => 200
+E GET / @2 Accept: application/json => 503; json.position == 3
+D GET / @1 Accept: application/json => 503; json.position == 2
+C GET / @2 => 200; body =~ /node 2/
+C GET / @1 => 200; body =~ /node 1/
+D GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 2
+E GET / @2 Accept: application/json => 503; json.position == 2
+--- no_error_log
+smart_limit_secret is not set
+[error]
+
+=== TEST 2: a fleet never admits past max_active, whichever node is asked, even in parallel
+--- instances: 2
+--- workers: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=3;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> fleet.keys
+7f1c0e5a9b3d2f4e6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f1a3c5e7b9d0f
+>>> index.html
+origin
+--- steps
+parallel 10 p GET / => 200|503; count 200 == 3; count 503 == 7
+parallel 10 q GET / @2 => 503
+redis ZCARD smart_limit:{shop}:active => /^3$/
+redis HLEN smart_limit:{shop}:line => /^17$/
+
+=== TEST 3: every key has a TTL, carries the {room} hash tag, and the prefix is configurable
+--- redis
+--- http_config
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1 prefix=eu-1:sl;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin
+--- steps
+A GET / => 200
+B GET / => 503
+redis --scan => /\Aeu-1:sl:\{shop\}:(?:active|line|state)\neu-1:sl:\{shop\}:(?:active|line|state)\neu-1:sl:\{shop\}:(?:active|line|state)\n\z/
+redis PTTL eu-1:sl:{shop}:state => /^[1-9]\d*$/
+redis PTTL eu-1:sl:{shop}:line => /^[1-9]\d*$/
+redis PTTL eu-1:sl:{shop}:active => /^[1-9]\d*$/
+--- error_log
+smart_limit_zone "shop" has store=redis but smart_limit_secret is not set
+
+=== TEST 4: one round trip per decision, none for admitted tickets (INFO commandstats)
+--- workers: 1
+--- redis
+--- http_config
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin
+--- steps
+redis CONFIG RESETSTAT => /OK/
+# 1 decision (admitted), then 20 requests on the admitted ticket: no round trip.
+A GET / => 200
+repeat 20: A GET / => 200
+# 1 + 9 decisions for a waiting client.
+B GET / => 503
+repeat 9: B GET / => 503
+redis INFO commandstats => /cmdstat_evalsha:calls=11,/
+redis INFO commandstats => /\A(?!(?s:.*)cmdstat_eval:)/
+redis INFO commandstats => /cmdstat_script\|load:calls=1,/
+
+=== TEST 5: the script cache flushed under a running node: EVAL once, then EVALSHA again
+--- workers: 1
+--- redis
+--- http_config
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin
+--- steps
+A GET / => 200
+redis SCRIPT FLUSH => /OK/
+B GET / Accept: application/json => 503; json.position == 1
+B GET / Accept: application/json => 503; json.position == 1
+redis INFO commandstats => /cmdstat_eval:calls=1,/
+--- no_error_log
+[error]
+
+=== TEST 6: a room switched to a mode on one node is in that mode on the other
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=5;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /control { smart_limit_control; }
+--- user_files
+>>> fleet.keys
+7f1c0e5a9b3d2f4e6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f1a3c5e7b9d0f
+>>> index.html
+origin
+--- steps
+A GET / @2 => 200
+X POST /control?room=shop&mode=queue_all @1 => 200
+redis HGET smart_limit:{shop}:state mode => /^5$/
+# An operator's switch outlives a quiet room: a day, not minutes.
+redis PTTL smart_limit:{shop}:state => /^\d{8}$/
+B GET / @2 Accept: application/json => 503; json.status == "waiting"
+X POST /control?room=shop&mode=default @1 => 200
+redis HEXISTS smart_limit:{shop}:state mode => /^0$/
+# Back to fifo: B is the head and there is room.
+B GET / @1 => 200
+C GET / @2 => 200
+
+=== TEST 7: nginx -t refuses a Redis address it cannot resolve
+--- http_config
+    smart_limit_zone shop store=redis redis=no-such-host.invalid:6379;
+--- config
+    location / { smart_limit shop; root html; }
+--- must_fail
+--- error_log
+"smart_limit_zone" redis=no-such-host.invalid:6379: host not found
