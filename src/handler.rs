@@ -36,7 +36,7 @@ use smart_limit_core::ticket::{self, Keyring, Ticket};
 
 use crate::answer;
 use crate::conf::{DryRun, LocConf};
-use crate::store::{now_ms, Answer, StoreError, Zone};
+use crate::store::{now_ms, Answer, Decision, StoreError, Zone};
 use crate::vars::{self, Outcome};
 use crate::Module;
 
@@ -171,7 +171,7 @@ struct Pending {
     held: Option<Ticket>,
     now: u64,
     dry: bool,
-    result: Rc<Cell<Option<Result<Verdict, StoreError>>>>,
+    result: Rc<Cell<Option<Result<Decision, StoreError>>>>,
     /// Dropped with the request's pool: a request that ends early cancels its store call.
     _task: Task<()>,
 }
@@ -182,7 +182,7 @@ struct Pending {
 unsafe fn suspend(
     r: *mut ngx_http_request_t,
     held: Option<Ticket>,
-    future: Pin<Box<dyn Future<Output = Result<Verdict, StoreError>>>>,
+    future: Pin<Box<dyn Future<Output = Result<Decision, StoreError>>>>,
     now: u64,
     dry: bool,
 ) -> ngx_int_t {
@@ -246,14 +246,14 @@ unsafe fn finish(
     zone: &Zone,
     keys: &Keyring,
     held: Option<&Ticket>,
-    result: Result<Verdict, StoreError>,
+    result: Result<Decision, StoreError>,
     now: u64,
     dry: bool,
 ) -> ngx_int_t {
     let declined = Status::NGX_DECLINED.into();
     let room = zone.params.name.as_str();
-    let verdict = match result {
-        Ok(v) => v,
+    let (verdict, by_policy) = match result {
+        Ok(d) => (d.verdict, d.by_policy),
         Err(e) => {
             problem(r, zone, now, &e.to_string());
             vars::record(r, Outcome::Error, room, None);
@@ -262,6 +262,11 @@ unsafe fn finish(
             }
             return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
         }
+    };
+    // A decision the store's failure policy took shows as ERROR in `$smart_limit_status`.
+    let record = |o: Outcome, room: &str, position: Option<u64>| {
+        let o = if by_policy { Outcome::Error } else { o };
+        vars::record(r, o, room, position)
     };
     let issued_at = held.map_or(now, |t| t.issued_at);
     match verdict {
@@ -275,7 +280,7 @@ unsafe fn finish(
                 last_seen: now,
             };
             set_ticket(r, keys, &zone.cookie, &t);
-            vars::record(r, Outcome::Admitted, room, None);
+            record(Outcome::Admitted, room, None);
             vars::record_sid(r, sid);
             if lcf.poll {
                 return admitted_answer(r, lcf, zone, now);
@@ -297,7 +302,7 @@ unsafe fn finish(
             }
             let position = (place.position > 0).then_some(place.position);
             if dry {
-                vars::record(r, Outcome::WaitingDryRun, room, position);
+                record(Outcome::WaitingDryRun, room, position);
                 ngx_log_error!(
                     NGX_LOG_WARN,
                     (*(*r).connection).log,
@@ -308,7 +313,7 @@ unsafe fn finish(
                 );
                 return declined;
             }
-            vars::record(r, Outcome::Waiting, room, position);
+            record(Outcome::Waiting, room, position);
             let view = WaitView {
                 room,
                 status: ViewStatus::Waiting,
@@ -322,7 +327,7 @@ unsafe fn finish(
         }
         Verdict::Refuse(why) => {
             if dry {
-                vars::record(r, Outcome::RejectedDryRun, room, None);
+                record(Outcome::RejectedDryRun, room, None);
                 ngx_log_error!(
                     NGX_LOG_ERR,
                     (*(*r).connection).log,
@@ -347,7 +352,7 @@ unsafe fn finish(
                     (ViewStatus::Waiting, queue_len)
                 }
             };
-            vars::record(r, Outcome::Rejected, room, None);
+            record(Outcome::Rejected, room, None);
             let view = WaitView {
                 room,
                 status,

@@ -89,12 +89,32 @@ pub enum Answer<T> {
     Later(Pin<Box<dyn Future<Output = T>>>),
 }
 
+/// The room's verdict, and whether the store's failure policy gave it instead of the room
+/// (`on_error=`: then `$smart_limit_status` says ERROR).
+#[derive(Debug, Clone, Copy)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub by_policy: bool,
+}
+
+impl From<Verdict> for Decision {
+    fn from(verdict: Verdict) -> Decision {
+        Decision {
+            verdict,
+            by_policy: false,
+        }
+    }
+}
+
 impl Zone {
     /// A client without a valid admitted ticket asks for its turn.
-    pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Verdict, StoreError>> {
+    pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Decision, StoreError>> {
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
-            None => Answer::Now(self.shm.with_room(|room| room.visit(v, now, &self.limits))),
+            None => Answer::Now(
+                self.shm
+                    .with_room(|room| room.visit(v, now, &self.limits).into()),
+            ),
         }
     }
 

@@ -28,7 +28,7 @@ use smart_limit_core::resp::Value;
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::rules::{Limits, Mode};
 
-use super::{now_ms, Answer, StoreError, Zone};
+use super::{now_ms, Answer, Decision, StoreError, Zone};
 use crate::net::peer::Addr;
 use crate::net::redis::{Client, ClientError};
 
@@ -96,7 +96,7 @@ impl Zone {
         rs: &'static RedisStore,
         v: Visit,
         now: u64,
-    ) -> Answer<Result<Verdict, StoreError>> {
+    ) -> Answer<Result<Decision, StoreError>> {
         if !rs.client.available(now) {
             // Backing off after a failure: decide now, without the network.
             return Answer::Now(self.store_failed(v, now, None));
@@ -107,7 +107,7 @@ impl Zone {
             match reply.map(|value| redis::visit_outcome(&value, &v)) {
                 Ok(Ok(o)) => {
                     self.mirror(rs, &o, v.sid, now);
-                    Ok(o.verdict)
+                    Ok(o.verdict.into())
                 }
                 // A reply, but not one the script gives: logged here.
                 Ok(Err(e)) => self.store_failed(v, now, Some(&e)),
@@ -150,7 +150,7 @@ impl Zone {
         v: Visit,
         now: u64,
         bad_reply: Option<&redis::ReplyError>,
-    ) -> Result<Verdict, StoreError> {
+    ) -> Result<Decision, StoreError> {
         let _ = self
             .shm
             .with_room(|room| room.counters_mut().store_errors += 1);
@@ -178,22 +178,31 @@ impl Zone {
                     room.touch(v.sid, now);
                     room.counters_mut().admitted += 1;
                 });
-                Ok(Verdict::Admit { sid: v.sid })
+                Ok(Decision {
+                    verdict: Verdict::Admit { sid: v.sid },
+                    by_policy: true,
+                })
             }
             OnError::Closed => {
                 let _ = self.shm.with_room(|room| room.counters_mut().waited += 1);
-                Ok(Verdict::Wait(Place {
-                    sid: v.sid,
-                    // The ticket keeps its place in Redis for when it answers again.
-                    qnum: v.qnum,
-                    position: 0,
-                    queue_len: 0,
-                    eta_secs: None,
-                }))
+                Ok(Decision {
+                    verdict: Verdict::Wait(Place {
+                        sid: v.sid,
+                        // The ticket keeps its place in Redis for when it answers again.
+                        qnum: v.qnum,
+                        position: 0,
+                        queue_len: 0,
+                        eta_secs: None,
+                    }),
+                    by_policy: true,
+                })
             }
-            OnError::Local => Ok(self
-                .shm
-                .with_room(|room| room.visit(v, now, &self.limits))?),
+            OnError::Local => Ok(Decision {
+                verdict: self
+                    .shm
+                    .with_room(|room| room.visit(v, now, &self.limits))?,
+                by_policy: true,
+            }),
         }
     }
 
