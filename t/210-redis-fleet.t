@@ -117,6 +117,43 @@ redis INFO commandstats => /cmdstat_evalsha:calls=11,/
 redis INFO commandstats => /\A(?!(?s:.*)cmdstat_eval:)/
 redis INFO commandstats => /cmdstat_script\|load:calls=1,/
 
+=== TEST 4b: a client far back in line that polls again within a second is answered without a round trip; near the head, always asked
+--- workers: 1
+--- redis
+--- http_config
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin
+--- steps
+A GET / => 200
+B GET / => 503
+C GET / => 503
+D GET / => 503
+E GET / => 503
+F GET / => 503
+G GET / => 503
+H GET / => 503
+I GET / => 503
+J GET / => 503
+K GET / => 503
+# Position 11: this poll asks Redis; the next ones within the second reuse its answer.
+Z GET / Accept: application/json => 503; json.position == 11
+redis CONFIG RESETSTAT => /OK/
+repeat 5: Z GET / Accept: application/json => 503; json.position == 11
+redis INFO commandstats => /\A(?!(?s:.*)cmdstat_evalsha)/
+# Position 1 (the head) always asks: its turn may come on any poll.
+redis CONFIG RESETSTAT => /OK/
+repeat 5: B GET / Accept: application/json => 503; json.position == 1
+redis INFO commandstats => /cmdstat_evalsha:calls=5,/
+# After the second, Z asks again (and so refreshes its presence).
+sleep 1.1
+redis CONFIG RESETSTAT => /OK/
+Z GET / Accept: application/json => 503; json.position == 11
+redis INFO commandstats => /cmdstat_evalsha:calls=1,/
+
 === TEST 5: the script cache flushed under a running node: EVAL once, then EVALSHA again
 --- workers: 1
 --- redis

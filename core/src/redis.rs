@@ -375,9 +375,99 @@ impl TouchLog {
     }
 }
 
+/// Clients far back in the line poll often (every page refresh, every app poll) and their
+/// answer cannot change much within a second: nobody that far back can be admitted on the next
+/// poll in arrival order. A worker answers such a poll from the place Redis gave it moments ago,
+/// without a round trip; presence is refreshed by the next poll that does go to Redis, well
+/// within `presence`. Clients near the head, and every other mode (lottery, passthrough, ...,
+/// which show no position), always ask Redis, so admissions stay exact and in order.
+#[derive(Default)]
+pub struct PlaceCache {
+    places: std::collections::HashMap<u64, (Place, u64)>,
+    pruned_at: u64,
+}
+
+impl PlaceCache {
+    /// Only places at least this far back are answered from the cache.
+    pub const MIN_POSITION: u64 = 10;
+    /// Entries beyond this many are pruned (a bounded per-worker memory).
+    const MAX_ENTRIES: usize = 65_536;
+
+    /// How long an answer may be reused: a second, and never more than a quarter of
+    /// `presence` (the next real poll must refresh the client's presence in time).
+    pub fn ttl_ms(presence_ms: u64) -> u64 {
+        (presence_ms / 4).min(1000)
+    }
+
+    /// The place this worker saw for the same ticket within `ttl_ms`, if it was far back.
+    pub fn get(&self, v: &Visit, now: u64, ttl_ms: u64) -> Option<Place> {
+        match self.places.get(&v.sid) {
+            Some(&(p, at))
+                if p.qnum == v.qnum && v.qnum != 0 && now.saturating_sub(at) < ttl_ms =>
+            {
+                Some(p)
+            }
+            _ => None,
+        }
+    }
+
+    /// Remembers a place Redis just gave (only one far back in an ordered line).
+    pub fn put(&mut self, p: Place, now: u64, ttl_ms: u64) {
+        if self.places.len() >= Self::MAX_ENTRIES && now.saturating_sub(self.pruned_at) >= ttl_ms {
+            self.places
+                .retain(|_, (_, at)| now.saturating_sub(*at) < ttl_ms);
+            self.pruned_at = now;
+        }
+        if p.position >= Self::MIN_POSITION && self.places.len() < Self::MAX_ENTRIES {
+            self.places.insert(p.sid, (p, now));
+        } else {
+            self.places.remove(&p.sid);
+        }
+    }
+
+    pub fn forget(&mut self, sid: u64) {
+        self.places.remove(&sid);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn place_cache_answers_only_far_back_and_briefly() {
+        let mut c = PlaceCache::default();
+        let ttl = PlaceCache::ttl_ms(20_000);
+        assert_eq!(ttl, 1000);
+        assert_eq!(PlaceCache::ttl_ms(1000), 250);
+        let far = Place {
+            sid: 7,
+            qnum: 100,
+            position: 12,
+            queue_len: 30,
+            eta_secs: None,
+        };
+        let near = Place {
+            sid: 8,
+            qnum: 101,
+            position: 3,
+            queue_len: 30,
+            eta_secs: None,
+        };
+        c.put(far, 1_000, ttl);
+        c.put(near, 1_000, ttl);
+        let visit = |sid, qnum| Visit { sid, qnum, draw: 0 };
+        assert_eq!(c.get(&visit(7, 100), 1_999, ttl), Some(far));
+        assert_eq!(c.get(&visit(7, 100), 2_000, ttl), None, "too old");
+        assert_eq!(c.get(&visit(7, 99), 1_500, ttl), None, "another place");
+        assert_eq!(
+            c.get(&visit(8, 101), 1_500, ttl),
+            None,
+            "near the head: always asks Redis"
+        );
+        c.forget(7);
+        assert_eq!(c.get(&visit(7, 100), 1_500, ttl), None);
+    }
 
     fn limits() -> Limits {
         Limits {

@@ -23,7 +23,7 @@ use core::cell::RefCell;
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::parse::{OnError, ZoneParams};
-use smart_limit_core::redis::{self, Form, Outcome, Script, TouchLog};
+use smart_limit_core::redis::{self, Form, Outcome, PlaceCache, Script, TouchLog};
 use smart_limit_core::resp::Value;
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::rules::{Limits, Mode};
@@ -37,6 +37,8 @@ pub struct RedisStore {
     client: Client,
     script: Script,
     touches: RefCell<TouchLog>,
+    /// Places of clients far back in the line, reused for a moment (see [`PlaceCache`]).
+    places: RefCell<PlaceCache>,
 }
 
 impl RedisStore {
@@ -74,6 +76,7 @@ impl RedisStore {
             ),
             script: Script::new(&params.prefix, &params.name, limits),
             touches: RefCell::new(TouchLog::default()),
+            places: RefCell::new(PlaceCache::default()),
         })
     }
 
@@ -101,12 +104,29 @@ impl Zone {
             // Backing off after a failure: decide now, without the network.
             return Answer::Now(self.store_failed(v, now, None));
         }
+        let ttl = PlaceCache::ttl_ms(self.limits.presence_ms);
+        let cached = rs
+            .places
+            .try_borrow()
+            .ok()
+            .and_then(|c| c.get(&v, now, ttl));
+        if let Some(place) = cached {
+            // Far back in line and asked a moment ago: the same answer, no round trip.
+            let _ = self.shm.with_room(|room| room.counters_mut().waited += 1);
+            return Answer::Now(Ok(Verdict::Wait(place).into()));
+        }
         Answer::Later(Box::pin(async move {
             let reply = rs.eval(|form| rs.script.visit(form, &v, 0)).await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {
                 Ok(Ok(o)) => {
                     self.mirror(rs, &o, v.sid, now);
+                    if let Ok(mut c) = rs.places.try_borrow_mut() {
+                        match o.verdict {
+                            Verdict::Wait(place) => c.put(place, now, ttl),
+                            _ => c.forget(v.sid),
+                        }
+                    }
                     Ok(o.verdict.into())
                 }
                 // A reply, but not one the script gives: logged here.
