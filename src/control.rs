@@ -12,23 +12,21 @@
 //! The endpoint has no access control of its own: protect the location with `allow`/`deny`,
 //! `auth_basic`, or a listener on a private address.
 
-use core::cell::Cell;
 use core::panic::AssertUnwindSafe;
-use std::rc::Rc;
 
-use ngx::async_::Task;
-use ngx::core::{Pool, Status};
+use ngx::core::Status;
 use ngx::ffi::{
     ngx_http_discard_request_body, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t,
-    ngx_post_event, ngx_posted_events, NGX_HTTP_BAD_REQUEST, NGX_HTTP_GET, NGX_HTTP_HEAD,
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_POST, NGX_LOG_ALERT, NGX_LOG_ERR, NGX_LOG_NOTICE,
+    NGX_HTTP_BAD_REQUEST, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR,
+    NGX_HTTP_POST, NGX_LOG_ALERT, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
-use ngx::http::{HttpModule, HttpModuleMainConf};
+use ngx::http::HttpModuleMainConf;
 use ngx::ngx_log_error;
 use smart_limit_core::metrics::{parse_control_query, render_control_json, render_error_json};
 use smart_limit_core::rules::Mode;
 
 use crate::answer;
+use crate::inflight::{self, InFlight};
 use crate::metrics::{all_figures, figures};
 use crate::store::{now_ms, Answer, StoreError, Zone};
 use crate::Module;
@@ -161,45 +159,26 @@ unsafe fn switched(
     ok_json(r, &render_control_json(&[figures(zone, now)], now / 1000))
 }
 
-/// What a control request waiting on the store keeps: the result slot and the task (dropped
-/// with the request's pool, which cancels it if the request ends first).
+/// What a control request waiting on the store keeps (in the request's pool).
 struct Pending {
     zone: &'static Zone,
     mode: Option<Mode>,
-    result: Rc<Cell<Option<Result<(), StoreError>>>>,
-    _task: Task<()>,
+    call: InFlight<Result<(), StoreError>>,
 }
 
-/// The store answers later: keep the request open (`count`), let the task post the write
-/// event when the answer is in, and finish in [`resume`].
+/// The store answers later: keep the request open (`count`) and finish in [`resume`] when
+/// the answer is in (a content handler is not re-run by the phases, so it sets its own write
+/// handler).
 unsafe fn suspend(
     r: *mut ngx_http_request_t,
     zone: &'static Zone,
     mode: Option<Mode>,
     future: core::pin::Pin<Box<dyn core::future::Future<Output = Result<(), StoreError>>>>,
 ) -> ngx_int_t {
-    let result = Rc::new(Cell::new(None));
-    let slot = result.clone();
-    let c = (*r).connection;
-    let task = ngx::async_::spawn(async move {
-        let answer = future.await;
-        slot.set(Some(answer));
-        // SAFETY: the task is dropped (cancelled) with the request's pool, before the
-        // connection goes.
-        unsafe { ngx_post_event((*c).write, &raw mut ngx_posted_events) };
-    });
-    let pending = Pool::from_ngx_pool((*r).pool).allocate(Pending {
-        zone,
-        mode,
-        result,
-        _task: task,
-    });
-    if pending.is_null() {
+    let call = inflight::start(r, future);
+    if !inflight::keep(r, Pending { zone, mode, call }) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
-    (*r).ctx
-        .add(Module::module().ctx_index)
-        .write(pending.cast());
     let main = (*r).main;
     (*main).set_count((*main).count() + 1);
     (*r).write_event_handler = Some(resume);
@@ -208,12 +187,10 @@ unsafe fn suspend(
 
 unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let pending = *(*r).ctx.add(Module::module().ctx_index) as *mut Pending;
-        if pending.is_null() {
+        let Some(pending) = inflight::kept::<Pending>(r) else {
             return Some(NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
-        }
-        let pending = &mut *pending;
-        let result = pending.result.take()?;
+        };
+        let result = pending.call.take()?;
         Some(switched(r, pending.zone, pending.mode, result))
     }));
     match outcome {

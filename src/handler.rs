@@ -14,20 +14,17 @@
 //! would wait or be refused is logged, recorded as `WAITING_DRY_RUN` / `REJECTED_DRY_RUN`,
 //! and passes (it still gets its waiting ticket, so it keeps one place, as it would).
 
-use core::cell::Cell;
 use core::future::Future;
 use core::panic::AssertUnwindSafe;
 use core::pin::Pin;
-use std::rc::Rc;
 
-use ngx::async_::Task;
-use ngx::core::{Pool, Status};
+use ngx::core::Status;
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
-    ngx_http_request_t, ngx_int_t, ngx_post_event, ngx_posted_events, ngx_str_t,
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT, NGX_LOG_ERR, NGX_LOG_WARN,
+    ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT,
+    NGX_LOG_ERR, NGX_LOG_WARN,
 };
-use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
 use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::{Refusal, Verdict, Visit};
@@ -36,6 +33,7 @@ use smart_limit_core::ticket::{self, Keyring, Ticket};
 
 use crate::answer;
 use crate::conf::{DryRun, LocConf};
+use crate::inflight::{self, InFlight};
 use crate::store::{now_ms, Answer, Decision, StoreError, Zone};
 use crate::vars::{self, Outcome};
 use crate::Module;
@@ -66,9 +64,8 @@ unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
     if (*r).main != r || lcf.metrics || lcf.control {
         return declined;
     }
-    let ctx = *(*r).ctx.add(Module::module().ctx_index) as *mut Pending;
-    if !ctx.is_null() {
-        return resume(r, lcf, zone, &mut *ctx);
+    if let Some(pending) = inflight::kept::<Pending>(r) {
+        return resume(r, lcf, zone, pending);
     }
     if vars::decided(r) {
         return declined;
@@ -171,14 +168,11 @@ struct Pending {
     held: Option<Ticket>,
     now: u64,
     dry: bool,
-    result: Rc<Cell<Option<Result<Decision, StoreError>>>>,
-    /// Dropped with the request's pool: a request that ends early cancels its store call.
-    _task: Task<()>,
+    call: InFlight<Result<Decision, StoreError>>,
 }
 
 /// [S9]: the store answers later; the request waits without blocking the worker. When the
-/// answer arrives the connection's write event is posted, nginx runs the phases again, and
-/// [`resume`] picks up the result.
+/// answer arrives nginx runs the phases again, and [`resume`] picks up the result.
 unsafe fn suspend(
     r: *mut ngx_http_request_t,
     held: Option<Ticket>,
@@ -186,28 +180,18 @@ unsafe fn suspend(
     now: u64,
     dry: bool,
 ) -> ngx_int_t {
-    let result = Rc::new(Cell::new(None));
-    let slot = result.clone();
-    let c = (*r).connection;
-    let task = ngx::async_::spawn(async move {
-        let answer = future.await;
-        slot.set(Some(answer));
-        // SAFETY: the task is cancelled (dropped) before the request and its connection go.
-        unsafe { ngx_post_event((*c).write, &raw mut ngx_posted_events) };
-    });
-    let pending = Pool::from_ngx_pool((*r).pool).allocate(Pending {
-        held,
-        now,
-        dry,
-        result,
-        _task: task,
-    });
-    if pending.is_null() {
+    let call = inflight::start(r, future);
+    if !inflight::keep(
+        r,
+        Pending {
+            held,
+            now,
+            dry,
+            call,
+        },
+    ) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
     }
-    (*r).ctx
-        .add(Module::module().ctx_index)
-        .write(pending.cast());
     Status::NGX_AGAIN.into()
 }
 
@@ -218,7 +202,7 @@ unsafe fn resume(
     zone: &Zone,
     pending: &mut Pending,
 ) -> ngx_int_t {
-    let Some(result) = pending.result.take() else {
+    let Some(result) = pending.call.take() else {
         return Status::NGX_AGAIN.into();
     };
     let Some(keys) = zone.keys.as_ref() else {

@@ -28,6 +28,7 @@ mod conf;
 mod control;
 mod filter;
 mod handler;
+mod inflight;
 mod metrics;
 mod net;
 mod store;
