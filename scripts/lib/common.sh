@@ -14,27 +14,41 @@ sl_banner() {
     printf '\n==== %s ====\n' "$*"
 }
 
-# Installs the Debian packages the project needs, if any is missing.
-# Quiet when everything is present; runs `apt-get update` once, only when needed.
-# chromium, chromium-driver and a Japanese font: the real-browser test (t/350-browser.t).
-SL_DEBIAN_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev libtest-base-perl
-                    redis-server jq wrk curl chromium chromium-driver fonts-ipafont-gothic)
+# sl_install_deps [build|bench|test]
+# Installs the Debian packages a purpose needs, if any is missing (default: test, which is
+# everything). Quiet when everything is present; runs `apt-get update` once, only when needed.
+#   build  building the module and running the demo (no Redis, no browser)
+#   bench  + redis-server (the Redis variant) and wrk
+#   test   + Test::Base (the t/ harness), Chromium, its driver and a Japanese font
+#          (t/350-browser.t), and playwright-core from npm
+SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
+SL_BENCH_PACKAGES=(redis-server wrk)
+SL_TEST_PACKAGES=(libtest-base-perl chromium chromium-driver fonts-ipafont-gothic)
 sl_install_deps() {
-    sl_install_browser_driver || return 1
-    local missing=() p
-    for p in "${SL_DEBIAN_PACKAGES[@]}"; do
+    local purpose="${1:-test}" wanted=() missing=() p
+    case "$purpose" in
+        build) wanted=("${SL_BUILD_PACKAGES[@]}") ;;
+        bench) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}") ;;
+        test) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}" "${SL_TEST_PACKAGES[@]}") ;;
+        *) echo "sl_install_deps: purpose must be build, bench or test, not '$purpose'" >&2; return 2 ;;
+    esac
+    for p in "${wanted[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
     done
-    [ "${#missing[@]}" -eq 0 ] && return 0
-    echo "installing missing packages: ${missing[*]}"
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
-        sudo=(sudo)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "installing missing packages: ${missing[*]}"
+        local sudo=()
+        if [ "$(id -u)" -ne 0 ]; then
+            command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
+            sudo=(sudo)
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        "${sudo[@]}" apt-get update -qq </dev/null >/dev/null || return 1
+        "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null || return 1
     fi
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update -qq </dev/null >/dev/null || return 1
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null || return 1
+    if [ "$purpose" = test ]; then
+        sl_install_browser_driver || return 1
+    fi
 }
 
 # playwright-core (npm registry, pinned in t/browser/package-lock.json) drives Chromium in
