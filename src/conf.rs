@@ -30,6 +30,34 @@ use crate::Module;
 pub type Setter =
     unsafe extern "C" fn(*mut ngx_conf_t, *mut ngx_command_t, *mut c_void) -> *mut c_char;
 
+/// Declares the `extern "C"` entry point nginx calls for a configuration callback: a panic
+/// inside it (it would abort `nginx -t`, or the master during a reload) becomes a refusal.
+macro_rules! guarded {
+    (directive $name:ident => $inner:ident) => {
+        guarded!($name => $inner(cf: *mut ngx_conf_t, cmd: *mut ngx_command_t, conf: *mut c_void));
+    };
+    ($name:ident => $inner:ident ($($arg:ident: $ty:ty),*)) => {
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> *mut c_char {
+            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| unsafe { $inner($($arg),*) }))
+                .unwrap_or(NGX_CONF_ERROR)
+        }
+    };
+}
+
+guarded!(directive set_zone => set_zone_unguarded);
+guarded!(directive set_secret => set_secret_unguarded);
+guarded!(directive set_room => set_room_unguarded);
+guarded!(directive set_status => set_status_unguarded);
+guarded!(directive set_refresh => set_refresh_unguarded);
+guarded!(directive set_bypass => set_bypass_unguarded);
+guarded!(directive set_dry_run => set_dry_run_unguarded);
+guarded!(directive set_page => set_page_unguarded);
+guarded!(directive set_metrics => set_metrics_unguarded);
+guarded!(directive set_control => set_control_unguarded);
+guarded!(directive set_poll => set_poll_unguarded);
+guarded!(init_main_conf => init_main_conf_unguarded(cf: *mut ngx_conf_t, conf: *mut c_void));
+guarded!(merge_loc_conf => merge_loc_conf_unguarded(cf: *mut ngx_conf_t, parent: *mut c_void, child: *mut c_void));
+
 /// http-level configuration: the rooms and the ticket keys.
 #[derive(Default)]
 pub struct MainConf {
@@ -167,7 +195,7 @@ unsafe fn refuse(cf: *mut ngx_conf_t, msg: impl core::fmt::Display) -> *mut c_ch
 }
 
 /// `smart_limit_zone NAME [size=] [store=] ...`
-pub unsafe extern "C" fn set_zone(
+unsafe fn set_zone_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -205,7 +233,7 @@ pub unsafe extern "C" fn set_zone(
 }
 
 /// `smart_limit_secret FILE`: the ticket keys.
-pub unsafe extern "C" fn set_secret(
+unsafe fn set_secret_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -237,7 +265,7 @@ pub unsafe extern "C" fn set_secret(
 }
 
 /// `smart_limit NAME | off`
-pub unsafe extern "C" fn set_room(
+unsafe fn set_room_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -258,7 +286,7 @@ pub unsafe extern "C" fn set_room(
 }
 
 /// `smart_limit_status 200|202|429|503`
-pub unsafe extern "C" fn set_status(
+unsafe fn set_status_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -281,7 +309,7 @@ pub unsafe extern "C" fn set_status(
 }
 
 /// `smart_limit_refresh TIME`: how often the waiting page reloads itself (and `Retry-After`).
-pub unsafe extern "C" fn set_refresh(
+unsafe fn set_refresh_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -308,7 +336,7 @@ pub unsafe extern "C" fn set_refresh(
 }
 
 /// `smart_limit_bypass VALUE` (variables allowed).
-pub unsafe extern "C" fn set_bypass(
+unsafe fn set_bypass_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -347,7 +375,7 @@ unsafe fn compile_arg(cf: *mut ngx_conf_t) -> Option<*mut ngx_http_complex_value
 
 /// `smart_limit_dry_run on | off | VALUE`: a value with variables turns dry run on per
 /// request when it is non-empty and not "0" or "off" (e.g. from `map` or `geo`).
-pub unsafe extern "C" fn set_dry_run(
+unsafe fn set_dry_run_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -381,7 +409,7 @@ pub unsafe extern "C" fn set_dry_run(
 }
 
 /// `smart_limit_page FILE`: a template for the waiting page, read once at configuration time.
-pub unsafe extern "C" fn set_page(
+unsafe fn set_page_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -410,7 +438,7 @@ pub unsafe extern "C" fn set_page(
 }
 
 /// `smart_limit_metrics`: this location answers with Prometheus text.
-pub unsafe extern "C" fn set_metrics(
+unsafe fn set_metrics_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -427,7 +455,7 @@ pub unsafe extern "C" fn set_metrics(
 }
 
 /// `smart_limit_control`: this location shows the rooms (GET) and switches their mode (POST).
-pub unsafe extern "C" fn set_control(
+unsafe fn set_control_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -447,7 +475,7 @@ pub unsafe extern "C" fn set_control(
 /// this location itself: waiting and closed answers as usual, and an admitted visitor gets
 /// `{"status":"admitted",...}` (or the "it's your turn" page) with its ticket, so a mobile
 /// app can poll a light URL and then call the real API with the ticket cookie.
-pub unsafe extern "C" fn set_poll(
+unsafe fn set_poll_unguarded(
     cf: *mut ngx_conf_t,
     _cmd: *mut ngx_command_t,
     conf: *mut c_void,
@@ -483,7 +511,7 @@ unsafe fn set_content_handler(
 }
 
 /// Runs once the http block is read: gives every zone its keys.
-pub unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> *mut c_char {
+unsafe fn init_main_conf_unguarded(cf: *mut ngx_conf_t, conf: *mut c_void) -> *mut c_char {
     let mcf = &mut *(conf as *mut MainConf);
     if mcf.keys.is_none() && !mcf.zones.is_empty() {
         ngx_conf_log_error!(
@@ -514,7 +542,7 @@ pub unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) 
 }
 
 /// Inherits unset location settings and resolves `smart_limit NAME` to its zone.
-pub unsafe extern "C" fn merge_loc_conf(
+unsafe fn merge_loc_conf_unguarded(
     cf: *mut ngx_conf_t,
     parent: *mut c_void,
     child: *mut c_void,

@@ -119,6 +119,14 @@ pub unsafe fn register(
 /// configuration's zone when the memory is reused (same name and size): then the room and
 /// everyone in it carry on.
 unsafe extern "C" fn init_zone(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
+    // Runs in the master, also on reload: a panic must refuse the zone, not abort nginx.
+    std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| unsafe {
+        init_zone_unguarded(shm_zone, old)
+    }))
+    .unwrap_or(Status::NGX_ERROR.into())
+}
+
+unsafe fn init_zone_unguarded(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
     let zone = &mut *((*shm_zone).data as *mut Zone);
     let pool = (*shm_zone).shm.addr as *mut ngx_slab_pool_t;
     let log = (*shm_zone).shm.log;
