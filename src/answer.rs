@@ -6,7 +6,7 @@ use core::ptr;
 use ngx::core::{Pool, Status};
 use ngx::ffi::{
     ngx_buf_t, ngx_chain_t, ngx_http_output_filter, ngx_http_request_t, ngx_http_send_header,
-    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_str_t, ngx_table_elt_t,
+    ngx_int_t, ngx_list_part_t, ngx_list_push, ngx_list_t, ngx_str_t, ngx_table_elt_t,
     NGX_HTTP_INTERNAL_SERVER_ERROR,
 };
 use smart_limit_core::page::{self, ViewStatus, WaitView};
@@ -65,11 +65,12 @@ pub struct HeaderRef<'a> {
     pub value: &'a [u8],
 }
 
-/// The request's headers in arrival order (nginx's `headers_in.headers` list).
-pub unsafe fn request_headers<'a>(
-    r: *mut ngx_http_request_t,
-) -> impl Iterator<Item = HeaderRef<'a>> {
-    let mut part: *const ngx_list_part_t = &(*r).headers_in.headers.part;
+/// The live headers of an nginx header list (`headers_in.headers` or `headers_out.headers`),
+/// mutable; entries with hash 0 (deleted) or no key or value are skipped.
+pub unsafe fn header_list<'a>(
+    list: *mut ngx_list_t,
+) -> impl Iterator<Item = &'a mut ngx_table_elt_t> {
+    let mut part: *mut ngx_list_part_t = &mut (*list).part;
     let mut i = 0usize;
     core::iter::from_fn(move || loop {
         if part.is_null() {
@@ -80,16 +81,44 @@ pub unsafe fn request_headers<'a>(
             i = 0;
             continue;
         }
-        let h = &*((*part).elts as *const ngx_table_elt_t).add(i);
+        let h = &mut *((*part).elts as *mut ngx_table_elt_t).add(i);
         i += 1;
-        if h.key.data.is_null() || h.value.data.is_null() {
+        if h.hash == 0 || h.key.data.is_null() || h.value.data.is_null() {
             continue;
         }
-        return Some(HeaderRef {
-            key: core::slice::from_raw_parts(h.key.data, h.key.len),
-            value: core::slice::from_raw_parts(h.value.data, h.value.len),
-        });
+        return Some(h);
     })
+}
+
+/// The request's headers in arrival order.
+pub unsafe fn request_headers<'a>(
+    r: *mut ngx_http_request_t,
+) -> impl Iterator<Item = HeaderRef<'a>> {
+    header_list(&mut (*r).headers_in.headers).map(|h| HeaderRef {
+        key: core::slice::from_raw_parts(h.key.data, h.key.len),
+        value: core::slice::from_raw_parts(h.value.data, h.value.len),
+    })
+}
+
+/// Runs a request handler so that a panic never crosses into nginx (it would abort the
+/// worker): it is logged as `what` and the request gets a 500.
+pub unsafe fn guarded(
+    r: *mut ngx_http_request_t,
+    what: &str,
+    f: impl FnOnce() -> ngx_int_t,
+) -> ngx_int_t {
+    match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(_) => {
+            ngx::ngx_log_error!(
+                ngx::ffi::NGX_LOG_ALERT,
+                (*(*r).connection).log,
+                "smart_limit: internal error {}",
+                what
+            );
+            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
+        }
+    }
 }
 
 /// Sends a complete response: status, content type, body. Returns what the caller should

@@ -18,7 +18,7 @@ use ngx::core::Status;
 use ngx::ffi::{
     ngx_http_discard_request_body, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t,
     NGX_HTTP_BAD_REQUEST, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_INTERNAL_SERVER_ERROR,
-    NGX_HTTP_POST, NGX_LOG_ALERT, NGX_LOG_ERR, NGX_LOG_NOTICE,
+    NGX_HTTP_POST, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
 use ngx::http::HttpModuleMainConf;
 use ngx::ngx_log_error;
@@ -34,17 +34,7 @@ use crate::Module;
 const JSON: &str = "application/json";
 
 pub unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| serve(r))) {
-        Ok(rc) => rc,
-        Err(_) => {
-            ngx_log_error!(
-                NGX_LOG_ALERT,
-                (*(*r).connection).log,
-                "smart_limit: internal error in the control endpoint"
-            );
-            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
-        }
-    }
+    answer::guarded(r, "in the control endpoint", || serve(r))
 }
 
 unsafe fn error(r: *mut ngx_http_request_t, status: u16, message: &str) -> ngx_int_t {

@@ -21,7 +21,7 @@ use core::ptr::addr_of_mut;
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_http_output_header_filter_pt, ngx_http_request_t, ngx_http_top_header_filter, ngx_int_t,
-    ngx_list_part_t, ngx_table_elt_t, NGX_LOG_ALERT, NGX_LOG_INFO,
+    ngx_table_elt_t, NGX_LOG_ALERT, NGX_LOG_INFO,
 };
 use ngx::http::HttpModuleMainConf;
 use ngx::ngx_log_error;
@@ -59,31 +59,6 @@ unsafe extern "C" fn header_filter(r: *mut ngx_http_request_t) -> ngx_int_t {
     }
 }
 
-/// Every response header, mutable (nginx's `headers_out.headers` list).
-unsafe fn response_headers<'a>(
-    r: *mut ngx_http_request_t,
-) -> impl Iterator<Item = &'a mut ngx_table_elt_t> {
-    let mut part: *mut ngx_list_part_t = &mut (*r).headers_out.headers.part;
-    let mut i = 0usize;
-    core::iter::from_fn(move || loop {
-        if part.is_null() {
-            return None;
-        }
-        if i >= (*part).nelts {
-            part = (*part).next;
-            i = 0;
-            continue;
-        }
-        let h = &mut *((*part).elts as *mut ngx_table_elt_t).add(i);
-        i += 1;
-        // hash 0 marks a deleted header.
-        if h.hash == 0 || h.key.data.is_null() || h.value.data.is_null() {
-            continue;
-        }
-        return Some(h);
-    })
-}
-
 unsafe fn bytes<'a>(s: &ngx::ffi::ngx_str_t) -> &'a [u8] {
     if s.data.is_null() || s.len == 0 {
         return &[];
@@ -103,7 +78,7 @@ unsafe fn filter(r: *mut ngx_http_request_t) {
     }
     // Cheap in the common case: one pass over the response headers.
     let mut commands: Vec<*mut ngx_table_elt_t> = Vec::new();
-    for h in response_headers(r) {
+    for h in answer::header_list(&mut (*r).headers_out.headers) {
         if bytes(&h.key).eq_ignore_ascii_case(HEADER.as_bytes()) {
             commands.push(h);
         }
@@ -151,7 +126,7 @@ unsafe fn filter(r: *mut ngx_http_request_t) {
         );
         // Drop a ticket the handler set on this very request, then delete the cookie.
         let prefix = format!("{}=", zone.cookie);
-        for h in response_headers(r) {
+        for h in answer::header_list(&mut (*r).headers_out.headers) {
             if bytes(&h.key).eq_ignore_ascii_case(b"set-cookie")
                 && bytes(&h.value).starts_with(prefix.as_bytes())
             {

@@ -15,14 +15,13 @@
 //! and passes (it still gets its waiting ticket, so it keeps one place, as it would).
 
 use core::future::Future;
-use core::panic::AssertUnwindSafe;
 use core::pin::Pin;
 
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
-    ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT,
-    NGX_LOG_ERR, NGX_LOG_WARN,
+    ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ERR,
+    NGX_LOG_WARN,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::ngx_log_error;
@@ -39,18 +38,7 @@ use crate::vars::{self, Outcome};
 use crate::Module;
 
 pub unsafe extern "C" fn access_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
-    // A panic must not cross into nginx (it would abort the worker): refuse the request.
-    match std::panic::catch_unwind(AssertUnwindSafe(|| handle(r))) {
-        Ok(rc) => rc,
-        Err(_) => {
-            ngx_log_error!(
-                NGX_LOG_ALERT,
-                (*(*r).connection).log,
-                "smart_limit: internal error while deciding, request refused"
-            );
-            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
-        }
-    }
+    answer::guarded(r, "while deciding, request refused", || handle(r))
 }
 
 unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {

@@ -180,3 +180,16 @@ pub static mut ngx_http_smart_limit_module: ngx_module_t = ngx_module_t {
     type_: NGX_HTTP_MODULE as _,
     ..ngx_module_t::default()
 };
+
+/// The current cycle's log, for messages outside any request (store connections, timers).
+pub(crate) fn cycle_log() -> *mut ngx::ffi::ngx_log_t {
+    // SAFETY: ngx_cycle is set for the whole life of a worker.
+    unsafe {
+        let cycle = ngx::ffi::ngx_cycle;
+        if cycle.is_null() {
+            core::ptr::null_mut()
+        } else {
+            (*cycle).log
+        }
+    }
+}

@@ -4,15 +4,12 @@
 //! worker of the node updates, so one scrape of any worker gives the node's totals. The
 //! rendering itself is `smart_limit_core::metrics` (pure, unit-tested).
 
-use core::panic::AssertUnwindSafe;
-
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_http_discard_request_body, ngx_http_request_t, ngx_int_t, NGX_HTTP_GET, NGX_HTTP_HEAD,
-    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED, NGX_LOG_ALERT,
+    NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_HTTP_NOT_ALLOWED,
 };
 use ngx::http::HttpModuleMainConf;
-use ngx::ngx_log_error;
 use smart_limit_core::metrics::{render_prometheus, RoomFigures, PROMETHEUS_CONTENT_TYPE};
 use smart_limit_core::parse::StoreKind;
 use smart_limit_core::rules::Mode;
@@ -50,17 +47,7 @@ pub fn all_figures(mcf: &MainConf, now: u64) -> Vec<RoomFigures<'_>> {
 }
 
 pub unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
-    match std::panic::catch_unwind(AssertUnwindSafe(|| serve(r))) {
-        Ok(rc) => rc,
-        Err(_) => {
-            ngx_log_error!(
-                NGX_LOG_ALERT,
-                (*(*r).connection).log,
-                "smart_limit: internal error while rendering metrics"
-            );
-            NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t
-        }
-    }
+    answer::guarded(r, "while rendering metrics", || serve(r))
 }
 
 unsafe fn serve(r: *mut ngx_http_request_t) -> ngx_int_t {

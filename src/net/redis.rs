@@ -174,7 +174,7 @@ impl Client {
             }
             (*ev).data = self as *const Client as *mut c_void;
             (*ev).handler = Some(on_flush);
-            (*ev).log = cycle_log();
+            (*ev).log = crate::cycle_log();
             ngx_post_event(ev, &raw mut ngx_posted_events);
         }
     }
@@ -336,7 +336,7 @@ impl Client {
         }
         let delay = st.backoff.failed(now);
         st.last_error = Rc::from(err.to_string());
-        let log = cycle_log();
+        let log = crate::cycle_log();
         match st.burst.as_mut() {
             None => {
                 st.burst = Some(Burst {
@@ -524,7 +524,7 @@ impl Client {
     fn recovered(&self, st: &mut State, now: u64) {
         st.backoff.succeeded();
         if let Some(b) = st.burst.take() {
-            let log = cycle_log();
+            let log = crate::cycle_log();
             if !log.is_null() {
                 ngx_log_error!(
                     NGX_LOG_WARN,
@@ -534,18 +534,6 @@ impl Client {
                     now.saturating_sub(b.since)
                 );
             }
-        }
-    }
-}
-
-fn cycle_log() -> *mut ngx::ffi::ngx_log_t {
-    // SAFETY: ngx_cycle is set for the whole life of a worker.
-    unsafe {
-        let cycle = ngx::ffi::ngx_cycle;
-        if cycle.is_null() {
-            core::ptr::null_mut()
-        } else {
-            (*cycle).log
         }
     }
 }

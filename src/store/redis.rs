@@ -178,7 +178,7 @@ impl Zone {
         // once per burst too.
         if let Some(e) = bad_reply {
             if let Some(repeats) = self.problems.admit(now) {
-                let log = cycle_log();
+                let log = crate::cycle_log();
                 if !log.is_null() {
                     ngx_log_error!(
                         NGX_LOG_ERR,
@@ -295,17 +295,5 @@ impl Zone {
                 Err(e) => Err(StoreError::Redis(e.to_string())),
             }
         }))
-    }
-}
-
-fn cycle_log() -> *mut ngx::ffi::ngx_log_t {
-    // SAFETY: ngx_cycle is set for the whole life of a worker.
-    unsafe {
-        let cycle = ngx::ffi::ngx_cycle;
-        if cycle.is_null() {
-            core::ptr::null_mut()
-        } else {
-            (*cycle).log
-        }
     }
 }
