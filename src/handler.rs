@@ -1,11 +1,18 @@
-//! The access-phase handler: request -> ticket -> decision -> answer.
+//! The room's request handler: request -> ticket -> decision -> answer.
 //!
-//! 1. Locations without a room, subrequests, requests already decided before an internal
-//!    redirect, and bypassed requests pass untouched.
+//! 1. Locations without a room, subrequests, the module's own endpoints and requests already
+//!    decided before an internal redirect pass untouched; a bypassed request passes, counted.
 //! 2. The ticket cookie is opened; a broken, forged, foreign or stale one means a new user.
 //! 3. A valid admitted ticket passes without waiting ([S5]); it is only counted as active.
 //! 4. Anyone else asks the room ([S3]-[S6]): admitted now (a new ticket, the request goes on),
-//!    or told to wait (the waiting answer, [S7]).
+//!    told to wait (the waiting answer, [S7]), or refused (room closed, line full). A store
+//!    that answers later suspends the request ([S9]) and this handler runs again to finish.
+//!
+//! It runs in the PREACCESS phase, beside `limit_req`, on purpose: admission is rate and
+//! capacity control, not access control. In the ACCESS phase, `satisfy any` with a passing
+//! `allow` (or any access module that says OK before it) would skip the room altogether;
+//! in PREACCESS every request of the location is gated whatever `satisfy` says, and
+//! `allow`/`deny`/`auth_*` still apply after it to admitted requests.
 //!
 //! Room modes: the room applies them (`Room::visit`); here only `reject` matters on the
 //! admitted path: a closed room turns admitted tickets away too (maintenance), without
@@ -19,408 +26,377 @@ use core::pin::Pin;
 
 use ngx::core::Status;
 use ngx::ffi::{
-    ngx_http_complex_value, ngx_http_discard_request_body, ngx_http_finalize_request,
-    ngx_http_request_t, ngx_int_t, ngx_str_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ERR,
+    ngx_array_push, ngx_conf_t, ngx_http_finalize_request, ngx_http_handler_pt,
+    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t, NGX_LOG_ERR,
     NGX_LOG_WARN,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::page::{ViewStatus, WaitView};
-use smart_limit_core::room::{Refusal, Verdict, Visit};
-use smart_limit_core::rules::{self, Mode, TicketState};
-use smart_limit_core::ticket::{self, Keyring, Ticket};
+use smart_limit_core::room::{Place, Refusal, Verdict, Visit};
+use smart_limit_core::rules::{self, TicketState};
+use smart_limit_core::ticket::{self, Ticket};
 
 use crate::answer;
-use crate::conf::{DryRun, LocConf};
-use crate::inflight::{self, InFlight};
-use crate::store::{now_ms, Answer, Decision, StoreError, Zone};
-use crate::vars::{self, Outcome};
+use crate::clock::now_ms;
+use crate::conf::{DryRun, Endpoint, LocConf};
+use crate::cookie;
+use crate::ctx::{Decided, Outcome, PendingDecision, RequestCtx, Suspended};
+use crate::endpoint::poll;
+use crate::inflight;
+use crate::request::{self, RequestExt, INTERNAL_ERROR};
+use crate::store::{Answer, Decision, Pass, StoreError, Zone};
 use crate::Module;
 
-pub unsafe extern "C" fn access_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
-    answer::guarded(r, "while deciding, request refused", || handle(r))
+const DECLINED: ngx_int_t = Status::NGX_DECLINED.0;
+
+/// Puts the handler in the PREACCESS phase (postconfiguration).
+pub fn install(cf: &mut ngx_conf_t) -> Result<(), ()> {
+    let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;
+    let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
+    // SAFETY: the phase's handler array belongs to the core module's main configuration,
+    // which is being built; a push gives room for one handler pointer or null.
+    let h = unsafe { ngx_array_push(&mut phase.handlers) }.cast::<ngx_http_handler_pt>();
+    // SAFETY: null, or a fresh element of the handler array.
+    let h = unsafe { h.as_mut() }.ok_or(())?;
+    *h = Some(preaccess_handler);
+    Ok(())
 }
 
-unsafe fn handle(r: *mut ngx_http_request_t) -> ngx_int_t {
-    let declined = Status::NGX_DECLINED.into();
-    let (Some(lcf), Some(mcf)) = (Module::location_conf(&*r), Module::main_conf(&*r)) else {
-        return declined;
+unsafe extern "C" fn preaccess_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    request::entry(r, "while deciding, request refused", INTERNAL_ERROR, handle)
+}
+
+fn handle(r: &mut Request) -> ngx_int_t {
+    let Some((lcf, zone)) = room_of(r) else {
+        return DECLINED;
     };
-    let Some(zone) = lcf.zone(mcf) else {
-        return declined;
-    };
-    if (*r).main != r || lcf.metrics || lcf.control {
-        return declined;
+    if let Some(rc) = resume_or_skip(r, lcf, zone) {
+        return rc;
     }
-    if let Some(pending) = inflight::kept::<Pending>(r) {
-        return resume(r, lcf, zone, pending);
-    }
-    if vars::decided(r) {
-        return declined;
-    }
-    let room = zone.params.name.as_str();
-    if bypassed(r, lcf) {
+    if lcf.bypass().is_some_and(|cv| r.switch_on(cv, &[])) {
         zone.count_bypass();
-        vars::record(r, Outcome::Bypass, room, None);
-        return declined;
+        record(r, zone, Outcome::Bypass, None, None);
+        return DECLINED;
     }
-    let Some(keys) = zone.keys.as_ref() else {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    };
+    if zone.keys.is_none() {
+        return INTERNAL_ERROR;
+    }
     let now = now_ms();
-    let dry = dry_run(r, lcf);
-    let ticket = read_ticket(r, keys, &zone.cookie, room);
-    let mut state = ticket
-        .as_ref()
-        .map(|t| rules::ticket_state(t, zone.admission, now));
-    // A closed room turns everyone away: the admitted ticket goes to the room like any
-    // visitor (which refuses and counts it) and is left as it is.
-    let closed_to_admitted =
-        state == Some(TicketState::Admitted) && zone.mode_now() == Mode::Reject;
-    if closed_to_admitted {
-        state = None;
-    }
-
-    // [S5]: a valid admitted ticket passes; it only counts as active.
-    if let (Some(t), Some(TicketState::Admitted)) = (&ticket, state) {
+    let ticket = cookie::read_ticket(r, zone);
+    let state = ticket.map(|t| rules::ticket_state(&t, zone.admission, now));
+    if let (Some(t), Some(TicketState::Admitted)) = (ticket, state) {
         match zone.pass(t.sid, now) {
-            Ok(true) => {}
-            Ok(false) => problem(
-                r,
-                zone,
-                now,
-                "has no memory left to count admitted sessions; increase its size=",
-            ),
-            Err(e) => problem(r, zone, now, &e.to_string()),
+            // A closed room turns everyone away: the admitted ticket goes to the room like
+            // any visitor (which refuses and counts it) and is left as it is.
+            Ok(Pass::Closed) => {}
+            Ok(pass) => return pass_admitted(r, lcf, zone, t, pass, now),
+            Err(e) => {
+                problem(r, zone, now, &e.to_string());
+                return pass_admitted(r, lcf, zone, t, Pass::Counted, now);
+            }
         }
-        if rules::needs_renewal(t, zone.admission, now) {
-            let renewed = Ticket {
-                last_seen: now,
-                ..t.clone()
-            };
-            set_ticket(r, keys, &zone.cookie, &renewed);
-        }
-        vars::record(r, Outcome::Passed, room, None);
-        vars::record_sid(r, t.sid);
-        if lcf.poll {
-            return admitted_answer(r, lcf, zone, now);
-        }
-        return declined;
     }
-
-    // The session id an admitted ticket keeps when a closed room turns it away.
-    let admitted_sid = ticket
-        .as_ref()
-        .filter(|_| closed_to_admitted)
-        .map(|t| t.sid);
-    let held = match (ticket, state) {
-        (Some(t), Some(TicketState::Waiting)) => Some(t),
-        _ => None,
+    let turn = Turn {
+        lcf,
+        zone,
+        now,
+        dry: dry_run(r, lcf),
+        held: ticket.filter(|_| state == Some(TicketState::Waiting)),
+    };
+    // The session id: the ticket's (a waiting place, or an admitted one a closed room turns
+    // away), or a new one.
+    let sid = match ticket.filter(|_| state != Some(TicketState::Stale)) {
+        Some(t) => t.sid,
+        None => match ticket::random_sid() {
+            Ok(sid) => sid,
+            Err(_) => return INTERNAL_ERROR,
+        },
     };
     let visit = Visit {
-        sid: match (&held, admitted_sid) {
-            (Some(t), _) => t.sid,
-            (None, Some(sid)) => sid,
-            _ => match ticket::random_sid() {
-                Ok(sid) => sid,
-                Err(_) => return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t,
-            },
-        },
-        qnum: held.as_ref().map_or(0, |t| t.qnum),
-        draw: draw(now, held.as_ref().map_or(0, |t| t.sid)),
+        sid,
+        qnum: turn.held.map_or(0, |t| t.qnum),
+        draw: draw(now, turn.held.map_or(0, |t| t.sid)),
     };
     match zone.visit(visit, now) {
-        Answer::Now(result) => finish(r, lcf, zone, keys, held.as_ref(), result, now, dry),
-        Answer::Later(future) => suspend(r, held, future, now, dry),
+        Answer::Now(result) => conclude(r, &turn, result),
+        Answer::Later(future) => suspend(r, turn, future),
     }
+}
+
+/// The room this request goes through: its location has one, and it is a main request to a
+/// location that is not one of the module's endpoints.
+fn room_of(r: &Request) -> Option<(&'static LocConf, &'static Zone)> {
+    let lcf = Module::location_conf(r)?;
+    let zone = lcf.zone(Module::main_conf(r)?)?;
+    (r.is_main() && lcf.endpoint == Endpoint::None).then_some((lcf, zone))
+}
+
+/// A request seen before: waiting for the store (finish it when the answer is in), or
+/// decided before an internal redirect (it goes on, decided and counted once).
+fn resume_or_skip(r: &mut Request, lcf: &LocConf, zone: &'static Zone) -> Option<ngx_int_t> {
+    let ctx = RequestCtx::find(r)?;
+    let Some(Suspended::Decision(pending)) = ctx.suspended.take() else {
+        return ctx.decided.is_some().then_some(DECLINED);
+    };
+    let Some(result) = pending.call.take() else {
+        // Woken before the answer came: keep waiting.
+        ctx.suspended = Some(Suspended::Decision(pending));
+        return Some(Status::NGX_AGAIN.0);
+    };
+    let turn = Turn {
+        lcf,
+        zone,
+        now: pending.now,
+        dry: pending.dry,
+        held: pending.held,
+    };
+    Some(conclude(r, &turn, result))
 }
 
 /// `smart_limit_dry_run` for this request.
-unsafe fn dry_run(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
+fn dry_run(r: &Request, lcf: &LocConf) -> bool {
     match lcf.dry_run {
         DryRun::On => true,
         DryRun::Off | DryRun::Unset => false,
-        DryRun::Var(cv) => {
-            let mut value = ngx_str_t::empty();
-            if ngx_http_complex_value(r, cv, &mut value) != Status::NGX_OK.0 {
-                return false;
-            }
-            let v = value.as_bytes();
-            !v.is_empty() && v != b"0" && v != b"off"
-        }
+        // SAFETY: a complex value compiled into the configuration's pool.
+        DryRun::Var(cv) => unsafe { cv.as_ref() }.is_some_and(|cv| r.switch_on(cv, &[b"off"])),
     }
 }
 
-/// What a request suspended on the store remembers until the answer comes back.
-struct Pending {
-    held: Option<Ticket>,
+/// Records the decision in the request's context (for `$smart_limit_*` and the filter).
+fn record(
+    r: &mut Request,
+    zone: &'static Zone,
+    outcome: Outcome,
+    position: Option<u64>,
+    sid: Option<u64>,
+) {
+    if let Some(ctx) = RequestCtx::get_or_insert(r) {
+        ctx.decided = Some(Decided {
+            zone,
+            outcome,
+            position,
+            sid,
+        });
+    }
+}
+
+/// [S5]: a valid admitted ticket passes; in session mode its ticket is renewed now and then.
+fn pass_admitted(
+    r: &mut Request,
+    lcf: &LocConf,
+    zone: &'static Zone,
+    t: Ticket,
+    pass: Pass,
+    now: u64,
+) -> ngx_int_t {
+    if pass == Pass::Uncounted {
+        problem(
+            r,
+            zone,
+            now,
+            "has no memory left to count admitted sessions; increase its size=",
+        );
+    }
+    if rules::needs_renewal(&t, zone.admission, now) {
+        let renewed = Ticket {
+            last_seen: now,
+            ..t
+        };
+        cookie::set_ticket(r, zone, &renewed);
+    }
+    record(r, zone, Outcome::Passed, None, Some(t.sid));
+    if lcf.poll {
+        let rc = poll::admitted_answer(r, lcf, zone, now);
+        return finish(r, rc);
+    }
+    DECLINED
+}
+
+/// One decision in the making: where, when, and the waiting ticket the client came with.
+struct Turn<'a> {
+    lcf: &'a LocConf,
+    zone: &'static Zone,
     now: u64,
     dry: bool,
-    call: InFlight<Result<Decision, StoreError>>,
+    held: Option<Ticket>,
+}
+
+impl Turn<'_> {
+    fn room(&self) -> &'static str {
+        self.zone.params.name.as_str()
+    }
+
+    fn view(&self, status: ViewStatus, place: Option<&Place>) -> WaitView<'static> {
+        WaitView {
+            room: self.room(),
+            status,
+            position: place.and_then(|p| (p.position > 0).then_some(p.position)),
+            queue_len: place.map_or(0, |p| p.queue_len),
+            eta_secs: place.and_then(|p| p.eta_secs),
+            refresh_secs: self.lcf.refresh_secs(),
+            updated_at: self.now / 1000,
+        }
+    }
 }
 
 /// [S9]: the store answers later; the request waits without blocking the worker. When the
-/// answer arrives nginx runs the phases again, and [`resume`] picks up the result.
-unsafe fn suspend(
-    r: *mut ngx_http_request_t,
-    held: Option<Ticket>,
+/// answer arrives nginx runs the phases again, and [`resume_or_skip`] picks up the result.
+fn suspend(
+    r: &mut Request,
+    turn: Turn,
     future: Pin<Box<dyn Future<Output = Result<Decision, StoreError>>>>,
-    now: u64,
-    dry: bool,
 ) -> ngx_int_t {
     let call = inflight::start(r, future);
-    if !inflight::keep(
-        r,
-        Pending {
-            held,
-            now,
-            dry,
-            call,
-        },
-    ) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    }
-    Status::NGX_AGAIN.into()
+    let Some(ctx) = RequestCtx::get_or_insert(r) else {
+        return INTERNAL_ERROR;
+    };
+    ctx.suspended = Some(Suspended::Decision(PendingDecision {
+        held: turn.held,
+        now: turn.now,
+        dry: turn.dry,
+        call,
+    }));
+    Status::NGX_AGAIN.0
 }
 
-/// Second pass of a suspended request: use the store's answer if it has come.
-unsafe fn resume(
-    r: *mut ngx_http_request_t,
-    lcf: &LocConf,
-    zone: &Zone,
-    pending: &mut Pending,
-) -> ngx_int_t {
-    let Some(result) = pending.call.take() else {
-        return Status::NGX_AGAIN.into();
-    };
-    let Some(keys) = zone.keys.as_ref() else {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    };
-    let held = pending.held.take();
-    finish(
-        r,
-        lcf,
-        zone,
-        keys,
-        held.as_ref(),
-        result,
-        pending.now,
-        pending.dry,
-    )
-}
-
-/// Turns the room's verdict into the answer: a new ticket and the request goes on, or the
-/// waiting answer (in a dry run: a log line, and the request goes on).
-#[allow(clippy::too_many_arguments)]
-unsafe fn finish(
-    r: *mut ngx_http_request_t,
-    lcf: &LocConf,
-    zone: &Zone,
-    keys: &Keyring,
-    held: Option<&Ticket>,
-    result: Result<Decision, StoreError>,
-    now: u64,
-    dry: bool,
-) -> ngx_int_t {
-    let declined = Status::NGX_DECLINED.into();
-    let room = zone.params.name.as_str();
-    let (verdict, by_policy) = match result {
-        Ok(d) => (d.verdict, d.by_policy),
+/// Turns the room's answer into the request's fate.
+fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) -> ngx_int_t {
+    let decision = match result {
+        Ok(d) => d,
         Err(e) => {
-            problem(r, zone, now, &e.to_string());
-            vars::record(r, Outcome::Error, room, None);
-            if dry {
-                return declined;
-            }
-            return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+            problem(r, turn.zone, turn.now, &e.to_string());
+            record(r, turn.zone, Outcome::Error, None, None);
+            return if turn.dry { DECLINED } else { INTERNAL_ERROR };
         }
     };
     // A decision the store's failure policy took shows as ERROR in `$smart_limit_status`.
-    let record = |o: Outcome, room: &str, position: Option<u64>| {
-        let o = if by_policy { Outcome::Error } else { o };
-        vars::record(r, o, room, position)
-    };
-    let issued_at = held.map_or(now, |t| t.issued_at);
-    match verdict {
-        Verdict::Admit { sid } => {
-            let t = Ticket {
-                room: room.to_string(),
-                sid,
-                qnum: 0,
-                issued_at,
-                accepted_at: now,
-                last_seen: now,
-            };
-            set_ticket(r, keys, &zone.cookie, &t);
-            record(Outcome::Admitted, room, None);
-            vars::record_sid(r, sid);
-            if lcf.poll {
-                return admitted_answer(r, lcf, zone, now);
-            }
-            declined
+    let shown = |o: Outcome| {
+        if decision.by_policy {
+            Outcome::Error
+        } else {
+            o
         }
+    };
+    match decision.verdict {
+        Verdict::Admit { sid } => admitted(r, turn, sid, shown(Outcome::Admitted)),
         Verdict::Wait(place) => {
-            // A new ticket only when the place changed: polling costs no encryption.
-            if held.is_none_or(|t| t.qnum != place.qnum || t.sid != place.sid) {
-                let t = Ticket {
-                    room: room.to_string(),
-                    sid: place.sid,
-                    qnum: place.qnum,
-                    issued_at,
-                    accepted_at: 0,
-                    last_seen: now,
-                };
-                set_ticket(r, keys, &zone.cookie, &t);
-            }
-            let position = (place.position > 0).then_some(place.position);
-            if dry {
-                record(Outcome::WaitingDryRun, room, position);
-                ngx_log_error!(
-                    NGX_LOG_WARN,
-                    (*(*r).connection).log,
-                    "smart_limit zone \"{}\": dry run, would wait (position {}, {} in line)",
-                    room,
-                    position.map_or_else(|| "-".to_string(), |p| p.to_string()),
-                    place.queue_len
-                );
-                return declined;
-            }
-            record(Outcome::Waiting, room, position);
-            let view = WaitView {
-                room,
-                status: ViewStatus::Waiting,
-                position,
-                queue_len: place.queue_len,
-                eta_secs: place.eta_secs,
-                refresh_secs: lcf.refresh_secs(),
-                updated_at: now / 1000,
-            };
-            respond(r, lcf, &view)
+            let o = shown(if turn.dry {
+                Outcome::WaitingDryRun
+            } else {
+                Outcome::Waiting
+            });
+            waiting(r, turn, &place, o)
         }
         Verdict::Refuse(why) => {
-            if dry {
-                record(Outcome::RejectedDryRun, room, None);
-                ngx_log_error!(
-                    NGX_LOG_ERR,
-                    (*(*r).connection).log,
-                    "smart_limit zone \"{}\": dry run, would refuse ({})",
-                    room,
-                    match why {
-                        Refusal::Closed => "room closed",
-                        Refusal::LineFull { .. } => "no place left in the line",
-                    }
-                );
-                return declined;
-            }
-            let (status, queue_len) = match why {
-                Refusal::Closed => (ViewStatus::Closed, 0),
-                Refusal::LineFull { queue_len } => {
-                    problem(
-                        r,
-                        zone,
-                        now,
-                        "is full: no place left in the line for a new client; increase its size=",
-                    );
-                    (ViewStatus::Waiting, queue_len)
-                }
-            };
-            record(Outcome::Rejected, room, None);
-            let view = WaitView {
-                room,
-                status,
-                position: None,
-                queue_len,
-                eta_secs: None,
-                refresh_secs: lcf.refresh_secs(),
-                updated_at: now / 1000,
-            };
-            respond(r, lcf, &view)
+            let o = shown(if turn.dry {
+                Outcome::RejectedDryRun
+            } else {
+                Outcome::Rejected
+            });
+            refused(r, turn, why, o)
         }
     }
 }
 
-/// Sends the waiting answer and ends the request here (the access phase goes no further).
-unsafe fn respond(r: *mut ngx_http_request_t, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
-    if ngx_http_discard_request_body(r) != Status::NGX_OK.0 {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
-    }
-    let rc = answer::waiting(r, lcf, view);
-    ngx_http_finalize_request(r, rc);
-    Status::NGX_DONE.into()
-}
-
-/// `smart_limit_poll`: the location is a status endpoint for programs (and people): an
-/// admitted visitor gets the "admitted" answer (JSON `"status":"admitted"`, or the "it's your
-/// turn" page that reloads), with its ticket, instead of the location's content.
-unsafe fn admitted_answer(
-    r: *mut ngx_http_request_t,
-    lcf: &LocConf,
-    zone: &Zone,
-    now: u64,
-) -> ngx_int_t {
-    let queue_len = zone.snapshot(now).map_or(0, |s| s.queue_len);
-    let view = WaitView {
-        room: zone.params.name.as_str(),
-        status: ViewStatus::Admitted,
-        position: None,
-        queue_len,
-        eta_secs: None,
-        refresh_secs: lcf.refresh_secs(),
-        updated_at: now / 1000,
+/// Let in: an admitted ticket, and the request goes on (or, on a poll location, the
+/// "admitted" answer).
+fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int_t {
+    let t = Ticket {
+        sid,
+        qnum: 0,
+        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+        accepted_at: turn.now,
+        last_seen: turn.now,
     };
-    respond(r, lcf, &view)
+    cookie::set_ticket(r, turn.zone, &t);
+    record(r, turn.zone, outcome, None, Some(sid));
+    if turn.lcf.poll {
+        let rc = poll::admitted_answer(r, turn.lcf, turn.zone, turn.now);
+        return finish(r, rc);
+    }
+    DECLINED
 }
 
-/// `smart_limit_bypass`: any value but "" and "0" lets the request through.
-unsafe fn bypassed(r: *mut ngx_http_request_t, lcf: &LocConf) -> bool {
-    if lcf.bypass.is_null() {
-        return false;
+/// Told to wait: the waiting answer (in a dry run: a log line, and the request goes on).
+fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx_int_t {
+    // A new ticket only when the place changed: polling costs no encryption.
+    if turn
+        .held
+        .is_none_or(|t| t.qnum != place.qnum || t.sid != place.sid)
+    {
+        let t = Ticket {
+            sid: place.sid,
+            qnum: place.qnum,
+            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+            accepted_at: 0,
+            last_seen: turn.now,
+        };
+        cookie::set_ticket(r, turn.zone, &t);
     }
-    let mut value = ngx_str_t::empty();
-    if ngx_http_complex_value(r, lcf.bypass, &mut value) != Status::NGX_OK.0 {
-        return false;
+    let view = turn.view(ViewStatus::Waiting, Some(place));
+    record(r, turn.zone, outcome, view.position, None);
+    if turn.dry {
+        ngx_log_error!(
+            NGX_LOG_WARN,
+            r.log(),
+            "smart_limit zone \"{}\": dry run, would wait (position {}, {} in line)",
+            turn.room(),
+            view.position
+                .map_or_else(|| "-".to_string(), |p| p.to_string()),
+            place.queue_len
+        );
+        return DECLINED;
     }
-    let v = value.as_bytes();
-    !v.is_empty() && v != b"0"
+    let rc = answer::waiting(r, turn.lcf, &view);
+    finish(r, rc)
 }
 
-/// The first `smart_limit` cookie that opens as a ticket of this room, if any. Walks the
-/// request's header list (rather than nginx's per-version cookie fields) so the module builds
-/// against older nginx too.
-pub(crate) unsafe fn read_ticket(
-    r: *mut ngx_http_request_t,
-    keys: &Keyring,
-    cookie: &str,
-    room: &str,
-) -> Option<Ticket> {
-    for h in answer::request_headers(r) {
-        if !h.key.eq_ignore_ascii_case(b"cookie") {
-            continue;
-        }
-        if let Some(value) = ticket::cookie_value(h.value, cookie.as_bytes()) {
-            if let Ok(t) = keys.open(value, room) {
-                return Some(t);
+/// Refused: the room is closed, or its line has no place left.
+fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_int_t {
+    record(r, turn.zone, outcome, None, None);
+    if turn.dry {
+        ngx_log_error!(
+            NGX_LOG_ERR,
+            r.log(),
+            "smart_limit zone \"{}\": dry run, would refuse ({})",
+            turn.room(),
+            match why {
+                Refusal::Closed => "room closed",
+                Refusal::LineFull { .. } => "no place left in the line",
             }
-        }
+        );
+        return DECLINED;
     }
-    None
+    let mut view = turn.view(ViewStatus::Closed, None);
+    if let Refusal::LineFull { queue_len } = why {
+        problem(
+            r,
+            turn.zone,
+            turn.now,
+            "is full: no place left in the line for a new client; increase its size=",
+        );
+        view.status = ViewStatus::Waiting;
+        view.queue_len = queue_len;
+    }
+    let rc = answer::waiting(r, turn.lcf, &view);
+    finish(r, rc)
 }
 
-unsafe fn set_ticket(r: *mut ngx_http_request_t, keys: &Keyring, cookie: &str, t: &Ticket) {
-    let Ok(sealed) = keys.seal(t) else {
-        return;
-    };
-    let secure = !(*(*r).connection).ssl.is_null();
-    let header = ticket::set_cookie_header(cookie, &sealed, secure, None);
-    answer::add_header(r, "Set-Cookie", header.as_bytes());
+/// The module answered the request itself: it ends here (the phases go no further).
+fn finish(r: &mut Request, rc: ngx_int_t) -> ngx_int_t {
+    // SAFETY: a live request that this handler answered; nginx's own finalization.
+    unsafe { ngx_http_finalize_request(r.into(), rc) };
+    Status::NGX_DONE.0
 }
 
 /// Logs a store problem once per burst (per worker), with how many repeats were not logged.
-unsafe fn problem(r: *mut ngx_http_request_t, zone: &Zone, now: u64, what: &str) {
+fn problem(r: &Request, zone: &Zone, now: u64, what: &str) {
     if let Some(repeats) = zone.problems.admit(now) {
         ngx_log_error!(
             NGX_LOG_ERR,
-            (*(*r).connection).log,
+            r.log(),
             "smart_limit zone \"{}\" {} ({} more since the last report)",
             zone.params.name,
             what,

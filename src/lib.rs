@@ -1,36 +1,47 @@
 //! smart_limit: a fair waiting room for nginx.
 //!
 //! This file only registers the module with nginx: its directives, its configuration
-//! callbacks, and the access-phase handler. The work is done in:
-//! - `conf`: directive parsing and the main, location and zone configurations;
-//! - `handler`: request -> ticket -> decision -> answer, re-entrant for asynchronous stores;
-//! - `store`: the room's state, in this node's shared memory (and Redis);
-//! - `answer`: the waiting page, JSON and headers;
-//! - `vars`: `$smart_limit_*` variables;
-//! - `filter`: the response header filter for origin commands (`X-Smart-Limit: revoke`);
-//! - `metrics`, `control`: the `smart_limit_metrics` and `smart_limit_control` endpoints.
+//! callbacks, the phase handler, the header filter and the per-worker start hook. The work is
+//! done in layers, each using only the ones above it in this list:
+//!
+//! - `clock`, `log`: the cached time and throttled error lines (leaves);
+//! - `request`: the one boundary with nginx's request (a safe `Request`, headers, responses);
+//! - `store` (and `net` under it): a room's state in shared memory or Redis, one decision API;
+//! - `conf`: directives and the main, location and zone configurations;
+//! - `ctx`: the typed per-request context (decision, suspended store call), kept across
+//!   internal redirects;
+//! - `cookie`, `answer`: the ticket cookie in and out; the waiting answer (HTML, JSON);
+//! - `handler`, `filter`, `vars`, `endpoint`: the preaccess handler (request -> ticket ->
+//!   decision -> answer), the `X-Smart-Limit` header filter, `$smart_limit_*`, and the
+//!   `smart_limit_metrics` / `smart_limit_control` / `smart_limit_poll` locations.
 //!
 //! The rules themselves are in the `smart_limit_core` crate, which has no nginx symbols.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use core::ptr::addr_of;
 
 use ngx::ffi::{
-    ngx_array_push, ngx_command_t, ngx_conf_t, ngx_http_handler_pt, ngx_http_module_t,
-    ngx_http_phases_NGX_HTTP_ACCESS_PHASE, ngx_int_t, ngx_module_t, ngx_uint_t, NGX_CONF_1MORE,
-    NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
+    ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
+    NGX_CONF_1MORE, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
     NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
 };
-use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
+use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::{core::Status, ngx_string};
 
 mod answer;
+mod clock;
 mod conf;
-mod control;
+mod cookie;
+mod ctx;
+mod endpoint;
 mod filter;
 mod handler;
 mod inflight;
-mod metrics;
+mod log;
 mod net;
+mod request;
 mod store;
 mod vars;
 
@@ -38,36 +49,41 @@ pub struct Module;
 
 impl HttpModule for Module {
     fn module() -> &'static ngx_module_t {
-        // SAFETY: the module static is only written by nginx while loading configuration.
+        // SAFETY: nginx writes the module static (its index) only while loading the
+        // configuration, in the master, before any reader runs.
         unsafe { &*addr_of!(ngx_http_smart_limit_module) }
     }
 
     unsafe extern "C" fn preconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
-        vars::register(cf).into()
+        // SAFETY: nginx passes the configuration being parsed.
+        vars::register(unsafe { &mut *cf }).into()
     }
 
     unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
-        let Some(cmcf) = NgxHttpCoreModule::main_conf_mut(&*cf) else {
-            return Status::NGX_ERROR.into();
-        };
-        let h = ngx_array_push(
-            &mut cmcf.phases[ngx_http_phases_NGX_HTTP_ACCESS_PHASE as usize].handlers,
-        ) as *mut ngx_http_handler_pt;
-        if h.is_null() {
+        // SAFETY: nginx passes the configuration being parsed.
+        let cf = unsafe { &mut *cf };
+        if handler::install(cf).is_err() {
             return Status::NGX_ERROR.into();
         }
-        *h = Some(handler::access_handler);
-        filter::register();
+        filter::install();
         Status::NGX_OK.into()
     }
 }
 
+// SAFETY: MainConf is what create_main_conf allocates for this module's main_conf slot.
 unsafe impl HttpModuleMainConf for Module {
     type MainConf = conf::MainConf;
 }
 
+// SAFETY: LocConf is what create_loc_conf allocates for this module's loc_conf slot.
 unsafe impl HttpModuleLocationConf for Module {
     type LocationConf = conf::LocConf;
+}
+
+/// Every worker starts here, after the fork: per-process state is reset.
+unsafe extern "C" fn init_process(_cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    smart_limit_core::random::after_fork();
+    Status::NGX_OK.into()
 }
 
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
@@ -92,67 +108,67 @@ static mut COMMANDS: [ngx_command_t; 12] = [
     command(
         ngx_string!("smart_limit_zone"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
-        conf::set_zone,
+        conf::zone::set_zone,
         NGX_HTTP_MAIN_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_secret"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
-        conf::set_secret,
+        conf::zone::set_secret,
         NGX_HTTP_MAIN_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit"),
         ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::set_room,
+        conf::location::set_room,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_status"),
         ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::set_status,
+        conf::location::set_status,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_refresh"),
         ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::set_refresh,
+        conf::location::set_refresh,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_bypass"),
         ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::set_bypass,
+        conf::location::set_bypass,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_page"),
         ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::set_page,
+        conf::location::set_page,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_dry_run"),
         ANY_LEVEL | NGX_CONF_TAKE1,
-        conf::set_dry_run,
+        conf::location::set_dry_run,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_metrics"),
         NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
-        conf::set_metrics,
+        endpoint::metrics::set_metrics,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_poll"),
         NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
-        conf::set_poll,
+        endpoint::poll::set_poll,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(
         ngx_string!("smart_limit_control"),
         NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
-        conf::set_control,
+        endpoint::control::set_control,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     ngx_command_t::empty(),
@@ -178,18 +194,6 @@ pub static mut ngx_http_smart_limit_module: ngx_module_t = ngx_module_t {
     // SAFETY: nginx reads the table; nothing else writes it.
     commands: unsafe { &raw mut COMMANDS[0] },
     type_: NGX_HTTP_MODULE as _,
+    init_process: Some(init_process),
     ..ngx_module_t::default()
 };
-
-/// The current cycle's log, for messages outside any request (store connections, timers).
-pub(crate) fn cycle_log() -> *mut ngx::ffi::ngx_log_t {
-    // SAFETY: ngx_cycle is set for the whole life of a worker.
-    unsafe {
-        let cycle = ngx::ffi::ngx_cycle;
-        if cycle.is_null() {
-            core::ptr::null_mut()
-        } else {
-            (*cycle).log
-        }
-    }
-}

@@ -10,15 +10,15 @@ pub mod metrics;
 pub mod page;
 /// Configuration value parsers and the `smart_limit_zone` parameters.
 pub mod parse;
+/// The one source of random bytes (the operating system's), buffered per process.
+pub mod random;
 /// The Redis store without I/O: keys, the room script, replies, backoff.
 pub mod redis;
-/// RESP2 command encoding and a fallible reply parser.
+/// A fallible, bounded RESP2 reply parser.
 pub mod resp;
 /// One room's queue and admitted sessions in a flat block of shared memory.
 pub mod room;
 /// The room's rules as plain functions: capacity, ticket validity, lottery.
 pub mod rules;
-/// SHA-1, to name the room script for EVALSHA.
-pub mod sha1;
 /// Session tickets: AES-256-GCM sealed cookie values, key files, cookie helpers.
 pub mod ticket;

@@ -7,6 +7,9 @@
 //! with `<meta http-equiv="refresh">`. A branded page can replace it through a template with
 //! `{{placeholder}}`s; every substituted value is HTML-escaped.
 //!
+//! Pages are prepared once ([`Template`]: the text cut at its placeholders) and a request
+//! only writes into an [`Out`]: no allocation and no formatting machinery on the poll path.
+//!
 //! Header parsing works on raw bytes from the client: nothing here panics on any input.
 
 #![cfg_attr(
@@ -20,11 +23,9 @@
 )]
 
 use crate::parse::ParseError;
-use serde::Serialize;
 
 /// Where the visitor stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewStatus {
     /// In the queue.
     Waiting,
@@ -207,38 +208,127 @@ fn parse_q(v: &[u8]) -> Option<u16> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------
+
+/// Where an answer body is written: a `Vec<u8>` in tests, the request's pool in nginx.
+/// Rendering never allocates on its own: it only appends to this.
+pub trait Out {
+    fn put(&mut self, bytes: &[u8]);
+
+    fn put_u64(&mut self, n: u64) {
+        let mut b = itoa::Buffer::new();
+        self.put(b.format(n).as_bytes());
+    }
+
+    /// Two digits, zero-padded (times of day).
+    fn put_2(&mut self, n: u64) {
+        let n = n % 100;
+        self.put(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+    }
+}
+
+impl Out for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Escapes text for HTML element content and quoted attribute values.
+fn put_escaped(out: &mut impl Out, s: &str) {
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, c) in b.iter().enumerate() {
+        let rep: &[u8] = match c {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\'' => b"&#39;",
+            _ => continue,
+        };
+        out.put(b.get(start..i).unwrap_or_default());
+        out.put(rep);
+        start = i + 1;
+    }
+    out.put(b.get(start..).unwrap_or_default());
+}
+
+// ---------------------------------------------------------------------------------------
 // JSON
 // ---------------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct JsonView<'a> {
-    status: ViewStatus,
-    room: &'a str,
-    position: Option<u64>,
-    eta_seconds: Option<u64>,
-    eta_known: bool,
-    refresh_seconds: u64,
-    queue_length: u64,
-    updated_at: u64,
+/// Writes a JSON string (quotes included) with the escapes JSON needs.
+fn put_json_str(out: &mut impl Out, s: &str) {
+    out.put(b"\"");
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            c if c < 0x20 => {
+                out.put(b.get(start..i).unwrap_or_default());
+                let hex = |n: u8| if n < 10 { b'0' + n } else { b'a' + n - 10 };
+                out.put(b"\\u00");
+                out.put(&[hex(c >> 4), hex(c & 15)]);
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.put(b.get(start..i).unwrap_or_default());
+        out.put(esc);
+        start = i + 1;
+    }
+    out.put(b.get(start..).unwrap_or_default());
+    out.put(b"\"");
+}
+
+fn put_json_opt(out: &mut impl Out, n: Option<u64>) {
+    match n {
+        Some(n) => out.put_u64(n),
+        None => out.put(b"null"),
+    }
 }
 
 /// The JSON answer: `{"status":"waiting","room":..,"position":N|null,"eta_seconds":N|null,
 /// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`.
+pub fn write_json(v: &WaitView, out: &mut impl Out) {
+    out.put(b"{\"status\":\"");
+    out.put(v.status.as_str().as_bytes());
+    out.put(b"\",\"room\":");
+    put_json_str(out, v.room);
+    out.put(b",\"position\":");
+    put_json_opt(out, v.position);
+    out.put(b",\"eta_seconds\":");
+    put_json_opt(out, v.eta_secs);
+    out.put(if v.eta_secs.is_some() {
+        b",\"eta_known\":true,\"refresh_seconds\":"
+    } else {
+        b",\"eta_known\":false,\"refresh_seconds\":"
+    });
+    out.put_u64(v.refresh_secs);
+    out.put(b",\"queue_length\":");
+    out.put_u64(v.queue_len);
+    out.put(b",\"updated_at\":");
+    out.put_u64(v.updated_at);
+    out.put(b"}");
+}
+
+/// The most bytes [`write_json`] writes for `v`.
+pub fn json_max_len(v: &WaitView) -> usize {
+    256usize.saturating_add(v.room.len().saturating_mul(6))
+}
+
+/// [`write_json`] into a new string.
 pub fn render_json(v: &WaitView) -> String {
-    let j = JsonView {
-        status: v.status,
-        room: v.room,
-        position: v.position,
-        eta_seconds: v.eta_secs,
-        eta_known: v.eta_secs.is_some(),
-        refresh_seconds: v.refresh_secs,
-        queue_length: v.queue_len,
-        updated_at: v.updated_at,
-    };
-    // Serialising this struct cannot fail (no maps, no custom serializers); the fallback
-    // only exists so that no code path can panic.
-    serde_json::to_string(&j)
-        .unwrap_or_else(|_| format!("{{\"status\":\"{}\"}}", v.status.as_str()))
+    let mut out = Vec::with_capacity(192);
+    write_json(v, &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -246,52 +336,44 @@ pub fn render_json(v: &WaitView) -> String {
 // ---------------------------------------------------------------------------------------
 
 /// The human estimate of the wait: "about 3 minutes" / 「約3分」, "calculating…" / 「計算中」
-/// when unknown.
-pub fn eta_text(eta_secs: Option<u64>, lang: Lang) -> String {
+/// when unknown. Written without escaping (it holds no markup characters).
+fn put_eta_text(out: &mut impl Out, eta_secs: Option<u64>, lang: Lang) {
     let Some(secs) = eta_secs else {
-        return match lang {
-            Lang::En => "calculating…".to_string(),
-            Lang::Ja => "計算中".to_string(),
-        };
+        return out.put(match lang {
+            Lang::En => "calculating…".as_bytes(),
+            Lang::Ja => "計算中".as_bytes(),
+        });
     };
     let minutes = secs.saturating_add(30) / 60;
     let hours = minutes.saturating_add(30) / 60;
-    match lang {
+    let (before, n, after): (&str, Option<u64>, &str) = match lang {
         Lang::En => match secs {
-            0 => "any moment now".to_string(),
-            1 => "about 1 second".to_string(),
-            2..=59 => format!("about {secs} seconds"),
-            60..=89 => "about 1 minute".to_string(),
-            _ if minutes < 120 => format!("about {minutes} minutes"),
-            _ => format!("about {hours} hours"),
+            0 => ("any moment now", None, ""),
+            1 => ("about 1 second", None, ""),
+            2..=59 => ("about ", Some(secs), " seconds"),
+            60..=89 => ("about 1 minute", None, ""),
+            _ if minutes < 120 => ("about ", Some(minutes), " minutes"),
+            _ => ("about ", Some(hours), " hours"),
         },
         Lang::Ja => match secs {
-            0 => "まもなく".to_string(),
-            1..=59 => format!("約{secs}秒"),
-            _ if minutes < 120 => format!("約{minutes}分"),
-            _ => format!("約{hours}時間"),
+            0 => ("まもなく", None, ""),
+            1..=59 => ("約", Some(secs), "秒"),
+            _ if minutes < 120 => ("約", Some(minutes), "分"),
+            _ => ("約", Some(hours), "時間"),
         },
+    };
+    out.put(before.as_bytes());
+    if let Some(n) = n {
+        out.put_u64(n);
     }
+    out.put(after.as_bytes());
 }
 
-/// Escapes text for HTML element content and quoted attribute values.
-fn escape_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    escape_into(&mut out, s);
-    out
+/// [`put_eta_text`] into a new string.
+pub fn eta_text(eta_secs: Option<u64>, lang: Lang) -> String {
+    let mut out = Vec::with_capacity(32);
+    put_eta_text(&mut out, eta_secs, lang);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// UTC calendar parts of a unix time, for the "updated" line. Clamped to year 9999 so the
@@ -376,31 +458,6 @@ fn texts(lang: Lang) -> &'static Texts {
     }
 }
 
-fn refresh_note(lang: Lang, status: ViewStatus, n: u64) -> String {
-    match (lang, status) {
-        (Lang::En, ViewStatus::Waiting) => format!(
-            "This page refreshes by itself every {n} seconds. Keep this tab open; \
-             reloading it yourself will not lose your place."
-        ),
-        (Lang::En, ViewStatus::Closed) => {
-            format!("This page checks again by itself every {n} seconds.")
-        }
-        (Lang::En, ViewStatus::Admitted) => {
-            format!("This page reloads by itself in {n} seconds.")
-        }
-        (Lang::Ja, ViewStatus::Waiting) => format!(
-            "このページは{n}秒ごとに自動で更新されます。タブを閉じずに、このままお待ちください\
-             （再読み込みしても順番は変わりません）。"
-        ),
-        (Lang::Ja, ViewStatus::Closed) => {
-            format!("このページは{n}秒ごとに自動で再確認します。")
-        }
-        (Lang::Ja, ViewStatus::Admitted) => {
-            format!("このページは{n}秒後に自動で再読み込みされます。")
-        }
-    }
-}
-
 /// Inline style sheet of the default page: responsive card, large position, dark mode, and
 /// a small pulse that stops for people who prefer reduced motion.
 const STYLE: &str = "\
@@ -429,121 +486,344 @@ dd{margin:0;font-size:1.1rem;font-weight:600}
 @media (max-width:26rem){dl{grid-template-columns:1fr}main{padding:1.5rem 1rem}}
 ";
 
-/// The HTML answer. With a template, its placeholders are filled in (values HTML-escaped,
-/// unknown placeholders left as they are - [`check_template`] refuses them at config time);
-/// without one, the built-in page in `lang`.
-pub fn render_html(v: &WaitView, lang: Lang, template: Option<&str>) -> String {
-    match template {
-        Some(t) => fill_template(t, v, lang),
-        None => default_page(v, lang),
-    }
-}
-
-fn default_page(v: &WaitView, lang: Lang) -> String {
-    let t = texts(lang);
-    // Never ask the browser to reload in a tight loop.
-    let refresh = v.refresh_secs.max(1);
-    let title = match v.status {
-        ViewStatus::Waiting => t.waiting_title,
-        ViewStatus::Closed => t.closed_title,
-        ViewStatus::Admitted => t.admitted_title,
-    };
-    let (y, mo, d, h, mi, s) = utc_parts(v.updated_at);
-
-    let mut out = String::with_capacity(4096);
-    out.push_str("<!DOCTYPE html>\n<html lang=\"");
-    out.push_str(t.lang);
-    out.push_str("\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    out.push_str(&format!(
-        "<meta http-equiv=\"refresh\" content=\"{refresh}\">\n"
-    ));
-    out.push_str("<meta name=\"robots\" content=\"noindex, nofollow\">\n");
-    out.push_str("<meta name=\"color-scheme\" content=\"light dark\">\n<title>");
-    out.push_str(title);
-    out.push_str("</title>\n<style>\n");
-    out.push_str(STYLE);
-    out.push_str("</style>\n</head>\n<body>\n<main>\n<h1>");
-    out.push_str(title);
-    out.push_str("</h1>\n");
-
-    match v.status {
-        ViewStatus::Waiting => {
-            out.push_str("<p class=\"lead\">");
-            out.push_str(t.waiting_lead);
-            out.push_str("</p>\n");
-            out.push_str(
-                "<div class=\"pos\" role=\"status\" aria-live=\"polite\" aria-atomic=\"true\">\n",
-            );
-            out.push_str("<div class=\"pos-label\">");
-            out.push_str(t.position_label);
-            out.push_str("</div>\n");
-            match v.position {
-                Some(p) => {
-                    out.push_str(&format!("<div class=\"pos-num\">{p}"));
-                    if !t.position_suffix.is_empty() {
-                        out.push_str("<span class=\"pos-unit\">");
-                        out.push_str(t.position_suffix);
-                        out.push_str("</span>");
-                    }
-                    out.push_str("</div>\n");
-                }
-                None => {
-                    out.push_str("<div class=\"pos-num unknown\">");
-                    out.push_str(t.position_unknown);
-                    out.push_str("</div>\n");
-                }
-            }
-            out.push_str("</div>\n<dl>\n<div><dt>");
-            out.push_str(t.eta_label);
-            out.push_str("</dt><dd>");
-            out.push_str(&escape(&eta_text(v.eta_secs, lang)));
-            out.push_str("</dd></div>\n<div><dt>");
-            out.push_str(t.queue_label);
-            out.push_str(&format!(
-                "</dt><dd>{}{}</dd></div>\n</dl>\n",
-                v.queue_len, t.queue_suffix
-            ));
-        }
-        ViewStatus::Closed => {
-            out.push_str("<p class=\"lead\" role=\"status\" aria-live=\"polite\">");
-            out.push_str(t.closed_lead);
-            out.push_str("</p>\n");
-        }
-        ViewStatus::Admitted => {
-            out.push_str("<p class=\"lead\" role=\"status\" aria-live=\"polite\">");
-            out.push_str(t.admitted_lead);
-            out.push_str("</p>\n");
-        }
-    }
-
-    out.push_str("<p class=\"note\"><span class=\"dot\" aria-hidden=\"true\"></span>");
-    out.push_str(&escape(&refresh_note(lang, v.status, refresh)));
-    out.push_str("</p>\n");
-    out.push_str(&format!(
-        "<p class=\"note\">{} <time datetime=\"{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z\">\
-         {h:02}:{mi:02}:{s:02} UTC</time></p>\n",
-        t.updated
-    ));
-    out.push_str("</main>\n</body>\n</html>\n");
-    out
-}
-
 // ---------------------------------------------------------------------------------------
 // Templates
 // ---------------------------------------------------------------------------------------
 
-/// Placeholder names a template may use.
-const PLACEHOLDERS: &[&str] = &[
-    "position",
-    "eta_seconds",
-    "eta_text",
-    "refresh_seconds",
-    "room",
-    "queue_length",
-    "status",
-    "updated_at",
+/// What a template fills in per request. The first eight are the documented `{{names}}` of
+/// `smart_limit_page` templates; the others serve the built-in page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Position,
+    EtaSeconds,
+    EtaText,
+    RefreshSeconds,
+    Room,
+    QueueLength,
+    Status,
+    UpdatedAt,
+    /// `HH:MM:SS` (UTC) of `updated_at`.
+    UpdatedTime,
+    /// `YYYY-MM-DDTHH:MM:SSZ` of `updated_at`.
+    UpdatedIso,
+    /// `refresh_seconds`, at least 1 (the built-in page never reloads in a tight loop).
+    RefreshAtLeast1,
+}
+
+/// Placeholder names a template may use, and what each becomes.
+const PLACEHOLDERS: &[(&str, Slot)] = &[
+    ("position", Slot::Position),
+    ("eta_seconds", Slot::EtaSeconds),
+    ("eta_text", Slot::EtaText),
+    ("refresh_seconds", Slot::RefreshSeconds),
+    ("room", Slot::Room),
+    ("queue_length", Slot::QueueLength),
+    ("status", Slot::Status),
+    ("updated_at", Slot::UpdatedAt),
 ];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(Box<[u8]>),
+    Slot(Slot),
+}
+
+/// A page prepared at configuration time: its text cut at the placeholders, so a request
+/// only copies the text and writes the few values in between.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+impl Template {
+    fn text(&mut self, s: &str) -> &mut Self {
+        if s.is_empty() {
+            return self;
+        }
+        // Adjacent text becomes one part.
+        if let Some(Part::Text(t)) = self.parts.last_mut() {
+            let mut joined = Vec::with_capacity(t.len() + s.len());
+            joined.extend_from_slice(t);
+            joined.extend_from_slice(s.as_bytes());
+            *t = joined.into_boxed_slice();
+        } else {
+            self.parts.push(Part::Text(s.as_bytes().into()));
+        }
+        self
+    }
+
+    fn slot(&mut self, s: Slot) -> &mut Self {
+        self.parts.push(Part::Slot(s));
+        self
+    }
+
+    /// Prepares a `smart_limit_page` template. `{{name}}` of a known placeholder becomes its
+    /// value; anything else (other braces, unknown names) is text. Configuration refuses
+    /// unknown names first, with [`check_template`].
+    pub fn compile(text: &str) -> Template {
+        let mut t = Template::default();
+        let mut copied = 0;
+        let mut at = 0;
+        while let Some(p) = next_placeholder(text, at) {
+            at = p.end;
+            let Some(&(_, slot)) = PLACEHOLDERS.iter().find(|(n, _)| *n == p.name) else {
+                continue;
+            };
+            t.text(text.get(copied..p.start).unwrap_or(""));
+            t.slot(slot);
+            copied = p.end;
+        }
+        t.text(text.get(copied..).unwrap_or(""));
+        t
+    }
+
+    /// Bytes of fixed text (the body is this plus the values).
+    pub fn text_len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.len(),
+                Part::Slot(_) => 0,
+            })
+            .sum()
+    }
+
+    /// The most bytes [`Template::render`] writes for a view whose room name is `room_len`
+    /// bytes long (to size a response buffer once).
+    pub fn max_len(&self, room_len: usize) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.len(),
+                Part::Slot(Slot::Room) => room_len.saturating_mul(6),
+                Part::Slot(Slot::EtaText) => 48,
+                Part::Slot(_) => 24,
+            })
+            .fold(0usize, usize::saturating_add)
+    }
+
+    /// Writes the page for `v` in `lang`. Values are HTML-escaped where they can hold text.
+    pub fn render(&self, v: &WaitView, lang: Lang, out: &mut impl Out) {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.put(t),
+                Part::Slot(s) => put_slot(out, *s, v, lang),
+            }
+        }
+    }
+}
+
+fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
+    match slot {
+        Slot::Position => {
+            if let Some(p) = v.position {
+                out.put_u64(p);
+            }
+        }
+        Slot::EtaSeconds => {
+            if let Some(s) = v.eta_secs {
+                out.put_u64(s);
+            }
+        }
+        Slot::EtaText => put_eta_text(out, v.eta_secs, lang),
+        Slot::RefreshSeconds => out.put_u64(v.refresh_secs),
+        Slot::RefreshAtLeast1 => out.put_u64(v.refresh_secs.max(1)),
+        Slot::Room => put_escaped(out, v.room),
+        Slot::QueueLength => out.put_u64(v.queue_len),
+        Slot::Status => out.put(v.status.as_str().as_bytes()),
+        Slot::UpdatedAt => out.put_u64(v.updated_at),
+        Slot::UpdatedTime => {
+            let (_, _, _, h, mi, s) = utc_parts(v.updated_at);
+            put_hms(out, h, mi, s);
+        }
+        Slot::UpdatedIso => {
+            let (y, mo, d, h, mi, s) = utc_parts(v.updated_at);
+            out.put_2(y / 100);
+            out.put_2(y);
+            out.put(b"-");
+            out.put_2(mo);
+            out.put(b"-");
+            out.put_2(d);
+            out.put(b"T");
+            put_hms(out, h, mi, s);
+            out.put(b"Z");
+        }
+    }
+}
+
+fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {
+    out.put_2(h);
+    out.put(b":");
+    out.put_2(mi);
+    out.put(b":");
+    out.put_2(s);
+}
+
+/// The refresh note of the built-in page, with the refresh interval as a slot.
+fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
+    let (before, after) = match (lang, status) {
+        (Lang::En, ViewStatus::Waiting) => (
+            "This page refreshes by itself every ",
+            " seconds. Keep this tab open; reloading it yourself will not lose your place.",
+        ),
+        (Lang::En, ViewStatus::Closed) => ("This page checks again by itself every ", " seconds."),
+        (Lang::En, ViewStatus::Admitted) => ("This page reloads by itself in ", " seconds."),
+        (Lang::Ja, ViewStatus::Waiting) => (
+            "このページは",
+            "秒ごとに自動で更新されます。タブを閉じずに、このままお待ちください\
+             （再読み込みしても順番は変わりません）。",
+        ),
+        (Lang::Ja, ViewStatus::Closed) => ("このページは", "秒ごとに自動で再確認します。"),
+        (Lang::Ja, ViewStatus::Admitted) => ("このページは", "秒後に自動で再読み込みされます。"),
+    };
+    t.text(before).slot(Slot::RefreshAtLeast1).text(after);
+}
+
+/// The built-in page for one language, status and whether the position is known: the same
+/// document for every request, with the figures as slots.
+fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> Template {
+    let tx = texts(lang);
+    let title = match status {
+        ViewStatus::Waiting => tx.waiting_title,
+        ViewStatus::Closed => tx.closed_title,
+        ViewStatus::Admitted => tx.admitted_title,
+    };
+    let mut t = Template::default();
+    t.text("<!DOCTYPE html>\n<html lang=\"")
+        .text(tx.lang)
+        .text("\">\n<head>\n<meta charset=\"utf-8\">\n")
+        .text("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+        .text("<meta http-equiv=\"refresh\" content=\"")
+        .slot(Slot::RefreshAtLeast1)
+        .text("\">\n<meta name=\"robots\" content=\"noindex, nofollow\">\n")
+        .text("<meta name=\"color-scheme\" content=\"light dark\">\n<title>")
+        .text(title)
+        .text("</title>\n<style>\n")
+        .text(STYLE)
+        .text("</style>\n</head>\n<body>\n<main>\n<h1>")
+        .text(title)
+        .text("</h1>\n");
+    match status {
+        ViewStatus::Waiting => {
+            t.text("<p class=\"lead\">")
+                .text(tx.waiting_lead)
+                .text("</p>\n")
+                .text("<div class=\"pos\" role=\"status\" aria-live=\"polite\" aria-atomic=\"true\">\n")
+                .text("<div class=\"pos-label\">")
+                .text(tx.position_label)
+                .text("</div>\n");
+            if position_known {
+                t.text("<div class=\"pos-num\">").slot(Slot::Position);
+                if !tx.position_suffix.is_empty() {
+                    t.text("<span class=\"pos-unit\">")
+                        .text(tx.position_suffix)
+                        .text("</span>");
+                }
+                t.text("</div>\n");
+            } else {
+                t.text("<div class=\"pos-num unknown\">")
+                    .text(tx.position_unknown)
+                    .text("</div>\n");
+            }
+            t.text("</div>\n<dl>\n<div><dt>")
+                .text(tx.eta_label)
+                .text("</dt><dd>")
+                .slot(Slot::EtaText)
+                .text("</dd></div>\n<div><dt>")
+                .text(tx.queue_label)
+                .text("</dt><dd>")
+                .slot(Slot::QueueLength)
+                .text(tx.queue_suffix)
+                .text("</dd></div>\n</dl>\n");
+        }
+        ViewStatus::Closed | ViewStatus::Admitted => {
+            let lead = if status == ViewStatus::Closed {
+                tx.closed_lead
+            } else {
+                tx.admitted_lead
+            };
+            t.text("<p class=\"lead\" role=\"status\" aria-live=\"polite\">")
+                .text(lead)
+                .text("</p>\n");
+        }
+    }
+    t.text("<p class=\"note\"><span class=\"dot\" aria-hidden=\"true\"></span>");
+    refresh_note(&mut t, lang, status);
+    t.text("</p>\n<p class=\"note\">")
+        .text(tx.updated)
+        .text(" <time datetime=\"")
+        .slot(Slot::UpdatedIso)
+        .text("\">")
+        .slot(Slot::UpdatedTime)
+        .text(" UTC</time></p>\n</main>\n</body>\n</html>\n");
+    t
+}
+
+/// The built-in pages, prepared once per process.
+fn builtin_pages() -> &'static [Template; 12] {
+    static PAGES: std::sync::OnceLock<[Template; 12]> = std::sync::OnceLock::new();
+    PAGES.get_or_init(|| {
+        core::array::from_fn(|i| {
+            let lang = if i < 6 { Lang::En } else { Lang::Ja };
+            let status = match (i / 2) % 3 {
+                0 => ViewStatus::Waiting,
+                1 => ViewStatus::Closed,
+                _ => ViewStatus::Admitted,
+            };
+            builtin(lang, status, i % 2 == 1)
+        })
+    })
+}
+
+fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
+    let l = match lang {
+        Lang::En => 0,
+        Lang::Ja => 6,
+    };
+    let s = match status {
+        ViewStatus::Waiting => 0,
+        ViewStatus::Closed => 2,
+        ViewStatus::Admitted => 4,
+    };
+    l + s + usize::from(position_known)
+}
+
+/// Prepares the built-in pages now (at configuration time) rather than on the first request.
+pub fn prepare_builtin() {
+    let _ = builtin_pages();
+}
+
+/// The template an HTML answer uses: the configured one, or the built-in page in `lang`.
+fn html_template<'t>(
+    v: &WaitView,
+    lang: Lang,
+    template: Option<&'t Template>,
+) -> Option<&'t Template> {
+    match template {
+        Some(t) => Some(t),
+        None => builtin_pages().get(builtin_index(lang, v.status, v.position.is_some())),
+    }
+}
+
+/// The most bytes [`write_html`] writes for these arguments.
+pub fn html_max_len(v: &WaitView, lang: Lang, template: Option<&Template>) -> usize {
+    html_template(v, lang, template).map_or(0, |t| t.max_len(v.room.len()))
+}
+
+/// The HTML answer: the configured template, or the built-in page in `lang`.
+pub fn write_html(v: &WaitView, lang: Lang, template: Option<&Template>, out: &mut impl Out) {
+    if let Some(t) = html_template(v, lang, template) {
+        t.render(v, lang, out);
+    }
+}
+
+/// [`write_html`] into a new string, compiling `template` first.
+pub fn render_html(v: &WaitView, lang: Lang, template: Option<&str>) -> String {
+    let compiled = template.map(Template::compile);
+    let mut out = Vec::with_capacity(4096);
+    write_html(v, lang, compiled.as_ref(), &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
 
 /// One `{{name}}` found in a template: byte range of the whole placeholder and the name.
 struct Placeholder<'t> {
@@ -593,7 +873,7 @@ pub fn check_template(t: &str) -> Result<(), ParseError> {
     let mut unknown: Vec<&str> = Vec::new();
     let mut at = 0;
     while let Some(p) = next_placeholder(t, at) {
-        if !PLACEHOLDERS.contains(&p.name) && !unknown.contains(&p.name) {
+        if !PLACEHOLDERS.iter().any(|(n, _)| *n == p.name) && !unknown.contains(&p.name) {
             unknown.push(p.name);
         }
         at = p.end;
@@ -607,40 +887,6 @@ pub fn check_template(t: &str) -> Result<(), ParseError> {
         .collect::<Vec<_>>()
         .join(", ");
     Err(ParseError::UnknownPlaceholder(list))
-}
-
-/// Value of one placeholder, unescaped. Unknown numbers are empty strings, so a template
-/// can test for them; `{{eta_text}}` has the human wording.
-fn placeholder_value(name: &str, v: &WaitView, lang: Lang) -> Option<String> {
-    let num = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-    Some(match name {
-        "position" => num(v.position),
-        "eta_seconds" => num(v.eta_secs),
-        "eta_text" => eta_text(v.eta_secs, lang),
-        "refresh_seconds" => v.refresh_secs.to_string(),
-        "room" => v.room.to_string(),
-        "queue_length" => v.queue_len.to_string(),
-        "status" => v.status.as_str().to_string(),
-        "updated_at" => v.updated_at.to_string(),
-        _ => return None,
-    })
-}
-
-fn fill_template(t: &str, v: &WaitView, lang: Lang) -> String {
-    let mut out = String::with_capacity(t.len() + 64);
-    let mut copied = 0;
-    let mut at = 0;
-    while let Some(p) = next_placeholder(t, at) {
-        at = p.end;
-        let Some(value) = placeholder_value(p.name, v, lang) else {
-            continue; // unknown: left verbatim
-        };
-        out.push_str(t.get(copied..p.start).unwrap_or(""));
-        escape_into(&mut out, &value);
-        copied = p.end;
-    }
-    out.push_str(t.get(copied..).unwrap_or(""));
-    out
 }
 
 #[cfg(test)]
@@ -970,6 +1216,43 @@ mod tests {
             Some("{{colour}}-{{position}}"),
         );
         assert_eq!(out, "{{colour}}-12");
+    }
+
+    #[test]
+    fn max_len_bounds_every_answer() {
+        let mut v = view(ViewStatus::Waiting);
+        v.room = "<&\"'>";
+        for lang in [Lang::En, Lang::Ja] {
+            for status in [
+                ViewStatus::Waiting,
+                ViewStatus::Closed,
+                ViewStatus::Admitted,
+            ] {
+                for (pos, eta) in [
+                    (None, None),
+                    (Some(u64::MAX), Some(u64::MAX)),
+                    (Some(1), Some(59)),
+                ] {
+                    v.status = status;
+                    v.position = pos;
+                    v.eta_secs = eta;
+                    v.queue_len = u64::MAX;
+                    v.refresh_secs = u64::MAX;
+                    v.updated_at = u64::MAX;
+                    let mut out = Vec::new();
+                    write_html(&v, lang, None, &mut out);
+                    assert!(out.len() <= html_max_len(&v, lang, None));
+                    let t =
+                        Template::compile("{{room}}{{room}}{{eta_text}}{{position}}{{updated_at}}");
+                    out.clear();
+                    write_html(&v, lang, Some(&t), &mut out);
+                    assert!(out.len() <= html_max_len(&v, lang, Some(&t)));
+                    out.clear();
+                    write_json(&v, &mut out);
+                    assert!(out.len() <= json_max_len(&v));
+                }
+            }
+        }
     }
 
     #[test]

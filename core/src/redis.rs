@@ -6,7 +6,7 @@
 
 use core::fmt;
 
-use crate::resp::{self, Value};
+use crate::resp::Value;
 use crate::room::{Mirror, Place, Refusal, Verdict, Visit};
 use crate::rules::{Limits, Mode};
 
@@ -15,7 +15,7 @@ pub const ROOM_SCRIPT: &str = include_str!("room.lua");
 
 /// SHA-1 of [`ROOM_SCRIPT`], the name `EVALSHA` calls it by.
 pub fn script_sha() -> String {
-    crate::sha1::hex(ROOM_SCRIPT.as_bytes())
+    ::redis::Script::new(ROOM_SCRIPT).get_hash().to_string()
 }
 
 /// The three keys of one room. They share the `{room}` hash tag, so Redis Cluster keeps
@@ -42,6 +42,7 @@ impl Keys {
         }
     }
 
+    #[cfg(test)]
     fn all(&self) -> [&str; 3] {
         [&self.state, &self.line, &self.active]
     }
@@ -82,31 +83,37 @@ impl Script {
 
     /// `SCRIPT LOAD`, sent first on every new connection so `EVALSHA` finds the script.
     pub fn load_command() -> Vec<u8> {
-        resp::command(&["SCRIPT", "LOAD", ROOM_SCRIPT])
+        ::redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(ROOM_SCRIPT)
+            .get_packed_command()
     }
 
     fn call(&self, form: Form, op: &str, now: u64, sid: u64, a9: u64, a10: u64) -> Vec<u8> {
         let l = &self.limits;
-        let (cmd, script) = match form {
-            Form::Sha => ("EVALSHA", self.sha.as_str()),
-            Form::Text => ("EVAL", ROOM_SCRIPT),
+        let mut cmd = match form {
+            Form::Sha => ::redis::cmd("EVALSHA"),
+            Form::Text => ::redis::cmd("EVAL"),
         };
-        let mut args: Vec<String> = Vec::with_capacity(16);
-        args.push(cmd.into());
-        args.push(script.into());
-        args.push("3".into());
-        args.extend(self.keys.all().iter().map(|k| k.to_string()));
-        args.push(op.into());
-        args.push(now.to_string());
-        args.push(l.max_active.to_string());
-        args.push(l.new_per_minute.unwrap_or(0).to_string());
-        args.push(l.presence_ms.to_string());
-        args.push(l.active_window_ms.to_string());
-        args.push(l.mode.code().to_string());
-        args.push(sid.to_string());
-        args.push(a9.to_string());
-        args.push(a10.to_string());
-        resp::command(&args)
+        match form {
+            Form::Sha => cmd.arg(&self.sha),
+            Form::Text => cmd.arg(ROOM_SCRIPT),
+        };
+        cmd.arg(3)
+            .arg(&self.keys.state)
+            .arg(&self.keys.line)
+            .arg(&self.keys.active)
+            .arg(op)
+            .arg(now)
+            .arg(l.max_active)
+            .arg(l.new_per_minute.unwrap_or(0))
+            .arg(l.presence_ms)
+            .arg(l.active_window_ms)
+            .arg(l.mode.code())
+            .arg(sid)
+            .arg(a9)
+            .arg(a10);
+        cmd.get_packed_command()
     }
 
     pub fn visit(&self, form: Form, v: &Visit, now: u64) -> Vec<u8> {
@@ -433,6 +440,7 @@ impl PlaceCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resp;
 
     #[test]
     fn place_cache_answers_only_far_back_and_briefly() {

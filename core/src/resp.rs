@@ -1,9 +1,16 @@
-//! RESP2, the Redis wire protocol: command encoding and a fallible, incremental reply parser.
+//! RESP2 replies: a fallible, bounded parser for what Redis sends back. (Commands are encoded
+//! by the `redis` crate: `redis::cmd(..).get_packed_command()`.)
 //!
-//! The parser runs in nginx workers on bytes from the network, so nothing here may panic: any
-//! byte sequence gives a value, "need more bytes", or an error. Garbage is bounded too: a line
-//! without its CRLF, a bulk string or an array larger than the limits below are errors rather
-//! than buffers that grow without end.
+//! Why this parser is written here rather than taken from the `redis` crate: the crate's
+//! `Parser` reads from a `std::io::Read` into a buffer of its own and has no size limits. A
+//! broken or hostile server that announces `$100000000000` or `*100000000000` makes it wait
+//! for (and buffer) that much, inside an nginx worker, with nothing the caller can bound;
+//! its nesting limit is fixed and deep. Here the caller owns the buffer (the connection's input,
+//! capped), and a line longer than [`MAX_LINE`], a bulk string larger than [`MAX_BULK`], an
+//! array longer than [`MAX_ARRAY`] or nested deeper than [`MAX_DEPTH`] is an error at once.
+//!
+//! It runs in nginx workers on bytes from the network, so nothing here may panic: any byte
+//! sequence gives a value, "need more bytes", or an error. It is fuzzed (`fuzz/`).
 
 use core::fmt;
 
@@ -208,28 +215,6 @@ fn int(line: &[u8]) -> Result<i64, ParseError> {
     Ok(if neg { -n } else { n })
 }
 
-/// Appends one command (an array of bulk strings) to `out`.
-pub fn encode<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
-    out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in args {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-/// One command as bytes.
-pub fn command<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode(args, &mut out);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,15 +317,5 @@ mod tests {
                 assert!(used <= buf.len());
             }
         }
-    }
-
-    #[test]
-    fn encode_commands() {
-        assert_eq!(
-            command(&["EVALSHA", "ab", "0"]),
-            b"*3\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n0\r\n".to_vec()
-        );
-        let bytes = command(&[b"x\r\ny".as_slice()]);
-        assert_eq!(bytes, b"*1\r\n$4\r\nx\r\ny\r\n".to_vec());
     }
 }

@@ -190,7 +190,6 @@ mod tests {
 
     fn ticket(iat: u64, acc: u64, seen: u64) -> Ticket {
         Ticket {
-            room: "r".into(),
             sid: 1,
             qnum: 1,
             issued_at: iat,

@@ -52,8 +52,9 @@ fn start() -> Option<Server> {
     let server = Server { child, port };
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(10) {
+        // A server still starting may accept and then reset: keep asking until it answers.
         if let Ok(mut c) = Client::connect(port) {
-            if c.cmd(&resp::command(&["PING"])) == Value::Status(b"PONG".to_vec()) {
+            if c.try_cmd(&packed(&["PING"])).ok() == Some(Value::Status(b"PONG".to_vec())) {
                 return Some(server);
             }
         }
@@ -75,18 +76,33 @@ impl Client {
     }
 
     fn cmd(&mut self, bytes: &[u8]) -> Value {
-        self.s.write_all(bytes).unwrap();
+        self.try_cmd(bytes).unwrap()
+    }
+
+    fn try_cmd(&mut self, bytes: &[u8]) -> std::io::Result<Value> {
+        self.s.write_all(bytes)?;
         loop {
-            if let Some((v, used)) = resp::parse(&self.buf).unwrap() {
+            if let Some((v, used)) = resp::parse(&self.buf).map_err(std::io::Error::other)? {
                 self.buf.drain(..used);
-                return v;
+                return Ok(v);
             }
             let mut chunk = [0u8; 4096];
-            let n = self.s.read(&mut chunk).unwrap();
-            assert!(n > 0, "redis closed the connection");
+            let n = self.s.read(&mut chunk)?;
+            if n == 0 {
+                return Err(std::io::Error::other("redis closed the connection"));
+            }
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }
+}
+
+/// One command, encoded by the redis crate.
+fn packed(args: &[&str]) -> Vec<u8> {
+    let mut c = ::redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.get_packed_command()
 }
 
 struct Mem(Vec<u64>);
@@ -129,15 +145,15 @@ impl Twin<'_> {
         if got.verdict != expected || std::env::var("TWIN_TRACE").is_ok() {
             let line = self
                 .redis
-                .cmd(&resp::command(&["HGETALL", &self.script.keys.line]));
+                .cmd(&packed(&["HGETALL", &self.script.keys.line]));
             let state = self
                 .redis
-                .cmd(&resp::command(&["HGETALL", &self.script.keys.state]));
+                .cmd(&packed(&["HGETALL", &self.script.keys.state]));
             eprintln!("visit({sid}, {qnum}) at {now}: {got:?} / {expected:?}\n line {line:?}\n state {state:?}");
             let a = &self.script.keys.active;
             let act = self
                 .redis
-                .cmd(&resp::command(&["ZRANGE", a, "0", "-1", "WITHSCORES"]));
+                .cmd(&packed(&["ZRANGE", a, "0", "-1", "WITHSCORES"]));
             eprintln!(" active {act:?}");
         }
         assert_eq!(got.verdict, expected, "visit({sid}, {qnum}) at {now}");
@@ -186,7 +202,7 @@ fn twin<'m>(mem: &'m mut Mem, port: u16, room: &str, l: Limits, t0: u64) -> Twin
     // Both rooms number their places from t0 (the script would start at its first visit).
     let t = t0.to_string();
     let cmd = ["HSET", &script.keys.state, "head", &t, "tail", &t];
-    assert_eq!(redis.cmd(&resp::command(&cmd)), Value::Int(2));
+    assert_eq!(redis.cmd(&packed(&cmd)), Value::Int(2));
     Twin {
         room: Room::format(mem.bytes(), t0).unwrap(),
         redis,
@@ -385,14 +401,14 @@ fn every_key_has_a_ttl_and_one_hash_tag() {
     t.visit(2, 0, 0, T0);
     t.set_mode(Some(Mode::Fifo));
     t.pass(1, T0 + 1);
-    let keys = t.redis.cmd(&resp::command(&["KEYS", "test:*"]));
+    let keys = t.redis.cmd(&packed(&["KEYS", "test:*"]));
     let Value::Array(keys) = keys else { panic!() };
     assert_eq!(keys.len(), 3, "{keys:?}");
     for k in keys {
         let Value::Bulk(k) = k else { panic!() };
         let name = String::from_utf8(k).unwrap();
         assert_eq!(redis::hash_tag(&name), Some("ttl"));
-        let ttl = t.redis.cmd(&resp::command(&["PTTL", &name]));
+        let ttl = t.redis.cmd(&packed(&["PTTL", &name]));
         assert!(
             matches!(ttl, Value::Int(ms) if ms > 0),
             "{name} has no TTL: {ttl:?}"

@@ -35,32 +35,35 @@ pub struct Addr {
 impl Addr {
     /// Resolves `HOST:PORT` at configuration time, as nginx does for upstream servers
     /// (a name resolving to several addresses uses the first).
-    ///
-    /// # Safety
-    /// `cf` must be the configuration being parsed.
-    pub unsafe fn resolve(cf: *mut ngx_conf_t, text: &str) -> Result<Addr, String> {
-        let pool = (*cf).pool;
-        let mut u: ngx_url_t = core::mem::zeroed();
-        u.url = ngx_str_t::from_bytes(pool, text.as_bytes()).ok_or("out of memory")?;
+    pub fn resolve(cf: &mut ngx_conf_t, text: &str) -> Result<Addr, String> {
+        let pool = cf.pool;
+        // SAFETY: an all-zero ngx_url_t is the C "unset" value ngx_parse_url expects.
+        let mut u: ngx_url_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the configuration's pool is live.
+        u.url = unsafe { ngx_str_t::from_bytes(pool, text.as_bytes()) }.ok_or("out of memory")?;
         u.default_port = 6379;
-        if ngx_parse_url(pool, &mut u) != NGX_OK as ngx_int_t {
+        // SAFETY: a live pool and an initialised url.
+        if unsafe { ngx_parse_url(pool, &mut u) } != NGX_OK as ngx_int_t {
             let why = if u.err.is_null() {
                 "invalid address".to_string()
             } else {
-                core::ffi::CStr::from_ptr(u.err)
+                // SAFETY: ngx_parse_url sets `err` to a static C string.
+                unsafe { core::ffi::CStr::from_ptr(u.err) }
                     .to_string_lossy()
                     .into_owned()
             };
             return Err(format!("{why} in \"{text}\""));
         }
-        if u.naddrs == 0 || u.addrs.is_null() {
+        // SAFETY: when naddrs > 0, `addrs` points at that many parsed addresses in the pool.
+        let Some(a) = (unsafe { u.addrs.as_ref() }).filter(|_| u.naddrs > 0) else {
             return Err(format!("host not found in \"{text}\""));
-        }
-        let a = &*u.addrs;
+        };
         if a.sockaddr.is_null() || a.socklen == 0 {
             return Err(format!("no address for \"{text}\""));
         }
-        let bytes = core::slice::from_raw_parts(a.sockaddr as *const u8, a.socklen as usize);
+        // SAFETY: `sockaddr` holds `socklen` bytes (set together by ngx_parse_url).
+        let bytes =
+            unsafe { core::slice::from_raw_parts(a.sockaddr as *const u8, a.socklen as usize) };
         let text = a.name.to_str().unwrap_or(text).to_string();
         let mut addr = Addr {
             sockaddr: bytes.to_vec(),
@@ -108,10 +111,11 @@ pub struct Peer {
 
 impl Default for Peer {
     fn default() -> Self {
+        // SAFETY: an all-zero ngx_peer_connection_t and ngx_log_t are the C "unset" values.
+        let (pc, log) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
         Peer {
-            // SAFETY: an all-zero ngx_peer_connection_t and ngx_log_t are the C "unset" values.
-            pc: unsafe { core::mem::zeroed() },
-            log: Box::new(unsafe { core::mem::zeroed() }),
+            pc,
+            log: Box::new(log),
         }
     }
 }
@@ -143,17 +147,16 @@ impl Peer {
         // A copy of the cycle's log, so log lines about this connection go where nginx's go.
         // nginx's own error lines about this connection ("connect() failed") are capped at
         // crit: the client writes one line per failure burst instead of one per attempt.
-        let cycle_log = (*ngx::ffi::ngx_cycle).log;
-        if !cycle_log.is_null() {
-            *self.log = *cycle_log;
-            if self.log.log_level < NGX_LOG_DEBUG as usize {
-                self.log.log_level = self.log.log_level.min(NGX_LOG_CRIT as usize);
-            }
-            self.log.handler = None;
-            self.log.data = ptr::null_mut();
-            self.log.action = ptr::null_mut();
+        // SAFETY: the cycle's log is a live ngx_log_t for the whole life of the worker.
+        *self.log = unsafe { *crate::log::cycle_log() };
+        if self.log.log_level < NGX_LOG_DEBUG as usize {
+            self.log.log_level = self.log.log_level.min(NGX_LOG_CRIT as usize);
         }
-        self.pc = core::mem::zeroed();
+        self.log.handler = None;
+        self.log.data = ptr::null_mut();
+        self.log.action = ptr::null_mut();
+        // SAFETY: an all-zero ngx_peer_connection_t is the C "unset" value.
+        self.pc = unsafe { core::mem::zeroed() };
         self.pc.sockaddr = addr.sockaddr.as_ptr() as *mut _;
         self.pc.socklen = addr.socklen;
         self.pc.name = &addr.name as *const ngx_str_t as *mut ngx_str_t;
@@ -163,7 +166,8 @@ impl Peer {
         self.pc
             .set_log_error(ngx_connection_log_error_e_NGX_ERROR_INFO);
 
-        let rc = ngx_event_connect_peer(&mut self.pc);
+        // SAFETY: a filled-in peer connection whose address and log outlive it (see above).
+        let rc = unsafe { ngx_event_connect_peer(&mut self.pc) };
         let errno = io::Error::last_os_error();
         if rc != NGX_OK as ngx_int_t && rc != NGX_AGAIN as ngx_int_t {
             // ngx_event_connect_peer closed the socket itself.
@@ -178,8 +182,11 @@ impl Peer {
         };
         c.data = owner;
         c.pool = ptr::null_mut();
-        (*c.read).handler = read;
-        (*c.write).handler = write;
+        // SAFETY: a connection from ngx_event_connect_peer has its read and write events.
+        unsafe {
+            (*c.read).handler = read;
+            (*c.write).handler = write;
+        }
         if rc == NGX_OK as ngx_int_t {
             self.nodelay();
             Connect::Done

@@ -38,7 +38,7 @@ use smart_limit_core::redis::Backoff;
 use smart_limit_core::resp::{self, Value};
 
 use super::peer::{Addr, Connect, Io, Peer};
-use crate::store::now_ms;
+use crate::clock::now_ms;
 
 /// First and largest delay before reconnecting after a failure.
 const BACKOFF_FIRST_MS: u64 = 100;
@@ -174,7 +174,7 @@ impl Client {
             }
             (*ev).data = self as *const Client as *mut c_void;
             (*ev).handler = Some(on_flush);
-            (*ev).log = crate::cycle_log();
+            (*ev).log = crate::log::cycle_log();
             ngx_post_event(ev, &raw mut ngx_posted_events);
         }
     }
@@ -336,7 +336,7 @@ impl Client {
         }
         let delay = st.backoff.failed(now);
         st.last_error = Rc::from(err.to_string());
-        let log = crate::cycle_log();
+        let log = crate::log::cycle_log();
         match st.burst.as_mut() {
             None => {
                 st.burst = Some(Burst {
@@ -400,6 +400,8 @@ impl Client {
         wake.into_iter().for_each(Waker::wake);
     }
 
+    /// One event of the connection, in steps: a shutdown request, the reply timer, the end of
+    /// a connect, then write what is queued, read what came and hand out the replies.
     fn drive(&self, st: &mut State, timer: bool, wake: &mut Vec<Waker>) {
         let now = now_ms();
         if st.peer.close_requested() {
@@ -407,65 +409,95 @@ impl Client {
             return;
         }
         if timer {
-            match st.waiters.front() {
-                Some(w) if w.deadline > now => self.arm(st, now),
-                Some(_) => self.fail(st, ClientError::Timeout(self.timeout_ms), now, wake),
-                None => {}
-            }
+            self.on_timer(st, now, wake);
             return;
         }
-        if st.phase == Phase::Connecting {
-            if let Err(e) = st.peer.connect_result() {
-                self.fail(st, ClientError::Connect(Rc::from(e.to_string())), now, wake);
-                return;
-            }
-            st.phase = Phase::Ready;
-        }
-        if st.phase != Phase::Ready {
+        if self.finish_connect(st, now, wake).is_err() || st.phase != Phase::Ready {
             return;
         }
         if let Err(e) = self.flush(st) {
             self.fail(st, e, now, wake);
             return;
         }
-        // Read everything there is.
+        let eof = match self.read_input(st) {
+            Ok(eof) => eof,
+            Err(e) => {
+                self.fail(st, e, now, wake);
+                return;
+            }
+        };
+        let answered = match self.hand_out_replies(st, wake) {
+            Ok(n) => n,
+            Err(e) => {
+                self.fail(st, e, now, wake);
+                return;
+            }
+        };
+        if answered {
+            self.recovered(st, now);
+            self.arm(st, now);
+        }
+        if eof {
+            self.peer_closed(st, now, wake);
+            return;
+        }
+        self.wait_for_more(st, now, wake);
+    }
+
+    /// The reply timer fired: the oldest waiter's deadline has passed (Redis is deemed sick),
+    /// or the timer was for a waiter already answered (re-armed for the next one).
+    fn on_timer(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+        match st.waiters.front() {
+            Some(w) if w.deadline > now => self.arm(st, now),
+            Some(_) => self.fail(st, ClientError::Timeout(self.timeout_ms), now, wake),
+            None => {}
+        }
+    }
+
+    /// A connect in progress signalled: it succeeded (the connection is ready) or failed.
+    fn finish_connect(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) -> Result<(), ()> {
+        if st.phase == Phase::Connecting {
+            if let Err(e) = st.peer.connect_result() {
+                self.fail(st, ClientError::Connect(Rc::from(e.to_string())), now, wake);
+                return Err(());
+            }
+            st.phase = Phase::Ready;
+        }
+        Ok(())
+    }
+
+    /// Reads everything the socket has into the input buffer. Ok(true): the peer closed.
+    fn read_input(&self, st: &mut State) -> Result<bool, ClientError> {
         let mut chunk = [0u8; 16 * 1024];
-        let mut eof = false;
         loop {
             match st.peer.recv(&mut chunk) {
                 Io::Done(n) => {
-                    st.inbuf.extend_from_slice(&chunk[..n]);
+                    st.inbuf
+                        .extend_from_slice(chunk.get(..n).unwrap_or_default());
                     if st.inbuf.len() > MAX_INBUF {
-                        let e = ClientError::Protocol(Rc::from("reply too large"));
-                        self.fail(st, e, now, wake);
-                        return;
+                        return Err(ClientError::Protocol(Rc::from("reply too large")));
                     }
                     if n < chunk.len() && !st.peer.read_ready() {
-                        break;
+                        return Ok(false);
                     }
                 }
-                Io::Again => break,
-                Io::Closed => {
-                    eof = true;
-                    break;
-                }
-                Io::Failed(e) => {
-                    self.fail(st, ClientError::Io(Rc::from(e.to_string())), now, wake);
-                    return;
-                }
+                Io::Again => return Ok(false),
+                Io::Closed => return Ok(true),
+                Io::Failed(e) => return Err(ClientError::Io(Rc::from(e.to_string()))),
             }
         }
-        // Hand each complete reply to the oldest waiter (also what came before a close).
+    }
+
+    /// Hands each complete reply to the oldest waiter. Ok(true): at least one was answered.
+    fn hand_out_replies(&self, st: &mut State, wake: &mut Vec<Waker>) -> Result<bool, ClientError> {
         let mut used = 0;
         let mut answered = false;
-        loop {
-            match resp::parse(&st.inbuf[used..]) {
+        let result = loop {
+            match resp::parse(st.inbuf.get(used..).unwrap_or_default()) {
                 Ok(Some((value, n))) => {
                     used += n;
                     let Some(w) = st.waiters.pop_front() else {
-                        let e = ClientError::Protocol(Rc::from("a reply nobody asked for"));
-                        self.fail(st, e, now, wake);
-                        return;
+                        break Err(ClientError::Protocol(Rc::from("a reply nobody asked for")));
                     };
                     answered = true;
                     if let Some(slot) = w.slot {
@@ -475,48 +507,38 @@ impl Client {
                         }
                     }
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    self.fail(
-                        st,
-                        ClientError::Protocol(Rc::from(e.to_string())),
-                        now,
-                        wake,
-                    );
-                    return;
-                }
+                Ok(None) => break Ok(answered),
+                Err(e) => break Err(ClientError::Protocol(Rc::from(e.to_string()))),
             }
-        }
+        };
         st.inbuf.drain(..used);
-        if answered {
-            self.recovered(st, now);
-            self.arm(st, now);
+        result
+    }
+
+    /// Redis closed the connection: quietly when it was idle (a restart, its `timeout`; the
+    /// next call reconnects), as a failure when calls were in flight.
+    fn peer_closed(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+        if st.waiters.is_empty() && st.inbuf.is_empty() {
+            self.close_quietly(st, wake);
+        } else {
+            self.fail(st, ClientError::Closed, now, wake);
         }
-        if eof {
-            if st.waiters.is_empty() && st.inbuf.is_empty() {
-                // Redis closed an idle connection (restart, its `timeout`): reconnect on the
-                // next call, no failure.
-                self.close_quietly(st, wake);
-            } else {
-                self.fail(st, ClientError::Closed, now, wake);
-            }
-            return;
-        }
+    }
+
+    /// Nothing more to do now: mark the connection idle when nobody waits (a worker shutting
+    /// down then closes it) and ask for the next read event.
+    fn wait_for_more(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         if st.waiters.is_empty() {
             st.peer.set_idle(true);
-            // SAFETY: a plain global of the worker.
+            // SAFETY: a plain global of the worker, read on its only thread.
             if unsafe { ngx::ffi::ngx_exiting } != 0 {
                 self.close_quietly(st, wake);
                 return;
             }
         }
         if st.peer.wait_read().is_err() {
-            self.fail(
-                st,
-                ClientError::Io(Rc::from("cannot wait to read")),
-                now,
-                wake,
-            );
+            let e = ClientError::Io(Rc::from("cannot wait to read"));
+            self.fail(st, e, now, wake);
         }
     }
 
@@ -524,7 +546,7 @@ impl Client {
     fn recovered(&self, st: &mut State, now: u64) {
         st.backoff.succeeded();
         if let Some(b) = st.burst.take() {
-            let log = crate::cycle_log();
+            let log = crate::log::cycle_log();
             if !log.is_null() {
                 ngx_log_error!(
                     NGX_LOG_WARN,
@@ -542,28 +564,31 @@ impl Client {
 unsafe extern "C" fn on_event(ev: *mut ngx_event_t) {
     // A panic must not unwind into nginx; the client state stays consistent (RefCell).
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let c = (*ev).data as *mut ngx_connection_t;
-        if c.is_null() {
-            return;
-        }
-        let client = (*c).data as *const Client;
-        if client.is_null() {
-            return;
-        }
-        let timer = (*ev).timedout() != 0;
+        // SAFETY: nginx passes an event of the client's connection: its data is that
+        // connection, whose data is the Client (set in Peer::connect), which outlives it.
+        let (ev, client) = unsafe {
+            let ev = &mut *ev;
+            let c = ev.data.cast::<ngx_connection_t>();
+            let Some(client) = c.as_ref().and_then(|c| c.data.cast::<Client>().as_ref()) else {
+                return;
+            };
+            (ev, client)
+        };
+        let timer = ev.timedout() != 0;
         if timer {
-            (*ev).set_timedout(0);
+            ev.set_timedout(0);
         }
-        (*client).on_event(timer);
+        client.on_event(timer);
     }));
 }
 
 /// The client's posted flush event.
 unsafe extern "C" fn on_flush(ev: *mut ngx_event_t) {
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let client = (*ev).data as *const Client;
-        if !client.is_null() {
-            (*client).on_flush();
+        // SAFETY: the flush event's data is the Client that posted it (post_flush), which
+        // cancels the event before it goes.
+        if let Some(client) = unsafe { (*ev).data.cast::<Client>().as_ref() } {
+            client.on_flush();
         }
     }));
 }

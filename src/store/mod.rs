@@ -1,10 +1,12 @@
 //! Where a room's state lives, behind one decision interface.
 //!
 //! Every room keeps an nginx shared-memory zone: it is the whole store for `store=shm`, shared
-//! by all workers of the node. The decision functions here are what the handler calls; they
-//! answer at once for the shared-memory store.
+//! by all workers of the node. With `store=redis` the fleet's room is in Redis and the zone
+//! mirrors its figures (metrics, the mode in force) and decides alone under `on_error=local`.
+//! The decision functions here are what the handler calls; they answer at once for the
+//! shared-memory store, or later (a future on nginx's event loop) for Redis.
 
-use core::cell::Cell;
+use core::cell::RefCell;
 use core::future::Future;
 use core::pin::Pin;
 use core::ptr::NonNull;
@@ -14,10 +16,15 @@ use ngx::ffi::ngx_conf_t;
 use smart_limit_core::parse::{AdmitMode, StoreKind, ZoneParams};
 use smart_limit_core::room::{Snapshot, Verdict, Visit};
 use smart_limit_core::rules::{Admission, Limits, Mode};
-use smart_limit_core::ticket::Keyring;
+use smart_limit_core::ticket::{Keyring, OpenCache, Ticket};
+
+use crate::log::LogThrottle;
 
 pub mod redis;
 pub mod shm;
+
+/// Tickets each worker keeps opened per zone (see [`OpenCache`]).
+const OPEN_CACHE_SLOTS: usize = 4096;
 
 /// One `smart_limit_zone`: its parameters, keys and store. Allocated in the configuration's
 /// pool; after fork each worker has its own copy of the per-worker fields (`Cell`s).
@@ -36,6 +43,8 @@ pub struct Zone {
     /// `store=redis`: the fleet's room in Redis (this node's shm room then serves metrics and
     /// `on_error=local`).
     pub redis: Option<redis::RedisStore>,
+    /// Per worker: tickets opened recently, by their cookie bytes.
+    opened: RefCell<Option<OpenCache>>,
 }
 
 /// Why the store could not decide.
@@ -48,7 +57,7 @@ pub enum StoreError {
 }
 
 /// Creates a zone from its parsed parameters and registers its shared memory.
-pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>, String> {
+pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>, String> {
     let limits = Limits {
         max_active: params.max_active,
         new_per_minute: params.new_per_minute,
@@ -66,7 +75,8 @@ pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNul
     };
     let size = params.size;
     let name = params.name.clone();
-    let pool = Pool::from_ngx_pool((*cf).pool);
+    // SAFETY: the configuration's pool lives as long as the configuration (and the zone).
+    let pool = unsafe { Pool::from_ngx_pool(cf.pool) };
     let zone = pool.allocate(Zone {
         cookie: format!("smart_limit_{name}"),
         params,
@@ -76,9 +86,11 @@ pub unsafe fn add_zone(cf: *mut ngx_conf_t, params: ZoneParams) -> Result<NonNul
         shm: shm::ShmRoom::default(),
         problems: LogThrottle::default(),
         redis,
+        opened: RefCell::new(None),
     });
     let mut zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
-    shm::register(cf, zone.as_mut(), &name, size)?;
+    // SAFETY: just allocated and initialised; nothing else refers to it yet.
+    shm::register(cf, unsafe { zone.as_mut() }, &name, size)?;
     Ok(zone)
 }
 
@@ -106,7 +118,38 @@ impl From<Verdict> for Decision {
     }
 }
 
+/// What became of a valid admitted ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// It passes, and its session counts as active.
+    Counted,
+    /// It passes, but the zone has no memory left to count it.
+    Uncounted,
+    /// The room is closed (mode `reject`): admitted tickets are turned away too.
+    Closed,
+}
+
 impl Zone {
+    /// Opens the ticket cookie value of this room (answered from the worker's cache when the
+    /// same bytes opened before). None: not a ticket of this room.
+    pub fn open_ticket(&self, value: &[u8]) -> Option<Ticket> {
+        let keys = self.keys.as_ref()?;
+        let mut opened = self.opened.try_borrow_mut().ok()?;
+        let cache = opened.get_or_insert_with(|| OpenCache::new(OPEN_CACHE_SLOTS));
+        cache.open(keys, value, &self.params.name).ok()
+    }
+
+    /// Seals a ticket of this room into a cookie value.
+    pub fn seal_ticket(&self, t: &Ticket) -> Option<String> {
+        let sealed = self.keys.as_ref()?.seal(&self.params.name, t).ok()?;
+        if let Ok(mut opened) = self.opened.try_borrow_mut() {
+            if let Some(cache) = opened.as_mut() {
+                cache.remember(sealed.as_bytes(), *t);
+            }
+        }
+        Some(sealed)
+    }
+
     /// A client without a valid admitted ticket asks for its turn.
     pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Decision, StoreError>> {
         match &self.redis {
@@ -118,13 +161,23 @@ impl Zone {
         }
     }
 
-    /// A valid admitted ticket passes; the session counts as active. Returns false when the
-    /// zone had no memory left to count it.
-    pub fn pass(&'static self, sid: u64, now: u64) -> Result<bool, StoreError> {
-        if let Some(rs) = &self.redis {
+    /// A valid admitted ticket: one look at the room (under one lock) for its mode, and the
+    /// session counted as active.
+    pub fn pass(&'static self, sid: u64, now: u64) -> Result<Pass, StoreError> {
+        let pass = self.shm.with_room(|room| {
+            let mode = Mode::from_code(room.mode_override()).unwrap_or(self.limits.mode);
+            if mode == Mode::Reject {
+                Pass::Closed
+            } else if room.pass(sid, now, &self.limits) {
+                Pass::Counted
+            } else {
+                Pass::Uncounted
+            }
+        })?;
+        if let (Some(rs), Pass::Counted | Pass::Uncounted) = (&self.redis, pass) {
             self.redis_pass(rs, sid, now);
         }
-        self.shm.with_room(|room| room.pass(sid, now, &self.limits))
+        Ok(pass)
     }
 
     pub fn snapshot(&self, now: u64) -> Result<Snapshot, StoreError> {
@@ -148,52 +201,7 @@ impl Zone {
         Answer::Now(self.shm.with_room(|room| room.set_mode_override(code)))
     }
 
-    /// The mode in force on this node: the run-time override in the shm room, else the
-    /// configured one. Read on the admitted path (a closed room turns admitted users away).
-    pub fn mode_now(&self) -> Mode {
-        self.shm
-            .with_room(|room| Mode::from_code(room.mode_override()))
-            .ok()
-            .flatten()
-            .unwrap_or(self.limits.mode)
-    }
-
     pub fn count_bypass(&self) {
         let _ = self.shm.with_room(|room| room.counters_mut().bypassed += 1);
-    }
-}
-
-/// Per-worker rate limit for error-log lines: one line per burst of the same problem, with
-/// the number of repeats that were not logged.
-#[derive(Default)]
-pub struct LogThrottle {
-    next_ms: Cell<u64>,
-    suppressed: Cell<u64>,
-}
-
-impl LogThrottle {
-    const QUIET_MS: u64 = 10_000;
-
-    /// Some(repeats since the last line) when a line should be written now.
-    pub fn admit(&self, now: u64) -> Option<u64> {
-        if now >= self.next_ms.get() {
-            self.next_ms.set(now + Self::QUIET_MS);
-            Some(self.suppressed.replace(0))
-        } else {
-            self.suppressed.set(self.suppressed.get() + 1);
-            None
-        }
-    }
-}
-
-/// Unix time in milliseconds from nginx's cached clock (no system call).
-pub fn now_ms() -> u64 {
-    // SAFETY: ngx_cached_time always points at a valid ngx_time_t in a running nginx.
-    unsafe {
-        let tp = ngx::ffi::ngx_cached_time;
-        if tp.is_null() {
-            return 0;
-        }
-        ((*tp).sec as u64) * 1000 + (*tp).msec as u64
     }
 }

@@ -28,7 +28,8 @@ use smart_limit_core::resp::Value;
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::rules::{Limits, Mode};
 
-use super::{now_ms, Answer, Decision, StoreError, Zone};
+use super::{Answer, Decision, StoreError, Zone};
+use crate::clock::now_ms;
 use crate::net::peer::Addr;
 use crate::net::redis::{Client, ClientError};
 
@@ -43,11 +44,8 @@ pub struct RedisStore {
 
 impl RedisStore {
     /// Resolves `redis=HOST:PORT` (at configuration time, like upstream servers).
-    ///
-    /// # Safety
-    /// `cf` must be the configuration being parsed.
-    pub unsafe fn new(
-        cf: *mut ngx_conf_t,
+    pub fn new(
+        cf: &mut ngx_conf_t,
         params: &ZoneParams,
         limits: Limits,
     ) -> Result<RedisStore, String> {
@@ -178,18 +176,15 @@ impl Zone {
         // once per burst too.
         if let Some(e) = bad_reply {
             if let Some(repeats) = self.problems.admit(now) {
-                let log = crate::cycle_log();
-                if !log.is_null() {
-                    ngx_log_error!(
-                        NGX_LOG_ERR,
-                        log,
-                        "smart_limit zone \"{}\": {}; the decision followed on_error ({} more \
-                         since the last report)",
-                        self.params.name,
-                        e,
-                        repeats
-                    );
-                }
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    crate::log::cycle_log(),
+                    "smart_limit zone \"{}\": {}; the decision followed on_error ({} more \
+                     since the last report)",
+                    self.params.name,
+                    e,
+                    repeats
+                );
             }
         }
         match self.params.on_error {

@@ -1,21 +1,22 @@
 //! The room in this node's shared memory: registration, zone init that survives reloads, and
-//! locked access for the decision functions.
+//! locked access for the decision functions (nginx's slab mutex, through `ngx::core::SlabPool`).
 
 use core::cell::Cell;
 use core::ffi::c_void;
+use core::panic::AssertUnwindSafe;
 use core::ptr;
 
-use ngx::core::Status;
+use ngx::core::{SlabPool, Status};
 use ngx::ffi::{
-    ngx_conf_t, ngx_int_t, ngx_pagesize, ngx_shared_memory_add, ngx_shm_zone_t, ngx_shmtx_lock,
-    ngx_shmtx_unlock, ngx_slab_alloc_locked, ngx_slab_pool_t, ngx_str_t, NGX_LOG_EMERG,
-    NGX_LOG_NOTICE,
+    ngx_conf_t, ngx_int_t, ngx_pagesize, ngx_shared_memory_add, ngx_shm_zone_t,
+    ngx_slab_alloc_locked, ngx_slab_pool_t, ngx_str_t, NGX_LOG_EMERG, NGX_LOG_NOTICE,
 };
 use ngx::ngx_log_error;
 use smart_limit_core::room::{LayoutError, Room};
 use smart_limit_core::ticket::Keyring;
 
-use super::{now_ms, StoreError, Zone};
+use super::{StoreError, Zone};
+use crate::clock::now_ms;
 
 /// What the zone keeps at the start of its slab allocations (`shpool->data` points here).
 #[repr(C)]
@@ -42,75 +43,60 @@ impl Default for ShmRoom {
     }
 }
 
-/// Unlocks the zone when dropped, also when unwinding.
-struct Locked(*mut ngx_slab_pool_t);
-
-impl Drop for Locked {
-    fn drop(&mut self) {
-        // SAFETY: created only right after locking the same pool.
-        unsafe { ngx_shmtx_unlock(&mut (*self.0).mutex) };
-    }
-}
-
 impl ShmRoom {
-    fn pool(&self) -> *mut ngx_slab_pool_t {
-        let z = self.zone.get();
-        if z.is_null() {
-            return ptr::null_mut();
-        }
-        // SAFETY: the shm zone outlives the configuration that refers to it.
-        unsafe { (*z).shm.addr as *mut ngx_slab_pool_t }
+    fn slab(&self) -> Option<SlabPool> {
+        // SAFETY: the shm zone is set up before any worker starts and outlives the
+        // configuration that refers to it.
+        let zone = unsafe { self.zone.get().as_ref() }?;
+        // SAFETY: an initialised zone (init_zone ran in the master), used by a worker.
+        unsafe { SlabPool::from_shm_zone(zone) }
     }
 
     /// Runs `f` on the room while holding the zone's lock.
     pub fn with_room<R>(&self, f: impl FnOnce(&mut Room) -> R) -> Result<R, StoreError> {
-        let pool = self.pool();
+        let slab = self.slab().ok_or(LayoutError::NotARoom)?;
         let shared = self.shared.get();
-        if pool.is_null() || shared.is_null() {
+        if shared.is_null() {
             return Err(LayoutError::NotARoom.into());
         }
-        // SAFETY: the mutex and the room memory were set up by init_zone in the master and
-        // are mapped at the same address in every worker.
-        unsafe {
-            ngx_shmtx_lock(&mut (*pool).mutex);
-            let _guard = Locked(pool);
-            let mem = core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len);
-            let mut room = Room::attach(mem)?;
-            Ok(f(&mut room))
-        }
+        let _locked = slab.lock();
+        // SAFETY: `shared` and the room memory were set up by init_zone in the master and are
+        // mapped at the same address in every worker; the lock held makes this the only
+        // reference to them until it is dropped (also when `f` unwinds).
+        let mem = unsafe { core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len) };
+        let mut room = Room::attach(mem)?;
+        Ok(f(&mut room))
     }
 }
 
 /// Declares the zone's shared memory (`size=`), tagged with this module so nginx hands the
 /// same memory back on reload.
-pub unsafe fn register(
-    cf: *mut ngx_conf_t,
+pub fn register(
+    cf: &mut ngx_conf_t,
     zone: &mut Zone,
     name: &str,
     size: usize,
 ) -> Result<(), String> {
-    let mut shm_name = ngx_str_t {
-        len: name.len(),
-        data: ngx::core::Pool::from_ngx_pool((*cf).pool).alloc_unaligned(name.len()) as *mut u8,
+    // SAFETY: the configuration's pool is live while the configuration is parsed.
+    let mut shm_name = unsafe { ngx_str_t::from_bytes(cf.pool, name.as_bytes()) }
+        .ok_or_else(|| "out of memory".to_string())?;
+    // SAFETY: a configuration being parsed; the tag is this module's static.
+    let shm_zone = unsafe {
+        ngx_shared_memory_add(
+            cf,
+            &mut shm_name,
+            size,
+            &raw mut crate::ngx_http_smart_limit_module as *mut c_void,
+        )
     };
-    if shm_name.data.is_null() {
-        return Err("out of memory".into());
-    }
-    ptr::copy_nonoverlapping(name.as_ptr(), shm_name.data, name.len());
-    let shm_zone = ngx_shared_memory_add(
-        cf,
-        &mut shm_name,
-        size,
-        &raw mut crate::ngx_http_smart_limit_module as *mut c_void,
-    );
-    if shm_zone.is_null() {
-        return Err(format!("cannot add shared memory zone \"{name}\""));
-    }
-    if !(*shm_zone).data.is_null() {
+    // SAFETY: null or the zone nginx keeps for this configuration.
+    let shm_zone = unsafe { shm_zone.as_mut() }
+        .ok_or_else(|| format!("cannot add shared memory zone \"{name}\""))?;
+    if !shm_zone.data.is_null() {
         return Err(format!("shared memory zone \"{name}\" is already used"));
     }
-    (*shm_zone).init = Some(init_zone);
-    (*shm_zone).data = zone as *mut Zone as *mut c_void;
+    shm_zone.init = Some(init_zone);
+    shm_zone.data = (zone as *mut Zone).cast();
     zone.shm.zone.set(shm_zone);
     Ok(())
 }
@@ -120,42 +106,40 @@ pub unsafe fn register(
 /// everyone in it carry on.
 unsafe extern "C" fn init_zone(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
     // Runs in the master, also on reload: a panic must refuse the zone, not abort nginx.
-    std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| unsafe {
-        init_zone_unguarded(shm_zone, old)
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: nginx passes the zone it is initialising, whose data is our Zone.
+        let shm_zone = unsafe { &mut *shm_zone };
+        init(shm_zone, !old.is_null())
     }))
-    .unwrap_or(Status::NGX_ERROR.into())
+    .unwrap_or(Status::NGX_ERROR)
+    .into()
 }
 
-unsafe fn init_zone_unguarded(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
-    let zone = &mut *((*shm_zone).data as *mut Zone);
-    let pool = (*shm_zone).shm.addr as *mut ngx_slab_pool_t;
-    let log = (*shm_zone).shm.log;
-    let name = zone.params.name.clone();
-
-    let shared = if !old.is_null() || (*shm_zone).shm.exists != 0 {
-        let shared = (*pool).data as *mut Shared;
-        let check = if shared.is_null() {
-            Err(LayoutError::NotARoom)
-        } else {
-            let mem = core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len);
-            Room::attach(mem).map(|_| ())
-        };
-        if let Err(e) = check {
-            ngx_log_error!(
-                NGX_LOG_EMERG,
-                log,
-                "smart_limit_zone \"{}\" cannot reuse its shared memory ({}); \
-                 change its size= to start an empty room, or restart nginx",
-                name,
-                e
-            );
-            return Status::NGX_ERROR.into();
+fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
+    // SAFETY: `data` is the Zone `register` stored, in the configuration pool.
+    let Some(zone) = (unsafe { shm_zone.data.cast::<Zone>().as_mut() }) else {
+        return Status::NGX_ERROR;
+    };
+    let log = shm_zone.shm.log;
+    let name = zone.params.name.as_str();
+    let shared = if reused || shm_zone.shm.exists != 0 {
+        match existing_room(shm_zone.shm.addr.cast()) {
+            Ok(s) => s,
+            Err(e) => {
+                ngx_log_error!(
+                    NGX_LOG_EMERG,
+                    log,
+                    "smart_limit_zone \"{}\" cannot reuse its shared memory ({}); \
+                     change its size= to start an empty room, or restart nginx",
+                    name,
+                    e
+                );
+                return Status::NGX_ERROR;
+            }
         }
-        shared
     } else {
-        match format_zone(pool) {
-            Ok(s) => {
-                let capacity = smart_limit_core::room::capacity_for((*s).room_len);
+        match format_zone(shm_zone) {
+            Ok((s, capacity)) => {
                 ngx_log_error!(
                     NGX_LOG_NOTICE,
                     log,
@@ -168,71 +152,103 @@ unsafe fn init_zone_unguarded(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -
             }
             Err(e) => {
                 ngx_log_error!(NGX_LOG_EMERG, log, "smart_limit_zone \"{}\": {}", name, e);
-                return Status::NGX_ERROR.into();
+                return Status::NGX_ERROR;
             }
         }
     };
     zone.shm.zone.set(shm_zone);
     zone.shm.shared.set(shared);
     if zone.keys.is_none() {
-        let hex: String = (*shared).key.iter().map(|b| format!("{b:02x}")).collect();
-        match Keyring::parse(&hex) {
+        // SAFETY: `shared` points at the zone's header (checked or written above).
+        let key = unsafe { (*shared).key };
+        match Keyring::from_key(&key) {
             Ok(k) => zone.keys = Some(k),
-            Err(_) => return Status::NGX_ERROR.into(),
+            Err(_) => return Status::NGX_ERROR,
         }
     }
-    Status::NGX_OK.into()
+    Status::NGX_OK
+}
+
+/// The room an earlier configuration left in the zone, checked.
+fn existing_room(pool: *mut ngx_slab_pool_t) -> Result<*mut Shared, LayoutError> {
+    // SAFETY: the zone's memory starts with the slab pool nginx set up.
+    let shared = unsafe { (*pool).data }.cast::<Shared>();
+    if shared.is_null() {
+        return Err(LayoutError::NotARoom);
+    }
+    // SAFETY: `data` was set by format_zone of an earlier configuration to its Shared header
+    // and room, which stay mapped while the zone is reused; the master is alone here.
+    let mem = unsafe { core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len) };
+    Room::attach(mem)?;
+    Ok(shared)
 }
 
 /// Lays out a fresh zone: the shared header with a random key, then the room over all the
-/// memory that is left.
-unsafe fn format_zone(pool: *mut ngx_slab_pool_t) -> Result<*mut Shared, String> {
-    ngx_shmtx_lock(&mut (*pool).mutex);
-    let _guard = Locked(pool);
-    let shared = ngx_slab_alloc_locked(pool, core::mem::size_of::<Shared>()) as *mut Shared;
+/// memory that is left. Returns the header and how many sessions the room holds.
+fn format_zone(shm_zone: &ngx_shm_zone_t) -> Result<(*mut Shared, usize), String> {
+    let mut key = [0u8; 32];
+    smart_limit_core::random::fill(&mut key).map_err(|e| e.to_string())?;
+    // SAFETY: the master initialises the zone alone, after nginx set up its slab pool.
+    let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or("no shared memory")?;
+    let pool = shm_zone.shm.addr.cast::<ngx_slab_pool_t>();
+    let _locked = slab.lock();
+    // SAFETY: the pool is locked; a block for the header.
+    let shared =
+        unsafe { ngx_slab_alloc_locked(pool, core::mem::size_of::<Shared>()) }.cast::<Shared>();
     if shared.is_null() {
         return Err("zone is too small".into());
     }
-    let mut key = [0u8; 32];
-    fill_random(&mut key)?;
-    // Take the largest block the slab allocator gives: free pages minus one for its own use.
-    let page = ngx_pagesize;
-    let mut want = (*pool).pfree.saturating_sub(1) * page;
+    let (mem, len) = largest_block(pool)?;
+    // SAFETY: `mem` is a fresh slab block of `len` bytes, ours alone.
+    let slice = unsafe { core::slice::from_raw_parts_mut(mem, len) };
+    Room::format(slice, now_ms()).map_err(|e| e.to_string())?;
+    // SAFETY: `shared` is a fresh slab block of Shared's size; the pool's `data` is the
+    // zone's own pointer for its users.
+    unsafe {
+        ptr::write(
+            shared,
+            Shared {
+                key,
+                room: mem,
+                room_len: len,
+            },
+        );
+        (*pool).data = shared.cast();
+    }
+    Ok((shared, smart_limit_core::room::capacity_for(len)))
+}
+
+/// The largest block the slab allocator gives (free pages minus one for its own use),
+/// probed downwards. The pool must be locked.
+fn largest_block(pool: *mut ngx_slab_pool_t) -> Result<(*mut u8, usize), String> {
+    // SAFETY: the master's own view of the page size and of the locked pool.
+    let (page, mut want, log_nomem) = unsafe {
+        let p = &mut *pool;
+        (
+            ngx_pagesize,
+            p.pfree.saturating_sub(1) * ngx_pagesize,
+            p.log_nomem(),
+        )
+    };
     // Probing sizes must not log "no memory" as a critical error.
-    let log_nomem = (*pool).log_nomem();
-    (*pool).set_log_nomem(0);
+    // SAFETY: the locked pool.
+    unsafe { (*pool).set_log_nomem(0) };
     let mut mem = ptr::null_mut();
     while want >= Room::MIN_BYTES {
-        mem = ngx_slab_alloc_locked(pool, want) as *mut u8;
+        // SAFETY: the locked pool.
+        mem = unsafe { ngx_slab_alloc_locked(pool, want) }.cast::<u8>();
         if !mem.is_null() {
             break;
         }
         want -= page.max(want / 16);
     }
-    (*pool).set_log_nomem(log_nomem);
+    // SAFETY: the locked pool.
+    unsafe { (*pool).set_log_nomem(log_nomem) };
     if mem.is_null() {
         return Err(format!(
             "zone is too small: a room needs at least {} bytes",
             Room::MIN_BYTES + 4 * page
         ));
     }
-    let slice = core::slice::from_raw_parts_mut(mem, want);
-    Room::format(slice, now_ms()).map_err(|e| e.to_string())?;
-    ptr::write(
-        shared,
-        Shared {
-            key,
-            room: mem,
-            room_len: want,
-        },
-    );
-    (*pool).data = shared as *mut c_void;
-    Ok(shared)
-}
-
-fn fill_random(buf: &mut [u8]) -> Result<(), String> {
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(buf))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))
+    Ok((mem, want))
 }

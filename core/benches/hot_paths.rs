@@ -1,0 +1,159 @@
+//! Micro-benchmark of the pure steps of the hot paths (no nginx): what opening a ticket,
+//! sealing one, answering from the open cache, rendering the waiting page and its JSON, and
+//! negotiating `Accept` cost, in nanoseconds per call.
+//!
+//! `cargo bench -p smart_limit_core --bench hot_paths` (release build; a plain `main`, no
+//! harness dependency). Each figure is the median of 7 runs of N calls. They are machine
+//! figures: compare them with each other, and with the request-level ratios of
+//! `scripts/bench --cost`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use smart_limit_core::page::{self, Lang, Template, ViewStatus, WaitView};
+use smart_limit_core::room::{Room, Visit};
+use smart_limit_core::rules::{Limits, Mode};
+use smart_limit_core::ticket::{self, Keyring, OpenCache, Ticket};
+
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+fn measure(name: &str, n: u32, mut f: impl FnMut(u32)) {
+    let mut runs: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for i in 0..n {
+                f(i);
+            }
+            t.elapsed().as_nanos() as f64 / f64::from(n)
+        })
+        .collect();
+    runs.sort_by(f64::total_cmp);
+    println!("{name:<44} {:>9.1} ns", runs[3]);
+}
+
+fn main() {
+    let keys = Keyring::parse(KEY).expect("key");
+    let t = Ticket {
+        sid: 0x1234_5678_9abc_def0,
+        qnum: 1_795_332_865_123,
+        issued_at: 1_795_332_865_123,
+        accepted_at: 0,
+        last_seen: 1_795_332_865_123,
+    };
+    let sealed = keys.seal("shop", &t).expect("seal");
+    let cookie = format!("_ga=GA1.2.3; smart_limit_shop={sealed}; theme=dark");
+
+    measure(
+        "ticket: seal (JSON, AES-GCM, base64, nonce)",
+        200_000,
+        |_| {
+            black_box(keys.seal("shop", black_box(&t)).ok());
+        },
+    );
+    measure("ticket: open (base64, AES-GCM, JSON)", 200_000, |_| {
+        black_box(keys.open(black_box(sealed.as_bytes()), "shop").ok());
+    });
+    let mut cache = OpenCache::new(1024);
+    measure(
+        "ticket: open, answered by the open cache",
+        2_000_000,
+        |_| {
+            black_box(cache.open(&keys, black_box(sealed.as_bytes()), "shop").ok());
+        },
+    );
+    measure(
+        "ticket: find the cookie in a Cookie header",
+        2_000_000,
+        |_| {
+            black_box(ticket::cookie_value(
+                black_box(cookie.as_bytes()),
+                b"smart_limit_shop",
+            ));
+        },
+    );
+    measure("ticket: random session id", 2_000_000, |_| {
+        black_box(ticket::random_sid().ok());
+    });
+
+    let accept = b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    measure("page: Accept negotiation (browser)", 2_000_000, |_| {
+        black_box(page::wants_json(Some(black_box(accept))));
+    });
+    measure("page: Accept-Language", 2_000_000, |_| {
+        black_box(page::pick_lang(Some(black_box(b"en-US,en;q=0.9,ja;q=0.8"))));
+    });
+    let v = WaitView {
+        room: "shop",
+        status: ViewStatus::Waiting,
+        position: Some(1234),
+        queue_len: 56_789,
+        eta_secs: Some(754),
+        refresh_secs: 10,
+        updated_at: 1_795_332_865,
+    };
+    page::prepare_builtin();
+    let mut out = Vec::with_capacity(8192);
+    measure("page: built-in HTML page into a buffer", 1_000_000, |_| {
+        out.clear();
+        page::write_html(black_box(&v), Lang::En, None, &mut out);
+        black_box(&out);
+    });
+    let custom = Template::compile("<p>{{position}} of {{queue_length}}, {{eta_text}}</p>");
+    measure("page: small custom template", 2_000_000, |_| {
+        out.clear();
+        page::write_html(black_box(&v), Lang::En, Some(&custom), &mut out);
+        black_box(&out);
+    });
+    measure("page: JSON answer into a buffer", 2_000_000, |_| {
+        out.clear();
+        page::write_json(black_box(&v), &mut out);
+        black_box(&out);
+    });
+
+    // The shared-memory room, on a heap block: a waiting client polling its place.
+    let mut mem = vec![0u64; (1 << 20) / 8];
+    // SAFETY: a Vec<u64> is 8-aligned and its length in bytes is len * 8.
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(mem.as_mut_ptr().cast::<u8>(), mem.len() * 8) };
+    let mut room = Room::format(bytes, 1).expect("room");
+    let limits = Limits {
+        max_active: 1,
+        new_per_minute: None,
+        presence_ms: 20_000,
+        active_window_ms: 3_600_000,
+        mode: Mode::Fifo,
+    };
+    room.visit(
+        Visit {
+            sid: 1,
+            qnum: 0,
+            draw: 0,
+        },
+        1000,
+        &limits,
+    );
+    let verdict = room.visit(
+        Visit {
+            sid: 2,
+            qnum: 0,
+            draw: 0,
+        },
+        1000,
+        &limits,
+    );
+    let qnum = match verdict {
+        smart_limit_core::room::Verdict::Wait(p) => p.qnum,
+        _ => 0,
+    };
+    measure("room: a waiting client polls (shm rules)", 2_000_000, |i| {
+        black_box(room.visit(
+            Visit {
+                sid: 2,
+                qnum,
+                draw: 0,
+            },
+            1000 + u64::from(i % 1000),
+            &limits,
+        ));
+    });
+}

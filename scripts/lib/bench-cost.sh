@@ -1,0 +1,230 @@
+# shellcheck shell=bash
+# scripts/bench --cost: what one request costs on each hot path, as a ratio against a baseline
+# measured in the same run (sourced by scripts/bench; run `scripts/bench --cost --help`).
+#
+# One nginx (release build), ONE worker pinned to CPU 0, wrk -t1 pinned to CPU 1; neither side
+# writes a log line per request (access_log off, error_log notice, limit_req_log_level info);
+# the limit_req key ("$binary_remote_addr$uri") is never empty. Variants, each on its own URL:
+#
+#   limit_req_503   limit_req alone rejects (rate=1r/m, so every request but the first is a 503)
+#   wait_html       the same limit_req overflows (status 512) into `error_page 512 = @room`; the
+#                   request carries the ticket of a client waiting in line (position 1, the room
+#                   full): the waiting page, HTML
+#   wait_json       the same with `Accept: application/json`
+#   new_arrival     the same overflow without a cookie: every request is a new client
+#   plain_proxy     proxy_pass to an origin server block in the same nginx (`return 200`)
+#   admitted_pass   the same location gated by `smart_limit`, with an admitted ticket
+#
+# Every variant runs once per round, rounds alternate (R rounds of V variants, in order), and
+# the figure per variant is the median of its rounds. Ratios: wait_html, wait_json and
+# new_arrival against limit_req_503; admitted_pass against plain_proxy.
+
+cost_usage() {
+    cat <<EOF
+usage: scripts/bench --cost [--seconds N] [--rounds N] [--connections N] [--only V,...]
+                            [--no-build] [--keep]
+
+  --seconds N       duration of one wrk run (default 5)
+  --rounds N        alternating rounds (default 3); the figure is the median
+  --connections N   wrk connections (default 32)
+  --only V,...      only these variants (baselines are always kept)
+  --no-build        use SL_NGINX and SL_MODULE from the environment
+  --keep            keep the nginx prefix (config, logs)
+EOF
+}
+
+cost_main() {
+    local seconds=5 rounds=3 conns=32 build=1 keep=0 only=""
+    while [ "$#" -gt 0 ]; do
+        case "$1" in
+            --seconds) seconds="$2"; shift 2 ;;
+            --rounds) rounds="$2"; shift 2 ;;
+            --connections) conns="$2"; shift 2 ;;
+            --only) only="$2"; shift 2 ;;
+            --no-build) build=0; shift ;;
+            --keep) keep=1; shift ;;
+            -h|--help) cost_usage; return 0 ;;
+            *) echo "scripts/bench --cost: unknown option '$1'" >&2; cost_usage >&2; return 2 ;;
+        esac
+    done
+    for n in "$seconds" "$rounds" "$conns"; do
+        [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench --cost: '$n' is not a positive number" >&2; return 2; }
+    done
+    if [ "$build" = 1 ]; then
+        sl_banner "dependencies and release build"
+        sl_install_deps bench
+        sl_build release
+    fi
+    : "${SL_NGINX:?SL_NGINX is not set}"
+    : "${SL_MODULE:?SL_MODULE is not set}"
+
+    local variants=(limit_req_503 wait_html wait_json new_arrival plain_proxy admitted_pass)
+    if [ -n "$only" ]; then
+        local keep_v=() v
+        for v in "${variants[@]}"; do
+            case ",$only,limit_req_503,plain_proxy," in *",$v,"*) keep_v+=("$v") ;; esac
+        done
+        variants=("${keep_v[@]}")
+    fi
+
+    local prefix port origin
+    prefix="$(mktemp -d "${TMPDIR:-/tmp}/sl-cost.XXXXXX")"
+    chmod 755 "$prefix"
+    mkdir -p "$prefix/conf" "$prefix/logs" "$prefix/modules"
+    cp "$SL_MODULE" "$prefix/modules/ngx_http_smart_limit_module.so"
+    port="$(sl_free_port)"
+    origin="$(sl_free_port)"
+    while [ "$origin" = "$port" ]; do origin="$(sl_free_port)"; done
+    # CPU 0 for the nginx worker, CPU 1 for wrk (when there are two).
+    local ncpu worker_cpu=0 wrk_cpu=1
+    ncpu="$(nproc)"
+    [ "$ncpu" -ge 2 ] || wrk_cpu=0
+    cat >"$prefix/conf/nginx.conf" <<EOF
+load_module $prefix/modules/ngx_http_smart_limit_module.so;
+worker_processes 1;
+worker_cpu_affinity $(printf '%0*d' "$ncpu" 1);
+daemon off;
+pid $prefix/logs/nginx.pid;
+error_log $prefix/logs/error.log notice;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    limit_req_log_level info;
+    limit_req_status 503;
+    default_type text/plain;
+    # Never empty, and one key per URL: each variant has its own limit_req state.
+    limit_req_zone "\$binary_remote_addr\$uri" zone=lr:1m rate=1r/m;
+
+    server { listen 127.0.0.1:$origin; location / { return 200 "origin\n"; } }
+    upstream origin { server 127.0.0.1:$origin; keepalive 32; }
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+
+    # The waiting room: one admitted session fills it for an hour; the polling client waits.
+    smart_limit_zone wait size=16m max_active=1 grant=1h active_window=1h;
+    # New arrivals: places of clients that never come back go after presence (1s).
+    smart_limit_zone arrive size=64m max_active=1 grant=1h active_window=1h presence=1s
+                     flood=off;
+    smart_limit_zone adm size=1m max_active=10 grant=1h active_window=1h;
+
+    server {
+        listen 127.0.0.1:$port;
+        location = /limit_req_503 { limit_req zone=lr; proxy_pass http://origin; }
+        location = /wait {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @wait;
+            proxy_pass http://origin;
+        }
+        location @wait { smart_limit wait; proxy_pass http://origin; }
+        location = /arrive {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @arrive;
+            proxy_pass http://origin;
+        }
+        location @arrive { smart_limit arrive; proxy_pass http://origin; }
+        location = /plain { proxy_pass http://origin; }
+        location = /adm { smart_limit adm; proxy_pass http://origin; }
+    }
+}
+EOF
+    # flood= arrives with the abuse issue; an older module refuses it: drop it then.
+    if ! "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1; then
+        sed -i 's/ flood=off;/;/' "$prefix/conf/nginx.conf"
+        sed -i '/^ *flood=off;$/d' "$prefix/conf/nginx.conf"
+    fi
+    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t || return 1
+    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr >"$prefix/logs/stderr.log" 2>&1 &
+    local pid=$!
+    # shellcheck disable=SC2064
+    trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null; [ $keep = 1 ] || rm -rf '$prefix'" EXIT
+    local i
+    for i in $(seq 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/plain" && break
+        sleep 0.1
+    done
+    local base="http://127.0.0.1:$port"
+    # Cookies: A fills the room, B waits at position 1; an admitted ticket for /adm.
+    local jar_a="$prefix/a.jar" jar_b="$prefix/b.jar" jar_adm="$prefix/adm.jar"
+    curl -s -o /dev/null "$base/wait"                        # under limit_req: origin
+    curl -s -o /dev/null -c "$jar_a" "$base/wait"            # overflow: admitted (fills)
+    curl -s -o /dev/null -c "$jar_b" "$base/wait"            # overflow: waits, position 1
+    curl -s -o /dev/null -c "$jar_adm" "$base/adm"
+    curl -s -o /dev/null "$base/limit_req_503"
+    curl -s -o /dev/null "$base/arrive"                      # under limit_req: origin
+    curl -s -o /dev/null "$base/arrive"                      # overflow: admitted (fills)
+    local cookie_b cookie_adm
+    cookie_b="$(awk '$6 ~ /^smart_limit_/ {print $6 "=" $7}' "$jar_b")"
+    cookie_adm="$(awk '$6 ~ /^smart_limit_/ {print $6 "=" $7}' "$jar_adm")"
+    [ -n "$cookie_b" ] && [ -n "$cookie_adm" ] || { echo "bench --cost: no tickets" >&2; return 1; }
+    # Check that each variant answers what it is meant to measure.
+    check() {
+        local want="$1" got; shift
+        got="$(curl -s -o "$prefix/check.body" -w '%{http_code}' "$@")"
+        if [ "$got" != "$want" ]; then
+            echo "bench --cost: $* answered $got, expected $want" >&2
+            head -c 300 "$prefix/check.body" >&2
+            return 1
+        fi
+    }
+    check 503 "$base/limit_req_503" || return 1
+    check 503 -H "Cookie: $cookie_b" "$base/wait" || return 1
+    grep -q 'pos-num">1<' "$prefix/check.body" || { echo "bench --cost: the waiting client is not at position 1" >&2; return 1; }
+    check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
+    grep -q '"position":1' "$prefix/check.body" || { echo "bench --cost: JSON has no position 1" >&2; return 1; }
+    check 503 "$base/arrive" || return 1
+    check 200 "$base/plain" || return 1
+    check 200 -H "Cookie: $cookie_adm" "$base/adm" || return 1
+
+    run_wrk() {
+        local v="$1" url args=()
+        case "$v" in
+            limit_req_503) url="$base/limit_req_503" ;;
+            wait_html) url="$base/wait"; args=(-H "Cookie: $cookie_b" -H 'Accept: text/html,application/xhtml+xml,*/*;q=0.8' -H 'Accept-Language: en-US,en;q=0.9') ;;
+            wait_json) url="$base/wait"; args=(-H "Cookie: $cookie_b" -H 'Accept: application/json') ;;
+            new_arrival) url="$base/arrive"; args=(-H 'Accept: text/html,application/xhtml+xml,*/*;q=0.8' -H 'Accept-Language: en-US,en;q=0.9') ;;
+            plain_proxy) url="$base/plain" ;;
+            admitted_pass) url="$base/adm"; args=(-H "Cookie: $cookie_adm") ;;
+        esac
+        taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${args[@]}" "$url" 2>&1 \
+            | awk '/^Requests\/sec:/ {print $2}'
+    }
+    declare -A runs
+    local r v rps
+    for r in $(seq "$rounds"); do
+        for v in "${variants[@]}"; do
+            rps="$(run_wrk "$v")"
+            [ -n "$rps" ] || { echo "bench --cost: wrk gave no figure for $v" >&2; return 1; }
+            runs[$v]+="$rps "
+            printf 'round %d  %-14s %10s req/s\n' "$r" "$v" "$rps" >&2
+        done
+    done
+    # The waiting client must still be waiting at position 1 (nothing drifted during the run).
+    check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
+    grep -q '"position":1' "$prefix/check.body" || { echo "bench --cost: after the run, the waiting client is no longer at position 1" >&2; return 1; }
+    if grep -qE '\[(alert|crit|emerg)\]|exited on signal' "$prefix/logs/error.log"; then
+        echo "bench --cost: alerts in nginx's error log:" >&2
+        grep -E '\[(alert|crit|emerg)\]|exited on signal' "$prefix/logs/error.log" | head -3 >&2
+    fi
+
+    median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+    declare -A med
+    for v in "${variants[@]}"; do med[$v]="$(median "${runs[$v]}")"; done
+    echo
+    echo "| path | req/s (median of $rounds) | rounds | baseline | ratio |"
+    echo "| --- | ---: | --- | --- | ---: |"
+    local b
+    for v in "${variants[@]}"; do
+        case "$v" in
+            wait_html|wait_json|new_arrival) b=limit_req_503 ;;
+            admitted_pass) b=plain_proxy ;;
+            *) b="" ;;
+        esac
+        if [ -n "$b" ]; then
+            printf '| %s | %.0f | %s| %s | **%.2f** |\n' "$v" "${med[$v]}" "${runs[$v]}" "$b" \
+                "$(awk -v a="${med[$v]}" -v c="${med[$b]}" 'BEGIN {print a / c}')"
+        else
+            printf '| %s | %.0f | %s| (baseline) | 1 |\n' "$v" "${med[$v]}" "${runs[$v]}"
+        fi
+    done
+    echo
+    echo "command: scripts/bench --cost --seconds $seconds --rounds $rounds --connections $conns" \
+         "(one nginx worker on CPU $worker_cpu, wrk -t1 -c$conns on CPU $wrk_cpu, release build)"
+}

@@ -1,0 +1,261 @@
+//! Directives and the configurations they fill.
+//!
+//! - `smart_limit_zone NAME key=value...` (http): declares a room and its store ([`zone`]).
+//! - `smart_limit_secret FILE` (http): ticket keys, one per line; the first encrypts.
+//! - `smart_limit NAME | off`, `smart_limit_status CODE`, `smart_limit_refresh TIME`,
+//!   `smart_limit_bypass VALUE`, `smart_limit_page FILE`, `smart_limit_dry_run on | off |
+//!   VALUE` (http, server, location): [`location`].
+//! - `smart_limit_metrics`, `smart_limit_control`, `smart_limit_poll` (location): each
+//!   endpoint owns its directive (`crate::endpoint`).
+//!
+//! Every refusal names the directive and the value, so `nginx -t` says what to fix.
+
+use core::ffi::{c_char, c_void};
+use core::ptr::{self, NonNull};
+use std::rc::Rc;
+
+use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t, NGX_LOG_WARN};
+use ngx::http::HttpModuleMainConf;
+use ngx::ngx_conf_log_error;
+use smart_limit_core::page::Template;
+use smart_limit_core::ticket::Keyring;
+
+use crate::store::Zone;
+use crate::Module;
+
+pub mod directive;
+pub mod location;
+pub mod zone;
+
+pub use directive::Setter;
+
+/// http-level configuration: the rooms and the ticket keys.
+#[derive(Default)]
+pub struct MainConf {
+    /// Every declared room. Each `Zone` is allocated in the cycle pool and lives as long as
+    /// the configuration does.
+    pub zones: Vec<NonNull<Zone>>,
+    /// Keys from `smart_limit_secret`; without it each zone keeps a random key in its shared
+    /// memory (it survives reloads, not restarts).
+    pub keys: Option<Keyring>,
+}
+
+impl MainConf {
+    /// The zones, in declaration order.
+    pub fn zones(&self) -> impl Iterator<Item = &'static Zone> + '_ {
+        // SAFETY: zones live in the cycle pool for as long as this configuration, which
+        // outlives every request and callback that can reach it.
+        self.zones.iter().map(|z| unsafe { z.as_ref() })
+    }
+
+    pub fn zone(&self, name: &str) -> Option<&'static Zone> {
+        self.zones().find(|z| z.params.name == name)
+    }
+}
+
+/// What `smart_limit` says for a location: unset (inherit), off, or a room.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub enum RoomRef {
+    #[default]
+    Unset,
+    Off,
+    /// Index into `MainConf::zones`, resolved when locations merge (so a location may name a
+    /// zone declared further down the http block).
+    Named(usize),
+}
+
+/// `smart_limit_dry_run`: like `limit_req_dry_run`, the room decides and counts as usual, the
+/// decision is logged and recorded in `$smart_limit_status`, and the request passes anyway.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DryRun {
+    Unset,
+    Off,
+    On,
+    /// A value with variables: dry run when it is non-empty and not "0" or "off".
+    Var(*mut ngx_http_complex_value_t),
+}
+
+/// What a location does with the module's endpoints.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    #[default]
+    None,
+    /// `smart_limit_metrics`: Prometheus text.
+    Metrics,
+    /// `smart_limit_control`: rooms as JSON, run-time mode switch.
+    Control,
+}
+
+/// Per-location settings.
+pub struct LocConf {
+    pub room: RoomRef,
+    /// Name given to `smart_limit` until it is resolved.
+    pub room_name: Option<String>,
+    /// Status code of the waiting answer (default 503).
+    pub status: Option<u16>,
+    /// Seconds between refreshes of the waiting page (default 10).
+    pub refresh_secs: Option<u64>,
+    /// `smart_limit_bypass`: a non-empty value other than "0" lets the request pass untouched.
+    pub bypass: *mut ngx_http_complex_value_t,
+    /// Waiting-page template from `smart_limit_page`, prepared at configuration time.
+    pub page: Option<Rc<Template>>,
+    pub endpoint: Endpoint,
+    /// `smart_limit_poll`: the module answers admitted visitors itself ("admitted").
+    pub poll: bool,
+    pub dry_run: DryRun,
+}
+
+impl Default for LocConf {
+    fn default() -> Self {
+        LocConf {
+            room: RoomRef::Unset,
+            room_name: None,
+            status: None,
+            refresh_secs: None,
+            bypass: ptr::null_mut(),
+            page: None,
+            endpoint: Endpoint::None,
+            poll: false,
+            dry_run: DryRun::Unset,
+        }
+    }
+}
+
+pub const DEFAULT_STATUS: u16 = 503;
+pub const DEFAULT_REFRESH_SECS: u64 = 10;
+
+impl LocConf {
+    pub fn zone(&self, mcf: &MainConf) -> Option<&'static Zone> {
+        match self.room {
+            // SAFETY: zones live in the cycle pool for as long as this configuration.
+            RoomRef::Named(i) => mcf.zones.get(i).map(|z| unsafe { z.as_ref() }),
+            _ => None,
+        }
+    }
+
+    pub fn status(&self) -> u16 {
+        self.status.unwrap_or(DEFAULT_STATUS)
+    }
+
+    pub fn refresh_secs(&self) -> u64 {
+        self.refresh_secs.unwrap_or(DEFAULT_REFRESH_SECS)
+    }
+
+    pub fn bypass(&self) -> Option<&ngx_http_complex_value_t> {
+        // SAFETY: null, or a complex value compiled into the configuration's pool.
+        unsafe { self.bypass.as_ref() }
+    }
+
+    /// Inherits what this location does not set from the enclosing level.
+    fn merge(&mut self, prev: &LocConf) {
+        if self.room == RoomRef::Unset {
+            self.room = prev.room;
+        }
+        if self.status.is_none() {
+            self.status = prev.status;
+        }
+        if self.refresh_secs.is_none() {
+            self.refresh_secs = prev.refresh_secs;
+        }
+        if self.bypass.is_null() {
+            self.bypass = prev.bypass;
+        }
+        if self.page.is_none() {
+            self.page = prev.page.clone();
+        }
+        if self.dry_run == DryRun::Unset {
+            self.dry_run = prev.dry_run;
+        }
+    }
+}
+
+/// Runs once the http block is read: gives every zone its keys.
+pub unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) -> *mut c_char {
+    directive::run(cf, |cf| {
+        // SAFETY: nginx passes this module's main configuration (create_main_conf).
+        let mcf = unsafe { conf.cast::<MainConf>().as_mut() }.ok_or(directive::Refused)?;
+        share_keys(cf, mcf);
+        smart_limit_core::page::prepare_builtin();
+        Ok(())
+    })
+}
+
+fn share_keys(cf: &mut ngx_conf_t, mcf: &mut MainConf) {
+    if mcf.keys.is_none() && !mcf.zones.is_empty() {
+        ngx_conf_log_error!(
+            NGX_LOG_WARN,
+            cf,
+            "smart_limit_secret is not set: tickets use a random key kept in each zone; \
+             they do not survive a restart and are not shared by a fleet"
+        );
+        // A fleet room without shared keys: a ticket from one node is a stranger on the next.
+        for z in mcf.zones().filter(|z| z.redis.is_some()) {
+            ngx_conf_log_error!(
+                NGX_LOG_WARN,
+                cf,
+                "smart_limit_zone \"{}\" has store=redis but smart_limit_secret is not set: \
+                 each node seals tickets with its own key, so a client loses its place when \
+                 it reaches another node; give every node the same key file",
+                z.params.name
+            );
+        }
+    }
+    for z in mcf.zones.iter_mut() {
+        // SAFETY: zones live in the cycle pool; configuration is single-threaded and nothing
+        // else holds a reference to the zone while the http block is finished.
+        unsafe { z.as_mut() }.keys = mcf.keys.clone();
+    }
+}
+
+/// Inherits unset location settings and resolves `smart_limit NAME` to its zone.
+pub unsafe extern "C" fn merge_loc_conf(
+    cf: *mut ngx_conf_t,
+    parent: *mut c_void,
+    child: *mut c_void,
+) -> *mut c_char {
+    directive::run(cf, |cf| {
+        // SAFETY: nginx passes two of this module's location configurations (create_loc_conf):
+        // the enclosing level's and this one; they are distinct.
+        let (prev, conf) = unsafe {
+            (
+                parent.cast::<LocConf>().as_mut(),
+                child.cast::<LocConf>().as_mut(),
+            )
+        };
+        let (Some(prev), Some(conf)) = (prev, conf) else {
+            return Err(directive::Refused);
+        };
+        let mcf = Module::main_conf(cf).ok_or(directive::Refused)?;
+        // The parent may be the http or server level, whose own name was never merged.
+        resolve(cf, mcf, prev)?;
+        resolve(cf, mcf, conf)?;
+        conf.merge(prev);
+        Ok(())
+    })
+}
+
+/// Turns the name given to `smart_limit` into its zone's index.
+fn resolve(
+    cf: &mut ngx_conf_t,
+    mcf: &MainConf,
+    conf: &mut LocConf,
+) -> Result<(), directive::Refused> {
+    let Some(name) = conf.room_name.take() else {
+        return Ok(());
+    };
+    match mcf.zones().position(|z| z.params.name == name) {
+        Some(i) => {
+            conf.room = RoomRef::Named(i);
+            Ok(())
+        }
+        None => {
+            ngx_conf_log_error!(
+                ngx::ffi::NGX_LOG_EMERG,
+                cf,
+                "\"smart_limit\" names unknown zone \"{}\": declare it with smart_limit_zone",
+                name
+            );
+            Err(directive::Refused)
+        }
+    }
+}

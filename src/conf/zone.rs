@@ -1,0 +1,47 @@
+//! `smart_limit_zone NAME [param=value ...]` and `smart_limit_secret FILE` (http level).
+
+use ngx::ffi::ngx_conf_t;
+use smart_limit_core::parse::{AdmitMode, ZoneParams};
+use smart_limit_core::ticket::Keyring;
+
+use super::directive::{self, file_arg, refuse, setter, Refused};
+use super::MainConf;
+
+setter!(set_zone, MainConf, zone);
+setter!(set_secret, MainConf, secret);
+
+/// `smart_limit_zone NAME [size=] [store=] ...`
+fn zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
+    let args = directive::args(cf)?;
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut params = ZoneParams::parse(&words).map_err(|e| refuse(cf, e))?;
+    // With `session=` an admitted user stays active until the session ends after their last
+    // request (Cloudflare's session duration): unless `active_window=` says otherwise, count
+    // a session as active for exactly that long, so `max_active` counts every ticket that
+    // still admits and no more.
+    if let AdmitMode::Session(ms) = params.admit {
+        if !words.iter().any(|a| a.starts_with("active_window=")) {
+            params.active_window_ms = ms;
+        }
+    }
+    if mcf.zone(&params.name).is_some() {
+        return Err(refuse(
+            cf,
+            format_args!("zone \"{}\" is already declared", params.name),
+        ));
+    }
+    let zone = crate::store::add_zone(cf, params).map_err(|e| refuse(cf, e))?;
+    mcf.zones.push(zone);
+    Ok(())
+}
+
+/// `smart_limit_secret FILE`: the ticket keys.
+fn secret(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
+    if mcf.keys.is_some() {
+        return Err(refuse(cf, "is duplicate"));
+    }
+    let (path, text) = file_arg(cf)?;
+    let keys = Keyring::parse(&text).map_err(|e| refuse(cf, format_args!("\"{path}\": {e}")))?;
+    mcf.keys = Some(keys);
+    Ok(())
+}

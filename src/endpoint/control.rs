@@ -1,0 +1,206 @@
+//! `smart_limit_control`: a small HTTP endpoint to watch the rooms and switch their mode at
+//! run time, without a reload.
+//!
+//! - `GET` (or `HEAD`) `[?room=NAME]`: every room (or one) as JSON: mode in force, configured
+//!   mode, limits, queue length, active sessions, counters.
+//! - `POST ?room=NAME&mode=MODE`: switches the room to `fifo`, `random`, `passthrough`,
+//!   `reject` or `queue_all`; `mode=default` goes back to the configured mode. Answers with the
+//!   room as JSON. The mode is kept in the zone's shared memory: every worker sees it at once,
+//!   and it survives reloads (not restarts).
+//! - Anything else: 405; a bad query: 400; an unknown room: 404 (JSON `{"error": ...}`).
+//!
+//! The endpoint has no access control of its own: protect the location with `allow`/`deny`,
+//! `auth_basic`, or a listener on a private address.
+
+use core::future::Future;
+use core::pin::Pin;
+
+use ngx::core::Status;
+use ngx::ffi::{
+    ngx_conf_t, ngx_http_finalize_request, ngx_http_request_empty_handler, ngx_http_request_t,
+    ngx_int_t, NGX_HTTP_BAD_REQUEST, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_POST, NGX_LOG_ERR,
+    NGX_LOG_NOTICE,
+};
+use ngx::http::{HttpModuleMainConf, Request};
+use ngx::ngx_log_error;
+use smart_limit_core::metrics::{parse_control_query, render_control_json, render_error_json};
+use smart_limit_core::rules::Mode;
+
+use super::metrics::{all_figures, figures};
+use crate::answer;
+use crate::clock::now_ms;
+use crate::conf::directive::{refuse, set_content_handler, setter, Refused};
+use crate::conf::{Endpoint, LocConf};
+use crate::ctx::{PendingMode, RequestCtx, Suspended};
+use crate::inflight;
+use crate::request::{self, RequestExt, INTERNAL_ERROR};
+use crate::store::{Answer, StoreError, Zone};
+use crate::Module;
+
+const JSON: &str = "application/json";
+
+setter!(set_control, LocConf, control);
+
+/// `smart_limit_control`: this location shows the rooms (GET) and switches their mode (POST).
+fn control(cf: &mut ngx_conf_t, lcf: &mut LocConf) -> Result<(), Refused> {
+    if lcf.endpoint != Endpoint::None {
+        return Err(refuse(
+            cf,
+            "is duplicate or combined with smart_limit_metrics",
+        ));
+    }
+    set_content_handler(cf, content_handler)?;
+    lcf.endpoint = Endpoint::Control;
+    Ok(())
+}
+
+unsafe extern "C" fn content_handler(r: *mut ngx_http_request_t) -> ngx_int_t {
+    request::entry(r, "in the control endpoint", INTERNAL_ERROR, serve)
+}
+
+fn error(r: &mut Request, status: u16, message: &str) -> ngx_int_t {
+    answer::text(r, status, JSON, &render_error_json(message))
+}
+
+fn serve(r: &mut Request) -> ngx_int_t {
+    let method = r.as_ref().method;
+    let read_only = method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize != 0;
+    let post = method & NGX_HTTP_POST as usize != 0;
+    if r.discard_request_body() != Status::NGX_OK {
+        return INTERNAL_ERROR;
+    }
+    if !read_only && !post {
+        if !r.add_header("Allow", "GET, HEAD, POST") {
+            return INTERNAL_ERROR;
+        }
+        return error(
+            r,
+            405,
+            "use GET to read, POST ?room=NAME&mode=MODE to switch",
+        );
+    }
+    let Some(mcf) = Module::main_conf(r) else {
+        return INTERNAL_ERROR;
+    };
+    let args = r.as_ref().args.as_bytes().to_vec();
+    let query = match parse_control_query(&args) {
+        Ok(q) => q,
+        Err(e) => return error(r, NGX_HTTP_BAD_REQUEST as u16, &e),
+    };
+    let now = now_ms();
+    let zone = match query.room {
+        None => None,
+        Some(name) => match mcf.zone(name) {
+            Some(z) => Some(z),
+            None => {
+                let msg = format!("no room \"{}\" (smart_limit_zone)", name.escape_default());
+                return error(r, 404, &msg);
+            }
+        },
+    };
+    if read_only {
+        if query.mode.is_some() {
+            return error(r, 405, "switching a mode needs POST");
+        }
+        let rooms = match zone {
+            Some(z) => vec![figures(z, now)],
+            None => all_figures(mcf, now),
+        };
+        return answer::text(r, 200, JSON, &render_control_json(&rooms, now / 1000));
+    }
+    let (Some(zone), Some(mode)) = (zone, query.mode) else {
+        return error(
+            r,
+            NGX_HTTP_BAD_REQUEST as u16,
+            "POST needs room=NAME and mode=MODE (fifo, random, passthrough, reject, queue_all, \
+             or default)",
+        );
+    };
+    match zone.set_mode(mode) {
+        Answer::Now(result) => switched(r, zone, mode, result),
+        Answer::Later(future) => suspend(r, zone, mode, future),
+    }
+}
+
+/// The answer once the store has switched the mode (or failed to).
+fn switched(
+    r: &mut Request,
+    zone: &Zone,
+    mode: Option<Mode>,
+    result: Result<(), StoreError>,
+) -> ngx_int_t {
+    let name = mode.map_or("default", Mode::name);
+    if let Err(e) = result {
+        ngx_log_error!(
+            NGX_LOG_ERR,
+            r.log(),
+            "smart_limit zone \"{}\": cannot switch the mode to {}: {}",
+            zone.params.name,
+            name,
+            e
+        );
+        return error(r, 503, &format!("the store could not switch the mode: {e}"));
+    }
+    ngx_log_error!(
+        NGX_LOG_NOTICE,
+        r.log(),
+        "smart_limit zone \"{}\": mode switched to {} by the control endpoint",
+        zone.params.name,
+        name
+    );
+    let now = now_ms();
+    answer::text(
+        r,
+        200,
+        JSON,
+        &render_control_json(&[figures(zone, now)], now / 1000),
+    )
+}
+
+/// The store answers later: keep the request open (`count`) and finish in [`resume`] when
+/// the answer is in (a content handler is not re-run by the phases, so it sets its own write
+/// handler).
+fn suspend(
+    r: &mut Request,
+    zone: &'static Zone,
+    mode: Option<Mode>,
+    future: Pin<Box<dyn Future<Output = Result<(), StoreError>>>>,
+) -> ngx_int_t {
+    let call = inflight::start(r, future);
+    let Some(ctx) = RequestCtx::get_or_insert(r) else {
+        return INTERNAL_ERROR;
+    };
+    ctx.suspended = Some(Suspended::ModeSwitch(PendingMode { zone, mode, call }));
+    let main = r.as_ref().main;
+    // SAFETY: the main request of a live request; one more reference keeps it open until
+    // `resume` finalizes it.
+    unsafe { (*main).set_count((*main).count() + 1) };
+    r.as_mut().write_event_handler = Some(resume);
+    Status::NGX_DONE.0
+}
+
+unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
+    let rc = request::entry(r, "in the control endpoint", INTERNAL_ERROR, |r| {
+        let Some(ctx) = RequestCtx::find(r) else {
+            return INTERNAL_ERROR;
+        };
+        let Some(Suspended::ModeSwitch(pending)) = ctx.suspended.take() else {
+            return INTERNAL_ERROR;
+        };
+        let Some(result) = pending.call.take() else {
+            // Woken before the answer: keep waiting.
+            ctx.suspended = Some(Suspended::ModeSwitch(pending));
+            return Status::NGX_AGAIN.0;
+        };
+        switched(r, pending.zone, pending.mode, result)
+    });
+    if rc == Status::NGX_AGAIN.0 {
+        return;
+    }
+    // SAFETY: nginx called this write handler with the live request `suspend` kept open;
+    // finalizing it here drops the reference `suspend` took.
+    unsafe {
+        (*r).write_event_handler = Some(ngx_http_request_empty_handler);
+        ngx_http_finalize_request(r, rc);
+    }
+}
