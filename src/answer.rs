@@ -12,7 +12,7 @@ use ngx::http::Request;
 use smart_limit_core::page::{self, Out, ViewStatus, WaitView};
 
 use crate::conf::LocConf;
-use crate::request::{RequestExt, INTERNAL_ERROR};
+use crate::request::{HeaderValue, RequestExt, INTERNAL_ERROR};
 
 /// Sends the waiting (or closed, or admitted) answer for `view`.
 pub fn waiting(r: &mut Request, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
@@ -23,11 +23,12 @@ pub fn waiting(r: &mut Request, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
     let status = if admitted { 200 } else { lcf.status() };
     if !admitted {
         let mut n = itoa::Buffer::new();
-        if !r.add_header("Retry-After", n.format(view.refresh_secs)) {
+        let retry = HeaderValue::Copied(n.format(view.refresh_secs));
+        if !r.add_static_header("Retry-After", retry) {
             return INTERNAL_ERROR;
         }
     }
-    if !r.add_header("Cache-Control", "no-store") {
+    if !r.add_static_header("Cache-Control", HeaderValue::Static("no-store")) {
         return INTERNAL_ERROR;
     }
     if page::wants_json(r.accept()) {
@@ -50,7 +51,7 @@ pub fn waiting(r: &mut Request, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
 /// Sends a whole response the module rendered as text (metrics, the control endpoint's
 /// JSON), never cached.
 pub fn text(r: &mut Request, status: u16, content_type: &'static str, text: &str) -> ngx_int_t {
-    if !r.add_header("Cache-Control", "no-store") {
+    if !r.add_static_header("Cache-Control", HeaderValue::Static("no-store")) {
         return INTERNAL_ERROR;
     }
     let Some(mut body) = r.body(text.len()) else {

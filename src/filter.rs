@@ -141,7 +141,7 @@ fn revoke_sessions(r: &mut Request, sessions: &[(&'static Zone, u64)]) {
             zone.params.name
         );
         // Drop a ticket the handler set on this very request, then delete the cookie.
-        let prefix = format!("{}=", zone.cookie);
+        let prefix = format!("{}=", zone.cookie.as_str());
         for h in header_list(&mut r.as_mut().headers_out.headers) {
             if h.key.as_bytes().eq_ignore_ascii_case(b"set-cookie")
                 && h.value.as_bytes().starts_with(prefix.as_bytes())

@@ -2,8 +2,8 @@
 //! sealing one, answering from the open cache, rendering the waiting page and its JSON, and
 //! negotiating `Accept` cost, in nanoseconds per call.
 //!
-//! `cargo bench -p smart_limit_core --bench hot_paths` (release build; a plain `main`, no
-//! harness dependency). Each figure is the median of 7 runs of N calls. They are machine
+//! `cargo bench -p smart_limit_core --bench hot_paths [-- WORD]` (release build; a plain
+//! `main`, no harness dependency; WORD keeps only the lines that contain it). Each figure is the median of 7 runs of N calls. They are machine
 //! figures: compare them with each other, and with the request-level ratios of
 //! `scripts/bench --cost`.
 
@@ -18,6 +18,14 @@ use smart_limit_core::ticket::{self, Keyring, OpenCache, Ticket};
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 fn measure(name: &str, n: u32, mut f: impl FnMut(u32)) {
+    // `cargo bench --bench hot_paths -- WORD`: only the measurements whose name has WORD.
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if !filter.is_empty() && !filter.iter().any(|w| name.contains(w.as_str())) {
+        return;
+    }
     let mut runs: Vec<f64> = (0..7)
         .map(|_| {
             let t = Instant::now();

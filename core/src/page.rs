@@ -86,6 +86,10 @@ pub fn wants_json(accept: Option<&[u8]>) -> bool {
     let Some(accept) = accept else {
         return false;
     };
+    // Every JSON type names "json": a browser's Accept, which does not, needs no parsing.
+    if !contains_ignore_case(accept, b"json") {
+        return false;
+    }
     // (q in thousandths, index of the range) of the best JSON and the best HTML range.
     let mut json: Option<(u16, usize)> = None;
     let mut html: Option<(u16, usize)> = None;
@@ -116,6 +120,18 @@ pub fn wants_json(accept: Option<&[u8]>) -> bool {
     }
 }
 
+/// Whether `haystack` contains `needle` (given in lower case), ignoring ASCII case.
+fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    memchr::memchr2_iter(first, first.to_ascii_uppercase(), haystack).any(|i| {
+        haystack
+            .get(i + 1..i + 1 + rest.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(rest))
+    })
+}
+
 fn is_json_type(media: &[u8]) -> bool {
     if media.eq_ignore_ascii_case(b"application/json") {
         return true;
@@ -139,6 +155,10 @@ pub fn pick_lang(accept_language: Option<&[u8]>) -> Lang {
     let Some(header) = accept_language else {
         return Lang::En;
     };
+    // Only a "ja" tag can choose anything but English.
+    if !contains_ignore_case(header, b"ja") {
+        return Lang::En;
+    }
     let mut best: Option<(u16, Lang)> = None;
     for item in header.split(|&b| b == b',') {
         let Some((tag, q)) = item_and_q(item) else {
@@ -234,6 +254,68 @@ impl Out for Vec<u8> {
     }
 }
 
+/// A fixed-size buffer on the stack: writes beyond its size are cut and remembered.
+pub struct FixedBuf<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    overflow: bool,
+}
+
+impl<const N: usize> Default for FixedBuf<N> {
+    fn default() -> Self {
+        FixedBuf {
+            buf: [0; N],
+            len: 0,
+            overflow: false,
+        }
+    }
+}
+
+impl<const N: usize> FixedBuf<N> {
+    /// What was written, or None when it did not fit.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        if self.overflow {
+            return None;
+        }
+        self.buf.get(..self.len)
+    }
+
+    /// The written bytes as mutable (to work on them in place).
+    pub fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        if self.overflow {
+            return None;
+        }
+        self.buf.get_mut(..self.len)
+    }
+
+    /// The unused rest, and how far it starts (for writers that fill it themselves).
+    pub fn spare(&mut self) -> &mut [u8] {
+        self.buf.get_mut(self.len..).unwrap_or_default()
+    }
+
+    /// Marks `n` more bytes of [`FixedBuf::spare`] as written.
+    pub fn advance(&mut self, n: usize) {
+        if n > N - self.len {
+            self.overflow = true;
+        } else {
+            self.len += n;
+        }
+    }
+}
+
+impl<const N: usize> Out for FixedBuf<N> {
+    fn put(&mut self, bytes: &[u8]) {
+        let spare = self.buf.get_mut(self.len..).unwrap_or_default();
+        match spare.get_mut(..bytes.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                self.len += bytes.len();
+            }
+            None => self.overflow = true,
+        }
+    }
+}
+
 /// Escapes text for HTML element content and quoted attribute values.
 fn put_escaped(out: &mut impl Out, s: &str) {
     let b = s.as_bytes();
@@ -259,7 +341,7 @@ fn put_escaped(out: &mut impl Out, s: &str) {
 // ---------------------------------------------------------------------------------------
 
 /// Writes a JSON string (quotes included) with the escapes JSON needs.
-fn put_json_str(out: &mut impl Out, s: &str) {
+pub fn put_json_str(out: &mut impl Out, s: &str) {
     out.put(b"\"");
     let b = s.as_bytes();
     let mut start = 0;
@@ -533,6 +615,10 @@ enum Part {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Template {
     parts: Vec<Part>,
+    /// Bytes of text plus the most every slot but `{{room}}` writes.
+    fixed_max: usize,
+    /// How many `{{room}}` slots (each writes the escaped room name).
+    room_slots: usize,
 }
 
 impl Template {
@@ -540,6 +626,7 @@ impl Template {
         if s.is_empty() {
             return self;
         }
+        self.fixed_max = self.fixed_max.saturating_add(s.len());
         // Adjacent text becomes one part.
         if let Some(Part::Text(t)) = self.parts.last_mut() {
             let mut joined = Vec::with_capacity(t.len() + s.len());
@@ -553,6 +640,11 @@ impl Template {
     }
 
     fn slot(&mut self, s: Slot) -> &mut Self {
+        match s {
+            Slot::Room => self.room_slots += 1,
+            Slot::EtaText => self.fixed_max = self.fixed_max.saturating_add(48),
+            _ => self.fixed_max = self.fixed_max.saturating_add(24),
+        }
         self.parts.push(Part::Slot(s));
         self
     }
@@ -591,15 +683,10 @@ impl Template {
     /// The most bytes [`Template::render`] writes for a view whose room name is `room_len`
     /// bytes long (to size a response buffer once).
     pub fn max_len(&self, room_len: usize) -> usize {
-        self.parts
-            .iter()
-            .map(|p| match p {
-                Part::Text(t) => t.len(),
-                Part::Slot(Slot::Room) => room_len.saturating_mul(6),
-                Part::Slot(Slot::EtaText) => 48,
-                Part::Slot(_) => 24,
-            })
-            .fold(0usize, usize::saturating_add)
+        room_len
+            .saturating_mul(6)
+            .saturating_mul(self.room_slots)
+            .saturating_add(self.fixed_max)
     }
 
     /// Writes the page for `v` in `lang`. Values are HTML-escaped where they can hold text.

@@ -24,13 +24,15 @@
     )
 )]
 
-use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
 use aes_gcm::Aes256Gcm;
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+
+use crate::page::{put_json_str, FixedBuf, Out};
 use thiserror::Error;
 
 /// Longest cookie value [`Keyring::open`] looks at, in bytes of base64 text. Checked before
@@ -82,6 +84,7 @@ struct Wire<'a> {
 }
 
 impl<'a> Wire<'a> {
+    #[cfg(test)]
     fn new(room: &'a str, t: &Ticket) -> Wire<'a> {
         Wire {
             room: room.into(),
@@ -159,6 +162,40 @@ pub enum TicketError {
     /// The operating system's random source failed.
     #[error("cannot get random bytes: {0}")]
     Random(crate::random::RandomError),
+}
+
+/// Most raw bytes (nonce, JSON, tag) whose base64url fits in [`MAX_TICKET_LEN`].
+const RAW_MAX: usize = MAX_TICKET_LEN / 4 * 3;
+
+/// A sealed ticket: its base64url text, in a fixed buffer.
+pub struct Sealed {
+    text: [u8; MAX_TICKET_LEN],
+    len: usize,
+}
+
+impl Sealed {
+    pub fn as_str(&self) -> &str {
+        // base64url is ASCII.
+        core::str::from_utf8(self.text.get(..self.len).unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+/// The sealed document as [`Wire`] serialises it (same bytes, checked by a test), written
+/// without allocating: `{"room":..,"sid":..,"q":..,"iat":..,"acc":..,"seen":..}`.
+fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
+    out.put(b"{\"room\":");
+    put_json_str(out, room);
+    for (key, n) in [
+        (&b",\"sid\":"[..], t.sid),
+        (b",\"q\":", t.qnum),
+        (b",\"iat\":", t.issued_at),
+        (b",\"acc\":", t.accepted_at),
+        (b",\"seen\":", t.last_seen),
+    ] {
+        out.put(key);
+        out.put_u64(n);
+    }
+    out.put(b"}");
 }
 
 /// One or more AES-256-GCM keys. The first seals; all of them open, newest first.
@@ -243,30 +280,49 @@ impl Keyring {
 
     /// Seals a ticket of `room` with the first key: JSON, AES-256-GCM with a random 96-bit
     /// nonce and the room name as associated data, then base64url without padding of
-    /// nonce || ciphertext+tag.
-    pub fn seal(&self, room: &str, t: &Ticket) -> Result<String, TicketError> {
+    /// nonce || ciphertext+tag. Works in fixed buffers: no allocation.
+    pub fn seal_fixed(&self, room: &str, t: &Ticket) -> Result<Sealed, TicketError> {
         let cipher = self.ciphers.first().ok_or(TicketError::Encrypt)?;
-        let json = serde_json::to_vec(&Wire::new(room, t)).map_err(TicketError::Encode)?;
+        // nonce || JSON (encrypted in place) || tag
+        let mut raw: FixedBuf<RAW_MAX> = FixedBuf::default();
         let mut nonce = [0u8; NONCE_LEN];
         crate::random::fill(&mut nonce).map_err(TicketError::Random)?;
-        let sealed = cipher
-            .encrypt(
-                &nonce.into(),
-                Payload {
-                    msg: &json,
-                    aad: room.as_bytes(),
-                },
-            )
+        raw.put(&nonce);
+        write_wire(room, t, &mut raw);
+        raw.put(&[0u8; TAG_LEN]);
+        let too_long = |raw: &FixedBuf<RAW_MAX>| TicketError::TooLong {
+            len: raw.bytes().map_or(MAX_TICKET_LEN + 1, |b| b.len() * 4 / 3),
+        };
+        let Some(bytes) = raw.bytes_mut() else {
+            return Err(too_long(&raw));
+        };
+        let (nonce_part, rest) = bytes
+            .split_at_mut_checked(NONCE_LEN)
+            .ok_or(TicketError::Encrypt)?;
+        let msg_len = rest.len().saturating_sub(TAG_LEN);
+        let (msg, tag_part) = rest
+            .split_at_mut_checked(msg_len)
+            .ok_or(TicketError::Encrypt)?;
+        let tag = cipher
+            .encrypt_in_place_detached((&*nonce_part).into(), room.as_bytes(), msg)
             .map_err(|_| TicketError::Encrypt)?;
-        let mut raw = Vec::with_capacity(NONCE_LEN.saturating_add(sealed.len()));
-        raw.extend_from_slice(&nonce);
-        raw.extend_from_slice(&sealed);
-        let out = URL_SAFE_NO_PAD.encode(raw);
+        tag_part.copy_from_slice(&tag);
+        let mut out = Sealed {
+            text: [0; MAX_TICKET_LEN],
+            len: 0,
+        };
         // A ticket open() would refuse is useless; fail here where the cause is clear.
-        if out.len() > MAX_TICKET_LEN {
-            return Err(TicketError::TooLong { len: out.len() });
-        }
+        out.len = URL_SAFE_NO_PAD
+            .encode_slice(&*bytes, &mut out.text)
+            .map_err(|_| TicketError::TooLong {
+                len: bytes.len() * 4 / 3,
+            })?;
         Ok(out)
+    }
+
+    /// [`Keyring::seal_fixed`] as a string.
+    pub fn seal(&self, room: &str, t: &Ticket) -> Result<String, TicketError> {
+        Ok(self.seal_fixed(room, t)?.as_str().to_string())
     }
 
     /// Opens a cookie value for `room`. Tries every key; any failure is an error and the
@@ -483,13 +539,47 @@ pub fn cookie_value<'a>(cookie_header: &'a [u8], name: &'a [u8]) -> Option<&'a [
 
 /// Every value of cookie `name` in one `Cookie:` header value, in order. A client may send
 /// the same name twice (cookies set for different paths or domains, or a forged one placed
-/// first): the caller tries each. Finds the name with a substring search (the header is
-/// mostly other cookies) and checks that it starts a `;`-separated part.
+/// first): the caller tries each. (A [`CookieName`] made once does the same without
+/// preparing the search each time.)
 pub fn cookie_values<'a>(
     cookie_header: &'a [u8],
     name: &'a [u8],
 ) -> impl Iterator<Item = &'a [u8]> + 'a {
     let finder = memchr::memmem::Finder::new(name);
+    values_found(cookie_header, name, finder)
+}
+
+/// A cookie name with its substring search prepared (e.g. once per zone).
+pub struct CookieName {
+    name: Vec<u8>,
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl CookieName {
+    pub fn new(name: &str) -> CookieName {
+        CookieName {
+            name: name.as_bytes().to_vec(),
+            finder: memchr::memmem::Finder::new(name.as_bytes()).into_owned(),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.name).unwrap_or_default()
+    }
+
+    /// [`cookie_values`] of this name.
+    pub fn values<'a>(&'a self, cookie_header: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        values_found(cookie_header, &self.name, self.finder.as_ref())
+    }
+}
+
+/// Finds the name with a substring search (the header is mostly other cookies) and checks
+/// that it starts a `;`-separated part.
+fn values_found<'a>(
+    cookie_header: &'a [u8],
+    name: &'a [u8],
+    finder: memchr::memmem::Finder<'a>,
+) -> impl Iterator<Item = &'a [u8]> + 'a {
     let mut from = 0usize;
     core::iter::from_fn(move || {
         if name.is_empty() {
@@ -549,15 +639,30 @@ pub fn set_cookie_header(
     secure: bool,
     max_age_secs: Option<u64>,
 ) -> String {
-    let mut h = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
+    let mut out = Vec::with_capacity(name.len() + value.len() + 64);
+    write_set_cookie(&mut out, name, value, secure, max_age_secs);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`set_cookie_header`] into an [`Out`] (no allocation).
+pub fn write_set_cookie(
+    out: &mut impl Out,
+    name: &str,
+    value: &str,
+    secure: bool,
+    max_age_secs: Option<u64>,
+) {
+    out.put(name.as_bytes());
+    out.put(b"=");
+    out.put(value.as_bytes());
+    out.put(b"; Path=/; HttpOnly; SameSite=Lax");
     if secure {
-        h.push_str("; Secure");
+        out.put(b"; Secure");
     }
     if let Some(n) = max_age_secs {
-        h.push_str("; Max-Age=");
-        h.push_str(&n.to_string());
+        out.put(b"; Max-Age=");
+        out.put_u64(n);
     }
-    h
 }
 
 #[cfg(test)]
@@ -854,6 +959,39 @@ mod tests {
     }
 
     #[test]
+    fn wire_writer_matches_serde() {
+        for room in ["shop", "a\"b\\c", "r\n\u{1}x", "日本", ""] {
+            for t in [
+                ticket(),
+                Ticket {
+                    sid: u64::MAX,
+                    qnum: 0,
+                    issued_at: 1,
+                    accepted_at: u64::MAX,
+                    last_seen: 0,
+                },
+            ] {
+                let mut out = Vec::new();
+                write_wire(room, &t, &mut out);
+                assert_eq!(
+                    out,
+                    serde_json::to_vec(&Wire::new(room, &t)).unwrap(),
+                    "{room:?}"
+                );
+                let kr = Keyring::parse(KEY_A).unwrap();
+                let v = kr.seal(room, &t).unwrap();
+                assert_eq!(kr.open(v.as_bytes(), room).unwrap(), t);
+            }
+        }
+        // A room name too long for a ticket is refused when sealing, not cut.
+        let kr = Keyring::parse(KEY_A).unwrap();
+        assert!(matches!(
+            kr.seal(&"x".repeat(400), &ticket()),
+            Err(TicketError::TooLong { .. })
+        ));
+    }
+
+    #[test]
     fn wire_format_uses_short_names() {
         let json = serde_json::to_string(&Wire::new("shop", &ticket())).unwrap();
         assert_eq!(
@@ -973,6 +1111,9 @@ mod tests {
         assert_eq!(cookie_value(b"sl=\"", b"sl"), Some(&b"\""[..]));
         // Every value of a repeated name, in order.
         let all: Vec<&[u8]> = cookie_values(b"sl=junk; a=1; sl = good ;sl", b"sl").collect();
+        assert_eq!(all, vec![&b"junk"[..], &b"good"[..]]);
+        let name = CookieName::new("sl");
+        let all: Vec<&[u8]> = name.values(b"sl=junk; a=1; sl = good ;sl").collect();
         assert_eq!(all, vec![&b"junk"[..], &b"good"[..]]);
         let mut rng = XorShift(777);
         for _ in 0..5_000 {

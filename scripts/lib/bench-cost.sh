@@ -7,6 +7,9 @@
 # the limit_req key ("$binary_remote_addr$uri") is never empty. Variants, each on its own URL:
 #
 #   limit_req_503   limit_req alone rejects (rate=1r/m, so every request but the first is a 503)
+#   page_floor      the same overflow answered by nginx itself (`return 503 "..."`, from memory)
+#                   with the very bytes of the waiting page: what the page's size alone costs,
+#                   the most wait_html could reach (a second reference for it)
 #   wait_html       the same limit_req overflows (status 512) into `error_page 512 = @room`; the
 #                   request carries the ticket of a client waiting in line (position 1, the room
 #                   full): the waiting page, HTML
@@ -15,7 +18,9 @@
 #   plain_proxy     proxy_pass to an origin server block in the same nginx (`return 200`)
 #   admitted_pass   the same location gated by `smart_limit`, with an admitted ticket
 #
-# Every variant runs once per round, rounds alternate (R rounds of V variants, in order), and
+# Every request of a variant carries the same headers as its baseline's (a browser's Accept and
+# Accept-Language, and a Cookie of the same length): a ratio compares handling, not request
+# size. Every variant runs once per round, rounds alternate (R rounds of V variants, in order), and
 # the figure per variant is the median of its rounds. Ratios: wait_html, wait_json and
 # new_arrival against limit_req_503; admitted_pass against plain_proxy.
 
@@ -58,11 +63,11 @@ cost_main() {
     : "${SL_NGINX:?SL_NGINX is not set}"
     : "${SL_MODULE:?SL_MODULE is not set}"
 
-    local variants=(limit_req_503 wait_html wait_json new_arrival plain_proxy admitted_pass)
+    local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass)
     if [ -n "$only" ]; then
         local keep_v=() v
         for v in "${variants[@]}"; do
-            case ",$only,limit_req_503,plain_proxy," in *",$v,"*) keep_v+=("$v") ;; esac
+            case ",$only,limit_req_503,page_floor,plain_proxy," in *",$v,"*) keep_v+=("$v") ;; esac
         done
         variants=("${keep_v[@]}")
     fi
@@ -94,14 +99,16 @@ http {
     default_type text/plain;
     # Never empty, and one key per URL: each variant has its own limit_req state.
     limit_req_zone "\$binary_remote_addr\$uri" zone=lr:1m rate=1r/m;
+    geo \$sl_dollar { default "\$"; }
 
     server { listen 127.0.0.1:$origin; location / { return 200 "origin\n"; } }
     upstream origin { server 127.0.0.1:$origin; keepalive 32; }
     proxy_http_version 1.1;
     proxy_set_header Connection "";
 
-    # The waiting room: one admitted session fills it for an hour; the polling client waits.
-    smart_limit_zone wait size=16m max_active=1 grant=1h active_window=1h;
+    # The waiting room: one admitted session fills it for an hour; the polling client waits
+    # (and keeps its place for an hour: wrk does not poll it while other variants run).
+    smart_limit_zone wait size=16m max_active=1 grant=1h active_window=1h presence=1h;
     # New arrivals: places of clients that never come back go after presence (1s).
     smart_limit_zone arrive size=64m max_active=1 grant=1h active_window=1h presence=1s
                      flood=off;
@@ -110,6 +117,12 @@ http {
     server {
         listen 127.0.0.1:$port;
         location = /limit_req_503 { limit_req zone=lr; proxy_pass http://origin; }
+        # The same overflow answered by nginx with the waiting page's bytes (see floor.conf).
+        location = /page_floor {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @page_floor;
+            proxy_pass http://origin;
+        }
+        include $prefix/conf/floor.conf;
         location = /wait {
             limit_req zone=lr; limit_req_status 512; error_page 512 = @wait;
             proxy_pass http://origin;
@@ -125,6 +138,8 @@ http {
     }
 }
 EOF
+    # Filled with the waiting page once nginx runs (then nginx reloads).
+    echo 'location @page_floor { return 503 "floor"; }' >"$prefix/conf/floor.conf"
     # flood= arrives with the abuse issue; an older module refuses it: drop it then.
     if ! "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1; then
         sed -i 's/ flood=off;/;/' "$prefix/conf/nginx.conf"
@@ -165,6 +180,21 @@ EOF
         fi
     }
     check 503 "$base/limit_req_503" || return 1
+    # The floor: nginx answers with the very bytes of the waiting page (an nginx string:
+    # backslashes, quotes and dollars escaped).
+    curl -s -o "$prefix/page.html" -H "Cookie: $cookie_b" -H "Accept: text/html" \
+        -H 'Accept-Language: en-US,en;q=0.9' "$base/wait"
+    {
+        printf 'location @page_floor { default_type "text/html; charset=utf-8"; return 503 "'
+        sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\$/${sl_dollar}/g' "$prefix/page.html"
+        printf '"; }\n'
+    } >"$prefix/conf/floor.conf"
+    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
+        && kill -HUP "$pid" && sleep 1
+    curl -s -o /dev/null "$base/page_floor"
+    check 503 "$base/page_floor" || return 1
+    cmp -s "$prefix/check.body" "$prefix/page.html" \
+        || { echo "bench --cost: the floor page differs from the waiting page" >&2; return 1; }
     check 503 -H "Cookie: $cookie_b" "$base/wait" || return 1
     grep -q 'pos-num">1<' "$prefix/check.body" || { echo "bench --cost: the waiting client is not at position 1" >&2; return 1; }
     check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
@@ -173,15 +203,22 @@ EOF
     check 200 "$base/plain" || return 1
     check 200 -H "Cookie: $cookie_adm" "$base/adm" || return 1
 
+    # Every request carries the same browser-like headers as its baseline's (the ticket
+    # cookie, or a cookie of the same size under another name), so that a ratio measures how
+    # the request is handled, not how long it is.
+    local browser='text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+    local lang='en-US,en;q=0.9'
+    local other_cookie="session=${cookie_b#*=}"
     run_wrk() {
         local v="$1" url args=()
         case "$v" in
-            limit_req_503) url="$base/limit_req_503" ;;
-            wait_html) url="$base/wait"; args=(-H "Cookie: $cookie_b" -H 'Accept: text/html,application/xhtml+xml,*/*;q=0.8' -H 'Accept-Language: en-US,en;q=0.9') ;;
-            wait_json) url="$base/wait"; args=(-H "Cookie: $cookie_b" -H 'Accept: application/json') ;;
-            new_arrival) url="$base/arrive"; args=(-H 'Accept: text/html,application/xhtml+xml,*/*;q=0.8' -H 'Accept-Language: en-US,en;q=0.9') ;;
-            plain_proxy) url="$base/plain" ;;
-            admitted_pass) url="$base/adm"; args=(-H "Cookie: $cookie_adm") ;;
+            limit_req_503) url="$base/limit_req_503"; args=(-H "Cookie: $cookie_b" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            page_floor) url="$base/page_floor"; args=(-H "Cookie: $cookie_b" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            wait_html) url="$base/wait"; args=(-H "Cookie: $cookie_b" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            wait_json) url="$base/wait"; args=(-H "Cookie: $cookie_b" -H 'Accept: application/json;q=1.0, text/plain;q=0.5, */*;q=0.1' -H "Accept-Language: $lang") ;;
+            new_arrival) url="$base/arrive"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            plain_proxy) url="$base/plain"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            admitted_pass) url="$base/adm"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
         esac
         taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${args[@]}" "$url" 2>&1 \
             | awk '/^Requests\/sec:/ {print $2}'
@@ -197,7 +234,9 @@ EOF
         done
     done
     # The waiting client must still be waiting at position 1 (nothing drifted during the run).
-    check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
+    # (limit_req lets one request a minute through to the origin: the first may be that one.)
+    check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" 2>/dev/null \
+        || check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
     grep -q '"position":1' "$prefix/check.body" || { echo "bench --cost: after the run, the waiting client is no longer at position 1" >&2; return 1; }
     if grep -qE '\[(alert|crit|emerg)\]|exited on signal' "$prefix/logs/error.log"; then
         echo "bench --cost: alerts in nginx's error log:" >&2
@@ -210,20 +249,26 @@ EOF
     echo
     echo "| path | req/s (median of $rounds) | rounds | baseline | ratio |"
     echo "| --- | ---: | --- | --- | ---: |"
-    local b
+    local b row
+    row() {
+        printf '| %s | %.0f | %s| %s | **%.2f** |\n' "$1" "${med[$1]}" "${runs[$1]}" "$2" \
+            "$(awk -v a="${med[$1]}" -v c="${med[$2]}" 'BEGIN {print a / c}')"
+    }
     for v in "${variants[@]}"; do
         case "$v" in
             wait_html|wait_json|new_arrival) b=limit_req_503 ;;
             admitted_pass) b=plain_proxy ;;
             *) b="" ;;
         esac
-        if [ -n "$b" ]; then
-            printf '| %s | %.0f | %s| %s | **%.2f** |\n' "$v" "${med[$v]}" "${runs[$v]}" "$b" \
-                "$(awk -v a="${med[$v]}" -v c="${med[$b]}" 'BEGIN {print a / c}')"
+        if [ -n "$b" ] && [ -n "${med[$b]:-}" ]; then
+            row "$v" "$b"
         else
             printf '| %s | %.0f | %s| (baseline) | 1 |\n' "$v" "${med[$v]}" "${runs[$v]}"
         fi
     done
+    if [ -n "${med[wait_html]:-}" ] && [ -n "${med[page_floor]:-}" ]; then
+        row wait_html page_floor
+    fi
     echo
     echo "command: scripts/bench --cost --seconds $seconds --rounds $rounds --connections $conns" \
          "(one nginx worker on CPU $worker_cpu, wrk -t1 -c$conns on CPU $wrk_cpu, release build)"

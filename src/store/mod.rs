@@ -16,7 +16,7 @@ use ngx::ffi::ngx_conf_t;
 use smart_limit_core::parse::{AdmitMode, StoreKind, ZoneParams};
 use smart_limit_core::room::{Snapshot, Verdict, Visit};
 use smart_limit_core::rules::{Admission, Limits, Mode};
-use smart_limit_core::ticket::{Keyring, OpenCache, Ticket};
+use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 
 use crate::log::LogThrottle;
 
@@ -32,7 +32,7 @@ pub struct Zone {
     pub params: ZoneParams,
     /// The ticket cookie: `smart_limit_<room>`, so rooms on one host never overwrite each
     /// other's tickets.
-    pub cookie: String,
+    pub cookie: CookieName,
     pub limits: Limits,
     pub admission: Admission,
     /// Ticket keys: from `smart_limit_secret`, or the zone's random key (set at zone init).
@@ -78,7 +78,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
     // SAFETY: the configuration's pool lives as long as the configuration (and the zone).
     let pool = unsafe { Pool::from_ngx_pool(cf.pool) };
     let zone = pool.allocate(Zone {
-        cookie: format!("smart_limit_{name}"),
+        cookie: CookieName::new(&format!("smart_limit_{name}")),
         params,
         limits,
         admission,
@@ -140,11 +140,11 @@ impl Zone {
     }
 
     /// Seals a ticket of this room into a cookie value.
-    pub fn seal_ticket(&self, t: &Ticket) -> Option<String> {
-        let sealed = self.keys.as_ref()?.seal(&self.params.name, t).ok()?;
+    pub fn seal_ticket(&self, t: &Ticket) -> Option<Sealed> {
+        let sealed = self.keys.as_ref()?.seal_fixed(&self.params.name, t).ok()?;
         if let Ok(mut opened) = self.opened.try_borrow_mut() {
             if let Some(cache) = opened.as_mut() {
-                cache.remember(sealed.as_bytes(), *t);
+                cache.remember(sealed.as_str().as_bytes(), *t);
             }
         }
         Some(sealed)
