@@ -180,9 +180,10 @@ impl RequestExt for Request {
                 len: v.len(),
                 data: v.as_ptr().cast_mut(),
             },
-            // SAFETY: the request's pool lives as long as the response.
             HeaderValue::Copied(v) => {
-                match unsafe { ngx_str_t::from_bytes(self.as_ref().pool, v.as_bytes()) } {
+                // SAFETY: the request's pool lives as long as the response.
+                let copy = unsafe { ngx_str_t::from_bytes(self.as_ref().pool, v.as_bytes()) };
+                match copy {
                     Some(s) => s,
                     None => return false,
                 }
