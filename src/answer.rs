@@ -60,3 +60,21 @@ pub fn text(r: &mut Request, status: u16, content_type: &'static str, text: &str
     body.put(text.as_bytes());
     r.respond(status, content_type, body)
 }
+
+/// The cookie check of a first contact: `307` to the same URL (path and arguments), never
+/// cached; the ticket is already in `Set-Cookie`.
+pub fn cookie_check(r: &mut Request) -> ngx_int_t {
+    if r.discard_request_body() != Status::NGX_OK {
+        return INTERNAL_ERROR;
+    }
+    let uri = r.unparsed_uri().as_bytes().to_vec();
+    if !r.set_location(&uri)
+        || !r.add_static_header("Cache-Control", HeaderValue::Static("no-store"))
+    {
+        return INTERNAL_ERROR;
+    }
+    let Some(body) = r.body(0) else {
+        return INTERNAL_ERROR;
+    };
+    r.respond(307, "text/html", body)
+}

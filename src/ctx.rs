@@ -44,6 +44,12 @@ pub enum Outcome {
     RejectedDryRun,
     /// The origin ended the session (`X-Smart-Limit: revoke`); set by the header filter.
     Revoked,
+    /// A first contact: given a ticket and sent back for it (`307`).
+    New,
+    /// Flood control: no place this time (the client's address takes places too fast).
+    Throttled,
+    /// An admitted session over its request rate (`429`).
+    Limited,
 }
 
 impl Outcome {
@@ -58,6 +64,9 @@ impl Outcome {
             Outcome::WaitingDryRun => "WAITING_DRY_RUN",
             Outcome::RejectedDryRun => "REJECTED_DRY_RUN",
             Outcome::Revoked => "REVOKED",
+            Outcome::New => "NEW",
+            Outcome::Throttled => "THROTTLED",
+            Outcome::Limited => "LIMITED",
         }
     }
 }

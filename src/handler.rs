@@ -27,14 +27,14 @@ use core::pin::Pin;
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_array_push, ngx_conf_t, ngx_http_finalize_request, ngx_http_handler_pt,
-    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t, NGX_LOG_ERR,
-    NGX_LOG_WARN,
+    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t,
+    NGX_HTTP_TOO_MANY_REQUESTS, NGX_LOG_ERR, NGX_LOG_WARN,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::page::{ViewStatus, WaitView};
-use smart_limit_core::room::{Place, Refusal, Verdict, Visit};
-use smart_limit_core::rules::{self, TicketState};
+use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
+use smart_limit_core::rules::{self, Mode, TicketState};
 use smart_limit_core::ticket::{self, Ticket};
 
 use crate::answer;
@@ -44,8 +44,8 @@ use crate::cookie;
 use crate::ctx::{Decided, Outcome, PendingDecision, RequestCtx, Suspended};
 use crate::endpoint::poll;
 use crate::inflight;
-use crate::request::{self, RequestExt, INTERNAL_ERROR};
-use crate::store::{Answer, Decision, Pass, StoreError, Zone};
+use crate::request::{self, HeaderValue, RequestExt, INTERNAL_ERROR};
+use crate::store::{Answer, Decision, StoreError, Zone};
 use crate::Module;
 
 const DECLINED: ngx_int_t = Status::NGX_DECLINED.0;
@@ -85,43 +85,117 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let now = now_ms();
     let ticket = cookie::read_ticket(r, zone);
     let state = ticket.map(|t| rules::ticket_state(&t, zone.admission, now));
+    let mut closed_to_admitted = None;
     if let (Some(t), Some(TicketState::Admitted)) = (ticket, state) {
         match zone.pass(t.sid, now) {
             // A closed room turns everyone away: the admitted ticket goes to the room like
             // any visitor (which refuses and counts it) and is left as it is.
-            Ok(Pass::Closed) => {}
-            Ok(pass) => return pass_admitted(r, lcf, zone, t, pass, now),
+            Ok(PassVerdict::Closed) => closed_to_admitted = Some(t.sid),
+            Ok(PassVerdict::Limited { retry_ms }) => return limited(r, zone, t.sid, retry_ms),
+            Ok(pass) => {
+                let counted = pass == PassVerdict::Counted;
+                return pass_admitted(r, lcf, zone, t, counted, now);
+            }
             Err(e) => {
                 problem(r, zone, now, &e.to_string());
-                return pass_admitted(r, lcf, zone, t, Pass::Counted, now);
+                return pass_admitted(r, lcf, zone, t, true, now);
             }
         }
     }
+    let held = ticket.filter(|_| state == Some(TicketState::Waiting));
     let turn = Turn {
         lcf,
         zone,
         now,
         dry: dry_run(r, lcf),
-        held: ticket.filter(|_| state == Some(TicketState::Waiting)),
+        held,
     };
-    // The session id: the ticket's (a waiting place, or an admitted one a closed room turns
-    // away), or a new one.
-    let sid = match ticket.filter(|_| state != Some(TicketState::Stale)) {
-        Some(t) => t.sid,
-        None => match ticket::random_sid() {
-            Ok(sid) => sid,
-            Err(_) => return INTERNAL_ERROR,
+    let visit = match (held, closed_to_admitted) {
+        // A waiting ticket: its place (or, for a ticket from the first contact, a place to
+        // take, paid from its address's flood budget).
+        (Some(t), _) => Visit {
+            sid: t.sid,
+            qnum: t.qnum,
+            draw: draw(now, t.sid),
+            flood_key: (t.qnum == 0).then(|| flood_key(r, zone)),
         },
-    };
-    let visit = Visit {
-        sid,
-        qnum: turn.held.map_or(0, |t| t.qnum),
-        draw: draw(now, turn.held.map_or(0, |t| t.sid)),
+        (None, Some(sid)) => Visit {
+            sid,
+            qnum: 0,
+            draw: draw(now, 0),
+            flood_key: None,
+        },
+        // First contact (no ticket, or a stale, forged or foreign one): the client gets a
+        // ticket and comes back with it before the room gives it anything ([S15]), unless the
+        // room is closed (refused) or lets everyone in.
+        (None, None) => {
+            let sid = match ticket::random_sid() {
+                Ok(sid) => sid,
+                Err(_) => return INTERNAL_ERROR,
+            };
+            match zone.arrival() {
+                Mode::Reject | Mode::Passthrough => Visit {
+                    sid,
+                    qnum: 0,
+                    draw: draw(now, 0),
+                    flood_key: None,
+                },
+                // A dry run shows no cookie check: the room decides at once, as it would when
+                // the client came back with its ticket (and so counts the same).
+                _ if turn.dry => Visit {
+                    sid,
+                    qnum: 0,
+                    draw: draw(now, 0),
+                    flood_key: Some(flood_key(r, zone)),
+                },
+                _ => return arrived(r, &turn, sid),
+            }
+        }
     };
     match zone.visit(visit, now) {
         Answer::Now(result) => conclude(r, &turn, result),
         Answer::Later(future) => suspend(r, turn, future),
     }
+}
+
+/// Flood control's key for this request: `flood_key=` (a value with variables), else the
+/// client's address (an IPv6 address by its /64: one subscriber's network), hashed.
+fn flood_key(r: &Request, zone: &Zone) -> u64 {
+    // SAFETY: null, or a complex value compiled into the configuration's pool.
+    let key = match unsafe { zone.flood_key.get().as_ref() } {
+        Some(cv) => r
+            .get_complex_value(cv)
+            .map(|v| v.as_bytes().to_vec())
+            .unwrap_or_default(),
+        None => r.client_address().to_vec(),
+    };
+    flood_hash(zone.flood_seed.get(), &key)
+}
+
+/// A first contact: a ticket with no place yet, and `307` back to the same URL (a cookie
+/// check: a browser returns at once with the ticket; a client that keeps no cookie never
+/// gets anything from the room).
+fn arrived(r: &mut Request, turn: &Turn, sid: u64) -> ngx_int_t {
+    let t = Ticket {
+        sid,
+        qnum: 0,
+        issued_at: turn.now,
+        accepted_at: 0,
+        last_seen: turn.now,
+    };
+    cookie::set_ticket(r, turn.zone, &t);
+    record(r, turn.zone, Outcome::New, None, None);
+    let rc = answer::cookie_check(r);
+    finish(r, rc)
+}
+
+/// An admitted session over its request rate: `429` with `Retry-After`, nothing else.
+fn limited(r: &mut Request, zone: &'static Zone, sid: u64, retry_ms: u64) -> ngx_int_t {
+    record(r, zone, Outcome::Limited, None, Some(sid));
+    let mut n = itoa::Buffer::new();
+    let secs = retry_ms.div_ceil(1000).max(1);
+    r.add_static_header("Retry-After", HeaderValue::Copied(n.format(secs)));
+    NGX_HTTP_TOO_MANY_REQUESTS as ngx_int_t
 }
 
 /// The room this request goes through: its location has one, and it is a main request to a
@@ -188,10 +262,10 @@ fn pass_admitted(
     lcf: &LocConf,
     zone: &'static Zone,
     t: Ticket,
-    pass: Pass,
+    counted: bool,
     now: u64,
 ) -> ngx_int_t {
-    if pass == Pass::Uncounted {
+    if !counted {
         problem(
             r,
             zone,
@@ -297,7 +371,38 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
             });
             refused(r, turn, why, o)
         }
+        Verdict::Throttled {
+            retry_ms,
+            queue_len,
+        } => throttled(r, turn, retry_ms, queue_len),
     }
+}
+
+/// Flood control ([S15]): the client's address takes places too fast; the waiting answer
+/// without a place (the client keeps its ticket and asks again after `Retry-After`).
+fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> ngx_int_t {
+    record(r, turn.zone, Outcome::Throttled, None, None);
+    let now = turn.now;
+    if let Some(repeats) = turn.zone.floods.admit(now) {
+        ngx_log_error!(
+            NGX_LOG_WARN,
+            r.log(),
+            "smart_limit zone \"{}\": flood control: a client address takes places faster \
+             than flood= allows; it waits without a place ({} more since the last report)",
+            turn.room(),
+            repeats
+        );
+    }
+    if turn.dry {
+        return DECLINED;
+    }
+    let mut view = turn.view(ViewStatus::Throttled, None);
+    view.queue_len = queue_len;
+    view.refresh_secs = retry_ms
+        .div_ceil(1000)
+        .clamp(1, turn.lcf.refresh_secs().max(1));
+    let rc = answer::waiting(r, turn.lcf, &view);
+    finish(r, rc)
 }
 
 /// Let in: an admitted ticket, and the request goes on (or, on a poll location, the

@@ -64,6 +64,11 @@ pub trait RequestExt {
     fn accept_language(&self) -> Option<&[u8]>;
     /// Whether the client connection is TLS (cookies then get `Secure`).
     fn is_tls(&self) -> bool;
+    /// The client's address as flood control keys it: IPv4 whole, IPv6 by its /64 (one
+    /// subscriber's network; an IPv4-mapped address as IPv4). Empty for other families.
+    fn client_address(&self) -> ClientAddress;
+    /// Sets `Location` (nginx makes a relative one absolute, as for its own redirects).
+    fn set_location(&mut self, uri: &[u8]) -> bool;
     /// A directive's value with variables, as a switch: on when non-empty and not "0"
     /// (`off_words` are also off).
     fn switch_on(&self, cv: &ngx_http_complex_value_t, off_words: &[&[u8]]) -> bool;
@@ -104,6 +109,66 @@ impl RequestExt for Request {
     fn is_tls(&self) -> bool {
         // SAFETY: a request's connection lives as long as the request.
         unsafe { self.connection().as_ref() }.is_some_and(|c| !c.ssl.is_null())
+    }
+
+    fn client_address(&self) -> ClientAddress {
+        let mut out = ClientAddress::default();
+        // SAFETY: a request's connection lives as long as the request; its sockaddr is set
+        // when it is accepted (realip may replace it, for the request).
+        let Some(sa) = (unsafe { self.connection().as_ref() }).and_then(|c| {
+            // SAFETY: see above.
+            unsafe { c.sockaddr.as_ref() }.map(|sa| (sa, c.socklen))
+        }) else {
+            return out;
+        };
+        let (sa, len) = sa;
+        let family = i32::from(sa.sa_family);
+        if family == libc::AF_INET && len as usize >= core::mem::size_of::<libc::sockaddr_in>() {
+            // SAFETY: an AF_INET sockaddr of at least sockaddr_in's size.
+            let sin = unsafe { &*(sa as *const _ as *const libc::sockaddr_in) };
+            out.set(&sin.sin_addr.s_addr.to_ne_bytes());
+        } else if family == libc::AF_INET6
+            && len as usize >= core::mem::size_of::<libc::sockaddr_in6>()
+        {
+            // SAFETY: an AF_INET6 sockaddr of at least sockaddr_in6's size.
+            let sin6 = unsafe { &*(sa as *const _ as *const libc::sockaddr_in6) };
+            let a = sin6.sin6_addr.s6_addr;
+            match a {
+                [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, b0, b1, b2, b3] => {
+                    out.set(&[b0, b1, b2, b3])
+                }
+                _ => out.set(a.get(..8).unwrap_or_default()),
+            }
+        }
+        out
+    }
+
+    fn set_location(&mut self, uri: &[u8]) -> bool {
+        // SAFETY: the request's pool lives as long as the response.
+        let Some(value) = (unsafe { ngx_str_t::from_bytes(self.as_ref().pool, uri) }) else {
+            return false;
+        };
+        // SAFETY: the response's header list; a push gives an uninitialised element (filled
+        // entirely below) or null.
+        let h = unsafe { ngx_list_push(&mut self.as_mut().headers_out.headers) };
+        // SAFETY: see above.
+        let Some(h) = (unsafe { h.cast::<ngx_table_elt_t>().as_mut() }) else {
+            return false;
+        };
+        h.hash = 1;
+        h.key = ngx_str_t {
+            len: "Location".len(),
+            data: c"Location".as_ptr().cast_mut().cast(),
+        };
+        h.value = value;
+        h.lowcase_key = ptr::null_mut();
+        #[cfg(ngx_table_elt_next)]
+        {
+            h.next = ptr::null_mut();
+        }
+        // The header filter writes `location` itself (absolute when it starts with "/").
+        self.as_mut().headers_out.location = h;
+        true
     }
 
     fn switch_on(&self, cv: &ngx_http_complex_value_t, off_words: &[&[u8]]) -> bool {
@@ -209,6 +274,25 @@ impl RequestExt for Request {
             h.next = ptr::null_mut();
         }
         true
+    }
+}
+
+/// A client address as flood control keys it (at most 8 bytes).
+#[derive(Default)]
+pub struct ClientAddress {
+    bytes: [u8; 8],
+    len: usize,
+}
+
+impl ClientAddress {
+    fn set(&mut self, b: &[u8]) {
+        let n = b.len().min(8);
+        self.bytes[..n].copy_from_slice(&b[..n]);
+        self.len = n;
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.bytes[..self.len].to_vec()
     }
 }
 

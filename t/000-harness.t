@@ -8,7 +8,7 @@ use SmartLimit::Test;
 
 plan skip_all => 'TEST_NGINX_BINARY and TEST_NGINX_MODULE are not set (scripts/test sets them)'
     unless $ENV{TEST_NGINX_BINARY} && $ENV{TEST_NGINX_MODULE};
-plan tests => test_count() + 5;
+plan tests => test_count() + 8;
 
 run_tests();
 
@@ -37,6 +37,18 @@ this line is never logged
 --- steps
 kill-worker SEGV
 A GET / => 200
+
+=== TEST 4: wrong redirect expectations
+--- config
+    location = /r { add_header Set-Cookie "c=1"; return 307 /t; }
+    location = /t { return 200 "t\n"; }
+    location = /loop { return 302 /loop; }
+--- steps
+A GET /r => 200; redirects == 0
+A GET /r => 307
+A GET /loop => 200; redirects < 5
+parallel 2 p GET /r => 200; redirects != 1
+A GET /r => 200; redirects == 1; cookie c set
 SPEC
 
 my $r = run_spec_in_child($wrong);
@@ -44,17 +56,37 @@ my @not_ok = $r->{tap} =~ /^not ok \d+ - (.*)$/mg;
 my @ok = $r->{tap} =~ /^ok \d+ - (.*)$/mg;
 isnt($r->{exit}, 0, 'the harness exits non-zero on wrong expectations')
     or diag("child TAP:\n$r->{tap}\nchild stderr:\n$r->{stderr}");
-like($r->{tap}, qr/^1\.\.11$/m, 'the child planned the tests of its steps');
-is(scalar(@not_ok), 8, 'every wrong expectation is reported as a failure')
+like($r->{tap}, qr/^1\.\.17$/m, 'the child planned the tests of its steps');
+is(scalar(@not_ok), 12, 'every wrong expectation is reported as a failure')
     or diag("child TAP:\n$r->{tap}\nchild stderr:\n$r->{stderr}");
 is_deeply(\@ok, [
     'TEST 1: wrong expectations :: A GET / => 200',
     'TEST 1: wrong expectations :: error.log has no [alert], [emerg], [crit] or crashed worker',
     'TEST 3: a crashed worker is caught :: A GET / => 200',
+    'TEST 4: wrong redirect expectations :: A GET /r => 200; redirects == 1; cookie c set',
+    'TEST 4: wrong redirect expectations :: error.log has no [alert], [emerg], [crit] or crashed worker',
 ], 'sound expectations still pass') or diag("child TAP:\n$r->{tap}");
 like($r->{tap}, qr/^not ok \d+ - TEST 3: a crashed worker is caught :: error\.log has no/m,
      'a worker that died on a signal fails the block')
     or diag("child TAP:\n$r->{tap}");
+like($r->{stderr}, qr{check 'redirects == 0' failed: followed 1 redirect\n#\s+followed 1 redirect \(below: [^\n]*\):\n#\s+1\. GET /r => 307, Location: http://localhost:\d+/t\n}s,
+     'a failure shows the redirect chain')
+    or diag("child stderr:\n$r->{stderr}");
+like($r->{stderr}, qr{check 'redirects < 5' failed: followed 5 redirects\n(?:#.*\n){6}#\s+stopped after 5 redirects: 302 to http://localhost:\d+/loop not followed\n},
+     'a redirect loop stops after 5 hops and says so')
+    or diag("child stderr:\n$r->{stderr}");
+
+my $bad = run_spec_in_child(<<'SPEC');
+=== TEST 1: a bad follow_redirects value
+--- follow_redirects: yes
+--- config
+    location / { return 200; }
+--- steps
+A GET / => 200
+SPEC
+ok($bad->{exit} != 0 && $bad->{stderr} =~ /a bad follow_redirects value': --- follow_redirects must be 0 or 1, not 'yes'/,
+   'follow_redirects only takes 0 or 1')
+    or diag("child exit $bad->{exit}, TAP:\n$bad->{tap}\nstderr:\n$bad->{stderr}");
 
 __DATA__
 
@@ -249,3 +281,90 @@ A GET / => 200; body =~ /^v2 spicy$/
 --- no_check_error_log
 --- error_log
 exited on signal 9
+
+=== TEST 9: redirects are followed like a browser, with the cookies it received
+--- config
+    location = /r { add_header Set-Cookie "c=1; Path=/" always; return 307 /t; }
+    location = /t { if ($http_cookie ~ "c=1") { return 200 "has cookie\n"; } return 200 "no cookie\n"; }
+    location = /echo { return 200 "method=$request_method cookie=[$http_cookie] accept=$http_accept args=$args\n"; }
+    location = /r-echo { add_header Set-Cookie "c=1; Path=/"; return 307 /echo; }
+    # a chain of two: v changes on the way, a is set then deleted, w is set by the final hop
+    location = /two { add_header Set-Cookie "v=1"; add_header Set-Cookie "a=1"; return 302 /two-b; }
+    location = /two-b { add_header Set-Cookie "v=2"; add_header Set-Cookie "a=; Max-Age=0"; return 301 /two-c; }
+    location = /two-c { add_header Set-Cookie "v=3"; add_header Set-Cookie "w=9"; return 200 "cookie=[$http_cookie]\n"; }
+    # absolute URLs name any host: the path and query go to the same instance
+    location = /abs { return 307 "http://localhost:$TEST_NGINX_PORT/t"; }
+    location = /abs-other { return 302 "http://other.example:1/echo?x=1"; }
+    location = /rel { absolute_redirect off; return 302 /echo?rel=1; }
+    location = /weird { return 302 "not/a/path"; }
+    # the step's other headers are sent on every hop
+    location = /needs-accept { if ($http_accept != "text/x-test") { return 403; } return 303 /echo; }
+    # 303 (and 301/302) turn a POST into a GET; 307/308 keep it
+    location = /see { return 303 /echo; }
+    location = /moved { return 301 /echo; }
+    location = /keep { return 307 /echo; }
+    location = /keep-perm { return 308 /echo; }
+    # /hop/ -> /hop/x -> /hop/xx ...: never ends; /five/ ends after exactly 5
+    location ~ ^/hop/(x*)$ { return 302 /hop/$1x; }
+    location ~ "^/five/(x{0,4})$" { return 302 /five/$1x; }
+    location = /five/xxxxx { return 200 "five hops\n"; }
+--- steps
+A GET /t => 200; body =~ /^no cookie$/; redirects == 0
+A GET /r => 200; body =~ /^has cookie$/; redirects == 1; redirects > 0; cookie c =~ /^1$/; header Set-Cookie =~ /^c=1; Path=\//
+A GET /t => 200; body =~ /^has cookie$/; redirects == 0
+B GET /two => 200; redirects == 2; body =~ /^cookie=\[v=2\]$/; cookie v =~ /^3$/; cookie a deleted; cookie w set; header Set-Cookie =~ /^v=1$/; header Set-Cookie =~ /^a=1$/
+B GET /echo => 200; body =~ /cookie=\[v=3; w=9\]/
+C GET /abs => 200; redirects == 1; body =~ /^no cookie$/
+C GET /abs-other => 200; redirects == 1; body =~ /^method=GET cookie=\[\] .*args=x=1$/
+C GET /rel => 200; redirects == 1; body =~ /args=rel=1$/
+C GET /weird => 302; redirects == 0; header Location =~ /^not\/a\/path$/
+C GET /needs-accept Accept: text/x-test => 200; redirects == 1; body =~ /^method=GET .*accept=text\/x-test /
+C GET /needs-accept => 403; redirects == 0
+C POST /see => 200; redirects == 1; body =~ /^method=GET /
+C PUT /moved => 200; redirects == 1; body =~ /^method=GET /
+C POST /keep => 200; redirects == 1; body =~ /^method=POST /
+C POST /keep-perm => 200; redirects == 1; body =~ /^method=POST /
+C HEAD /see => 200; redirects == 1; body !~ /./
+C GET /five/ => 200; redirects == 5; body =~ /^five hops$/
+C GET /hop/ => 302; redirects == 5; redirects <= 5; header Location =~ /\/hop\/x{6}$/
+repeat 2: D GET /r => 200; redirects == 1; body =~ /has cookie/
+until 2: E GET /r => 200; redirects == 1
+# an explicit Cookie header is what the first hop sends; the redirect's Set-Cookie updates it
+F GET /r-echo Cookie: keep=1 => 200; redirects == 1; body =~ /cookie=\[keep=1; c=1\] /
+F GET /r-echo Cookie: c=0; keep=1 | Accept: text/x-test => 200; body =~ /^method=GET cookie=\[c=1; keep=1\] accept=text\/x-test /
+H GET /two Cookie: a=0; keep=1 | Accept: text/x-test => 200; redirects == 2; body =~ /^cookie=\[keep=1; v=2\]$/
+H GET /echo => 200; body =~ /cookie=\[v=3; w=9\]/
+parallel 3 p GET /r => 200; count 200 == 3; body =~ /^has cookie$/; redirects == 1; cookie c set
+p2 GET /t => 200; body =~ /^has cookie$/
+bg q GET /two => 200; redirects == 2; cookie v =~ /^3$/
+wait-bg
+q GET /echo => 200; body =~ /cookie=\[v=3; w=9\]/
+--- no_error_log
+[error]
+
+=== TEST 10: elapsed covers the whole redirect chain
+--- http_config
+    limit_req_zone $server_name zone=chain:1m rate=4r/s;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_PORT2;
+        absolute_redirect off;
+        location = /p/1 { return 302 /p/2; }
+        location = /p/2 { return 302 /p/3; }
+        location = /p/3 { return 200 "end\n"; }
+    }
+--- config
+    # every hop goes through limit_req: 4r/s spaces the three hops 0.25 s apart
+    location /p/ { limit_req zone=chain burst=5; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2; }
+--- steps
+A GET /p/1 => 200; body =~ /^end$/; redirects == 2; elapsed > 0.4
+
+=== TEST 11: follow_redirects: 0 shows the 30x itself
+--- follow_redirects: 0
+--- config
+    location = /r { add_header Set-Cookie "c=1; Path=/" always; return 307 /t; }
+    location = /t { if ($http_cookie ~ "c=1") { return 200 "has cookie\n"; } return 200 "no cookie\n"; }
+--- steps
+A GET /r => 307; redirects == 0; header Location =~ /\/t$/; cookie c set
+A GET /t => 200; body =~ /^has cookie$/; redirects == 0
+parallel 2 p GET /r => 307; redirects == 0
+bg B GET /r => 307; redirects == 0

@@ -36,7 +36,7 @@ D GET / @1 Accept: application/json => 503; json.position == 2
 E GET / @2 Accept: application/json => 503; json.position == 3
 A GET / @2 => 200; body =~ /node 2/
 B GET / @1 => 200; body =~ /node 1/
-redis HLEN smart_limit:{shop}:line => /^3$/
+redis ZCARD smart_limit:{shop}:line => /^3$/
 redis ZCARD smart_limit:{shop}:active => /^2$/
 # B goes quiet; A keeps coming (on both nodes). After the active window one place frees,
 # and only the head (C) may take it, whichever node it asks.
@@ -74,7 +74,7 @@ origin
 parallel 10 p GET / => 200|503; count 200 == 3; count 503 == 7
 parallel 10 q GET / @2 => 503
 redis ZCARD smart_limit:{shop}:active => /^3$/
-redis HLEN smart_limit:{shop}:line => /^17$/
+redis ZCARD smart_limit:{shop}:line => /^17$/
 
 === TEST 3: every key has a TTL, carries the {room} hash tag, and the prefix is configurable
 --- redis
@@ -88,9 +88,10 @@ origin
 --- steps
 A GET / => 200
 B GET / => 503
-redis --scan => /\Aeu-1:sl:\{shop\}:(?:active|line|state)\neu-1:sl:\{shop\}:(?:active|line|state)\neu-1:sl:\{shop\}:(?:active|line|state)\n\z/
+redis --scan => /\Aeu-1:sl:\{shop\}:(?:active|line|seen|state)\neu-1:sl:\{shop\}:(?:active|line|seen|state)\neu-1:sl:\{shop\}:(?:active|line|seen|state)\neu-1:sl:\{shop\}:(?:active|line|seen|state)\n\z/
 redis PTTL eu-1:sl:{shop}:state => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:line => /^[1-9]\d*$/
+redis PTTL eu-1:sl:{shop}:seen => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:active => /^[1-9]\d*$/
 --- error_log
 smart_limit_zone "shop" has store=redis but smart_limit_secret is not set

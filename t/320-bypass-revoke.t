@@ -128,9 +128,13 @@ smart_limit zone "shop": session revoked by the origin
         add_header X-SL-Status $smart_limit_status always;
         proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2;
     }
+--- follow_redirects: 0
 --- steps
+# The cookie check first (the ticket without a place), then the request the origin revokes.
+A GET /once => 307; cookie smart_limit_shop set; header X-SL-Status =~ /^NEW$/
 A GET /once => 200; body =~ /one-shot/; header X-Smart-Limit absent; cookie smart_limit_shop deleted; header Set-Cookie !~ /^smart_limit_shop=[^;]/; header X-SL-Status =~ /^REVOKED$/
 # the room is empty again
+B GET /once => 307
 B GET /once => 200; header X-SL-Status =~ /^REVOKED$/
 
 === TEST 5: revoke for a request under the limit_req rate (not decided by the room): matched by its ticket

@@ -38,6 +38,27 @@ run_tests();
 
 # Parses Prometheus text exposition 0.0.4 strictly. Returns { families => {name => {type,
 # help}}, samples => [[name, {labels}, value]] } or dies with the first problem.
+# A new browser: its own cookie jar, so it comes back from the room's cookie check (307)
+# with its ticket (HTTP::Tiny follows redirects; its jar interface is `add` and
+# `cookie_header`).
+{
+    package MiniJar;
+    sub new { bless { c => {} }, shift }
+    sub add {
+        my ($s, $url, $h) = @_;
+        my ($pair) = split /;/, $h, 2;
+        my ($n, $v) = split /=/, $pair, 2;
+        return unless defined $v;
+        $n =~ s/^\s+|\s+$//g;
+        if ($v eq '' || $h =~ /max-age\s*=\s*0/i) { delete $s->{c}{$n} } else { $s->{c}{$n} = $v }
+    }
+    sub cookie_header {
+        my $s = shift;
+        return join '; ', map { "$_=$s->{c}{$_}" } sort keys %{ $s->{c} };
+    }
+}
+sub browser { HTTP::Tiny->new(timeout => 10, cookie_jar => MiniJar->new) }
+
 sub parse_exposition {
     my ($text) = @_;
     die "empty exposition\n" unless length $text;
@@ -142,8 +163,8 @@ EOF
     my $http = HTTP::Tiny->new(timeout => 10);
     my $base = "http://127.0.0.1:$port";
     # Traffic: 5 new clients on shop (2 admitted, 3 queued), 2 on other-room, one poll.
-    $http->get("$base/") for 1 .. 5;
-    $http->get("$base/o/") for 1 .. 2;
+    browser()->get("$base/") for 1 .. 5;
+    browser()->get("$base/o/") for 1 .. 2;
     my $first = $http->get("$base/metrics");
     is($first->{status}, 200, 'GET /metrics answers 200');
     like($first->{headers}{'content-type'} // '', qr{^text/plain; version=0\.0\.4; charset=utf-8$},
@@ -172,9 +193,9 @@ EOF
               [2, 3, 3, 2, 1, 1, 5], 'values of the first scrape')
         or diag($first->{content});
     # More traffic, then counters only grow.
-    $http->get("$base/") for 1 .. 3;
+    browser()->get("$base/") for 1 .. 3;
     $http->post("$base/control?room=shop&mode=reject");
-    $http->get("$base/") for 1 .. 2;
+    browser()->get("$base/") for 1 .. 2;
     my $second = $http->get("$base/metrics");
     my $q = eval { parse_exposition($second->{content}) } || { samples => [] };
     my @backwards;

@@ -130,12 +130,15 @@ fn main() {
         presence_ms: 20_000,
         active_window_ms: 3_600_000,
         mode: Mode::Fifo,
+        flood: None,
+        session_rate: None,
     };
     room.visit(
         Visit {
             sid: 1,
             qnum: 0,
             draw: 0,
+            flood_key: None,
         },
         1000,
         &limits,
@@ -145,6 +148,7 @@ fn main() {
             sid: 2,
             qnum: 0,
             draw: 0,
+            flood_key: None,
         },
         1000,
         &limits,
@@ -153,12 +157,26 @@ fn main() {
         smart_limit_core::room::Verdict::Wait(p) => p.qnum,
         _ => 0,
     };
+    // Ten thousand others in line, so the position is counted over a real line.
+    for sid in 3..10_003 {
+        room.visit(
+            Visit {
+                sid,
+                qnum: 0,
+                draw: 0,
+                flood_key: None,
+            },
+            1000,
+            &limits,
+        );
+    }
     measure("room: a waiting client polls (shm rules)", 2_000_000, |i| {
         black_box(room.visit(
             Visit {
                 sid: 2,
                 qnum,
                 draw: 0,
+                flood_key: None,
             },
             1000 + u64::from(i % 1000),
             &limits,

@@ -4,14 +4,20 @@
 //! give a decision (from a [`room::Room`] in shared memory, or from the Redis script that
 //! follows the same rules), and the decision becomes an answer ([`page`]).
 
+/// A Fenwick tree of live places, for positions in O(log n).
+pub mod fenwick;
 /// Prometheus text exposition and the control endpoint's JSON, from room snapshots.
 pub mod metrics;
 /// Waiting answer bodies: HTML page, JSON, content negotiation.
 pub mod page;
 /// Configuration value parsers and the `smart_limit_zone` parameters.
 pub mod parse;
+/// What a worker remembers of the waiting clients it answered (replay limits, reuse).
+pub mod poll;
 /// The one source of random bytes (the operating system's), buffered per process.
 pub mod random;
+/// Rate limits as one number per bucket (GCRA): flood control, session request rate.
+pub mod rate;
 /// The Redis store without I/O: keys, the room script, replies, backoff.
 pub mod redis;
 /// A fallible, bounded RESP2 reply parser.

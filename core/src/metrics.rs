@@ -102,6 +102,26 @@ const COUNTERS: &[(&str, &str, CounterOf)] = &[
         "Decisions the store could not take (unreachable, timeout, bad reply).",
         |c| c.store_errors,
     ),
+    (
+        "arrivals",
+        "First contacts: clients without a ticket, given one and sent back for it.",
+        |c| c.arrivals,
+    ),
+    (
+        "throttled",
+        "Clients refused a place by flood control (their address took places too fast).",
+        |c| c.throttled,
+    ),
+    (
+        "session_limited",
+        "Requests of admitted sessions over the session request rate.",
+        |c| c.session_limited,
+    ),
+    (
+        "fast_polls",
+        "Polls of a waiting ticket answered without the store (polled faster than a browser).",
+        |c| c.fast_polls,
+    ),
 ];
 
 type GaugeOf = fn(&RoomFigures, &Snapshot) -> Option<u64>;
@@ -417,6 +437,10 @@ mod tests {
                 expired: 7,
                 revoked: 8,
                 store_errors: 9,
+                arrivals: 11,
+                throttled: 12,
+                session_limited: 13,
+                fast_polls: 14,
             },
             capacity: 1000,
             mode_override: 0,

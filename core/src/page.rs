@@ -33,6 +33,8 @@ pub enum ViewStatus {
     Admitted,
     /// The room admits nobody right now (e.g. store down with `on_error=closed`).
     Closed,
+    /// Flood control: the client's network takes places too fast; it gets one in a moment.
+    Throttled,
 }
 
 impl ViewStatus {
@@ -42,6 +44,7 @@ impl ViewStatus {
             ViewStatus::Waiting => "waiting",
             ViewStatus::Admitted => "admitted",
             ViewStatus::Closed => "closed",
+            ViewStatus::Throttled => "throttled",
         }
     }
 }
@@ -491,6 +494,8 @@ struct Texts {
     queue_suffix: &'static str,
     closed_title: &'static str,
     closed_lead: &'static str,
+    throttled_title: &'static str,
+    throttled_lead: &'static str,
     admitted_title: &'static str,
     admitted_lead: &'static str,
     updated: &'static str,
@@ -507,6 +512,9 @@ const EN: Texts = Texts {
     eta_label: "Estimated wait",
     queue_label: "People in line",
     queue_suffix: "",
+    throttled_title: "Many visitors from your network",
+    throttled_lead: "Lots of people are arriving from the same network as you, so places in line \
+                     are handed out a few at a time. This page takes yours by itself in a moment.",
     closed_title: "Temporarily closed",
     closed_lead:
         "The site is not letting visitors in right now. Please try again in a little while.",
@@ -526,6 +534,9 @@ const JA: Texts = Texts {
     eta_label: "待ち時間の目安",
     queue_label: "お待ちの人数",
     queue_suffix: "人",
+    throttled_title: "同じネットワークからのアクセスが集中しています",
+    throttled_lead: "同じネットワークから多くの方がアクセスしているため、順番待ちの受付を少しずつ行っています。\
+                     このページが自動で順番を取得しますので、そのままお待ちください。",
     closed_title: "ただいま受付を一時停止しています",
     closed_lead: "ご不便をおかけして申し訳ありません。しばらくしてから、もう一度アクセスしてください。",
     admitted_title: "お待たせしました",
@@ -754,6 +765,7 @@ fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
             " seconds. Keep this tab open; reloading it yourself will not lose your place.",
         ),
         (Lang::En, ViewStatus::Closed) => ("This page checks again by itself every ", " seconds."),
+        (Lang::En, ViewStatus::Throttled) => ("This page tries again by itself in ", " seconds."),
         (Lang::En, ViewStatus::Admitted) => ("This page reloads by itself in ", " seconds."),
         (Lang::Ja, ViewStatus::Waiting) => (
             "このページは",
@@ -761,6 +773,7 @@ fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
              （再読み込みしても順番は変わりません）。",
         ),
         (Lang::Ja, ViewStatus::Closed) => ("このページは", "秒ごとに自動で再確認します。"),
+        (Lang::Ja, ViewStatus::Throttled) => ("このページは", "秒後に自動で再試行します。"),
         (Lang::Ja, ViewStatus::Admitted) => ("このページは", "秒後に自動で再読み込みされます。"),
     };
     t.text(before).slot(Slot::RefreshAtLeast1).text(after);
@@ -773,6 +786,7 @@ fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> Template {
     let title = match status {
         ViewStatus::Waiting => tx.waiting_title,
         ViewStatus::Closed => tx.closed_title,
+        ViewStatus::Throttled => tx.throttled_title,
         ViewStatus::Admitted => tx.admitted_title,
     };
     let mut t = Template::default();
@@ -823,11 +837,11 @@ fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> Template {
                 .text(tx.queue_suffix)
                 .text("</dd></div>\n</dl>\n");
         }
-        ViewStatus::Closed | ViewStatus::Admitted => {
-            let lead = if status == ViewStatus::Closed {
-                tx.closed_lead
-            } else {
-                tx.admitted_lead
+        ViewStatus::Closed | ViewStatus::Admitted | ViewStatus::Throttled => {
+            let lead = match status {
+                ViewStatus::Closed => tx.closed_lead,
+                ViewStatus::Throttled => tx.throttled_lead,
+                _ => tx.admitted_lead,
             };
             t.text("<p class=\"lead\" role=\"status\" aria-live=\"polite\">")
                 .text(lead)
@@ -847,15 +861,16 @@ fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> Template {
 }
 
 /// The built-in pages, prepared once per process.
-fn builtin_pages() -> &'static [Template; 12] {
-    static PAGES: std::sync::OnceLock<[Template; 12]> = std::sync::OnceLock::new();
+fn builtin_pages() -> &'static [Template; 16] {
+    static PAGES: std::sync::OnceLock<[Template; 16]> = std::sync::OnceLock::new();
     PAGES.get_or_init(|| {
         core::array::from_fn(|i| {
-            let lang = if i < 6 { Lang::En } else { Lang::Ja };
-            let status = match (i / 2) % 3 {
+            let lang = if i < 8 { Lang::En } else { Lang::Ja };
+            let status = match (i / 2) % 4 {
                 0 => ViewStatus::Waiting,
                 1 => ViewStatus::Closed,
-                _ => ViewStatus::Admitted,
+                2 => ViewStatus::Admitted,
+                _ => ViewStatus::Throttled,
             };
             builtin(lang, status, i % 2 == 1)
         })
@@ -865,12 +880,13 @@ fn builtin_pages() -> &'static [Template; 12] {
 fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
     let l = match lang {
         Lang::En => 0,
-        Lang::Ja => 6,
+        Lang::Ja => 8,
     };
     let s = match status {
         ViewStatus::Waiting => 0,
         ViewStatus::Closed => 2,
         ViewStatus::Admitted => 4,
+        ViewStatus::Throttled => 6,
     };
     l + s + usize::from(position_known)
 }
@@ -1216,6 +1232,13 @@ mod tests {
         assert!(html.contains("It's your turn"));
         let html = render_html(&view(ViewStatus::Admitted), Lang::Ja, None);
         assert!(html.contains("順番が来ました"));
+        let html = render_html(&view(ViewStatus::Throttled), Lang::En, None);
+        assert!(html.contains("Many visitors from your network"));
+        assert!(html.contains("tries again by itself in 20 seconds"));
+        assert!(!html.contains("class=\"pos-num"));
+        let html = render_html(&view(ViewStatus::Throttled), Lang::Ja, None);
+        assert!(html.contains("同じネットワーク"));
+        assert!(render_json(&view(ViewStatus::Throttled)).starts_with("{\"status\":\"throttled\""));
     }
 
     #[test]

@@ -306,6 +306,23 @@ pub const DEFAULT_GRANT_MS: u64 = 10 * 60 * 1000;
 pub const DEFAULT_PRESENCE_MS: u64 = 20 * 1000;
 /// Default active window: 1 minute.
 pub const DEFAULT_ACTIVE_WINDOW_MS: u64 = 60 * 1000;
+/// Default flood control: 1 place a second per client address, 60 at once.
+pub const DEFAULT_FLOOD: RateParam = RateParam {
+    per_sec: 1.0,
+    burst: 60,
+};
+/// Default session request rate: 20 a second, 200 at once (a heavy page).
+pub const DEFAULT_SESSION_RATE: RateParam = RateParam {
+    per_sec: 20.0,
+    burst: 200,
+};
+/// Default poll rate of one waiting ticket, per worker: 2 a second, 10 at once.
+pub const DEFAULT_POLL: RateParam = RateParam {
+    per_sec: 2.0,
+    burst: 10,
+};
+/// Default cap of a Redis line.
+pub const DEFAULT_MAX_LINE: u64 = 1_000_000;
 /// Default store timeout: 200 ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;
 /// Largest store timeout: 60 s.
@@ -342,7 +359,38 @@ pub struct ZoneParams {
     pub timeout_ms: u64,
     /// `on_error=open|closed|local`, default local.
     pub on_error: OnError,
+    /// `flood=RATE|off` and `flood_burst=N`: how fast one client address may take places
+    /// (default 1r/s with a burst of 60); None when off.
+    pub flood: Option<RateParam>,
+    /// `flood_key=VALUE`: what identifies a client for flood control, usually with variables
+    /// (default: the client address, an IPv6 address by its /64).
+    pub flood_key: Option<String>,
+    /// `session_rate=RATE|off` and `session_burst=N`: requests per admitted session (default
+    /// 20r/s with a burst of 200); None when off.
+    pub session_rate: Option<RateParam>,
+    /// `poll=RATE|off` and `poll_burst=N`: how often one waiting ticket is answered by the
+    /// store, per worker (default 2r/s with a burst of 10); faster polls get the last answer.
+    pub poll: Option<RateParam>,
+    /// `max_line=N`: most places in a Redis line (default 1000000; the shm line is bounded by
+    /// `size=`).
+    pub max_line: u64,
 }
+
+/// A rate with a burst, as written: `rate=10r/s` (or `r/m`) and `..._burst=N`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateParam {
+    /// Requests per second.
+    pub per_sec: f64,
+    pub burst: u64,
+}
+
+impl RateParam {
+    pub fn rate(&self) -> crate::rate::Rate {
+        crate::rate::Rate::per_sec(self.per_sec, self.burst)
+    }
+}
+
+impl Eq for RateParam {}
 
 /// Parameter names, for duplicate detection and "needs a value" messages.
 const PARAMS: &[(&str, &str)] = &[
@@ -358,6 +406,14 @@ const PARAMS: &[(&str, &str)] = &[
     ("active_window", "active_window=1m"),
     ("timeout", "timeout=200ms"),
     ("on_error", "on_error=local"),
+    ("flood", "flood=1r/s"),
+    ("flood_burst", "flood_burst=60"),
+    ("flood_key", "flood_key=$binary_remote_addr"),
+    ("session_rate", "session_rate=20r/s"),
+    ("session_burst", "session_burst=200"),
+    ("poll", "poll=2r/s"),
+    ("poll_burst", "poll_burst=10"),
+    ("max_line", "max_line=1000000"),
 ];
 
 /// Checks a zone name: 1 to 64 characters from `A-Z a-z 0-9 _ -`. The same rule applies to
@@ -392,6 +448,11 @@ impl ZoneParams {
             active_window_ms: DEFAULT_ACTIVE_WINDOW_MS,
             timeout_ms: DEFAULT_TIMEOUT_MS,
             on_error: OnError::Local,
+            flood: Some(DEFAULT_FLOOD),
+            flood_key: None,
+            session_rate: Some(DEFAULT_SESSION_RATE),
+            poll: Some(DEFAULT_POLL),
+            max_line: DEFAULT_MAX_LINE,
         }
     }
 
@@ -403,109 +464,65 @@ impl ZoneParams {
         let mut z = ZoneParams::defaults(name);
         // The argument that set each parameter, to detect duplicates and to quote in
         // cross-parameter messages.
-        let mut seen: Vec<(&str, &str)> = Vec::new();
-        let mut store_redis = false;
-
+        let mut seen: Vec<(&'static str, &str)> = Vec::new();
         for &arg in rest {
-            let Some((key, value)) = arg.split_once('=') else {
-                return Err(match PARAMS.iter().find(|(k, _)| *k == arg) {
-                    Some(&(_, example)) => ConfError::MissingValue {
-                        param: arg.to_string(),
-                        example,
-                    },
-                    None => ConfError::Unknown(arg.to_string()),
-                });
-            };
-            let Some(&(param, _)) = PARAMS.iter().find(|(k, _)| *k == key) else {
-                return Err(ConfError::Unknown(arg.to_string()));
-            };
+            let (param, value) = split_param(arg)?;
             if seen.iter().any(|(k, _)| *k == param) {
                 return Err(ConfError::Duplicate(arg.to_string()));
             }
+            if let Some(conflict) = conflicting(param, &seen) {
+                return Err(ConfError::Conflict(conflict.to_string(), arg.to_string()));
+            }
             seen.push((param, arg));
-            let invalid = |reason: String| ConfError::Invalid {
+            z.set(param, value).map_err(|reason| ConfError::Invalid {
                 param,
                 value: value.to_string(),
                 reason,
-            };
-            match param {
-                "size" => {
-                    let n = parse_size(value).map_err(|e| invalid(e.to_string()))?;
-                    if n < MIN_SIZE {
-                        return Err(invalid("must be at least 32k".to_string()));
-                    }
-                    z.size = n;
-                }
-                "store" => {
-                    z.store = if value.eq_ignore_ascii_case("shm") {
-                        StoreKind::Shm
-                    } else if value.eq_ignore_ascii_case("redis") {
-                        store_redis = true;
-                        StoreKind::Redis
-                    } else {
-                        return Err(invalid("expected shm or redis".to_string()));
-                    };
-                }
-                "redis" => {
-                    parse_host_port(value).map_err(|e| invalid(e.to_string()))?;
-                    z.redis = Some(value.to_string());
-                }
-                "prefix" => {
-                    let ok = !value.is_empty()
-                        && value.len() <= MAX_PREFIX_LEN
-                        && value.bytes().all(|b| {
-                            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.')
-                        });
-                    if !ok {
-                        // Braces in particular are refused: they would break the Redis
-                        // Cluster hash tag that keeps one room's keys in one slot.
-                        return Err(invalid(format!(
-                            "expected 1 to {MAX_PREFIX_LEN} characters from A-Z a-z 0-9 _ - : ."
-                        )));
-                    }
-                    z.prefix = value.to_string();
-                }
-                "max_active" => z.max_active = positive(value).map_err(invalid)?,
-                "new_per_minute" => z.new_per_minute = Some(positive(value).map_err(invalid)?),
-                "grant" | "session" => {
-                    let other = if param == "grant" { "session" } else { "grant" };
-                    if let Some(&(_, first)) = seen.iter().find(|(k, _)| *k == other) {
-                        return Err(ConfError::Conflict(first.to_string(), arg.to_string()));
-                    }
-                    let ms = positive_time(value).map_err(invalid)?;
-                    z.admit = if param == "grant" {
-                        AdmitMode::Grant(ms)
-                    } else {
-                        AdmitMode::Session(ms)
-                    };
-                }
-                "presence" => z.presence_ms = positive_time(value).map_err(invalid)?,
-                "active_window" => z.active_window_ms = positive_time(value).map_err(invalid)?,
-                "timeout" => {
-                    let ms = parse_time_ms(value).map_err(|e| invalid(e.to_string()))?;
-                    if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
-                        return Err(invalid("must be between 1ms and 60s".to_string()));
-                    }
-                    z.timeout_ms = ms;
-                }
-                "on_error" => {
-                    z.on_error = if value.eq_ignore_ascii_case("open") {
-                        OnError::Open
-                    } else if value.eq_ignore_ascii_case("closed") {
-                        OnError::Closed
-                    } else if value.eq_ignore_ascii_case("local") {
-                        OnError::Local
-                    } else {
-                        return Err(invalid("expected open, closed or local".to_string()));
-                    };
-                }
-                // Unreachable: `param` comes from PARAMS, and every entry is handled above.
-                _ => return Err(ConfError::Unknown(arg.to_string())),
-            }
+            })?;
         }
+        z.check_combination(&seen)?;
+        Ok(z)
+    }
 
+    /// Sets one parameter from its value; the error is the reason only.
+    fn set(&mut self, param: &str, value: &str) -> Result<(), String> {
+        match param {
+            "size" => self.size = zone_size(value)?,
+            "store" => self.store = store_kind(value)?,
+            "redis" => {
+                parse_host_port(value).map_err(|e| e.to_string())?;
+                self.redis = Some(value.to_string());
+            }
+            "prefix" => self.prefix = key_prefix(value)?,
+            "max_active" => self.max_active = positive(value)?,
+            "new_per_minute" => self.new_per_minute = Some(positive(value)?),
+            "grant" => self.admit = AdmitMode::Grant(positive_time(value)?),
+            "session" => self.admit = AdmitMode::Session(positive_time(value)?),
+            "presence" => self.presence_ms = positive_time(value)?,
+            "active_window" => self.active_window_ms = positive_time(value)?,
+            "timeout" => self.timeout_ms = store_timeout(value)?,
+            "on_error" => self.on_error = on_error(value)?,
+            "flood" => self.flood = rate_or_off(value, self.flood, DEFAULT_FLOOD)?,
+            "flood_burst" => set_burst(&mut self.flood, value)?,
+            "flood_key" => self.flood_key = Some(flood_key(value)?),
+            "session_rate" => {
+                self.session_rate = rate_or_off(value, self.session_rate, DEFAULT_SESSION_RATE)?
+            }
+            "session_burst" => set_burst(&mut self.session_rate, value)?,
+            "poll" => self.poll = rate_or_off(value, self.poll, DEFAULT_POLL)?,
+            "poll_burst" => set_burst(&mut self.poll, value)?,
+            "max_line" => self.max_line = positive(value)?,
+            // Unreachable: `param` comes from PARAMS, and every entry is handled above.
+            _ => return Err("unknown parameter".to_string()),
+        }
+        Ok(())
+    }
+
+    /// Rules between parameters, once all are read.
+    fn check_combination(&self, seen: &[(&str, &str)]) -> Result<(), ConfError> {
         let arg_of = |k: &str| seen.iter().find(|(p, _)| *p == k).map(|(_, a)| *a);
-        if store_redis && z.redis.is_none() {
+        let store_redis = self.store == StoreKind::Redis;
+        if store_redis && self.redis.is_none() {
             let store_arg = arg_of("store").unwrap_or("store=redis");
             return Err(ConfError::Requires(
                 store_arg.to_string(),
@@ -515,11 +532,26 @@ impl ZoneParams {
         if !store_redis {
             // Redis-only settings without the Redis store are most likely a mistake (a
             // forgotten store=redis); refuse rather than silently run node-local.
-            if let Some(a) = arg_of("redis").or_else(|| arg_of("prefix")) {
+            let redis_only = arg_of("redis")
+                .or_else(|| arg_of("prefix"))
+                .or_else(|| arg_of("max_line"));
+            if let Some(a) = redis_only {
                 return Err(ConfError::Requires(a.to_string(), "store=redis"));
             }
         }
-        Ok(z)
+        // A burst or key for a limit that is off is a contradiction, whatever the order.
+        for (burst, limit, on) in [
+            ("flood_burst", "flood", self.flood.is_some()),
+            ("flood_key", "flood", self.flood.is_some()),
+            ("session_burst", "session_rate", self.session_rate.is_some()),
+            ("poll_burst", "poll", self.poll.is_some()),
+        ] {
+            if let (Some(b), false) = (arg_of(burst), on) {
+                let off = arg_of(limit).unwrap_or(limit);
+                return Err(ConfError::Conflict(off.to_string(), b.to_string()));
+            }
+        }
+        Ok(())
     }
 
     /// The admitted period in ms, whichever mode it is.
@@ -547,6 +579,145 @@ fn positive_time(value: &str) -> Result<u64, String> {
         Ok(ms) => Ok(ms),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `key=value` split, with the parameter's canonical name; a known parameter without a value
+/// gets an example.
+fn split_param(arg: &str) -> Result<(&'static str, &str), ConfError> {
+    let Some((key, value)) = arg.split_once('=') else {
+        return Err(match PARAMS.iter().find(|(k, _)| *k == arg) {
+            Some(&(_, example)) => ConfError::MissingValue {
+                param: arg.to_string(),
+                example,
+            },
+            None => ConfError::Unknown(arg.to_string()),
+        });
+    };
+    match PARAMS.iter().find(|(k, _)| *k == key) {
+        Some(&(param, _)) => Ok((param, value)),
+        None => Err(ConfError::Unknown(arg.to_string())),
+    }
+}
+
+/// The earlier argument that excludes `param` (`grant` and `session`).
+fn conflicting<'a>(param: &str, seen: &[(&str, &'a str)]) -> Option<&'a str> {
+    let other = match param {
+        "grant" => "session",
+        "session" => "grant",
+        _ => return None,
+    };
+    seen.iter().find(|(k, _)| *k == other).map(|(_, a)| *a)
+}
+
+fn zone_size(value: &str) -> Result<usize, String> {
+    let n = parse_size(value).map_err(|e| e.to_string())?;
+    if n < MIN_SIZE {
+        return Err("must be at least 32k".to_string());
+    }
+    Ok(n)
+}
+
+fn store_kind(value: &str) -> Result<StoreKind, String> {
+    if value.eq_ignore_ascii_case("shm") {
+        Ok(StoreKind::Shm)
+    } else if value.eq_ignore_ascii_case("redis") {
+        Ok(StoreKind::Redis)
+    } else {
+        Err("expected shm or redis".to_string())
+    }
+}
+
+fn key_prefix(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= MAX_PREFIX_LEN
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.'));
+    if !ok {
+        // Braces in particular are refused: they would break the Redis Cluster hash tag that
+        // keeps one room's keys in one slot.
+        return Err(format!(
+            "expected 1 to {MAX_PREFIX_LEN} characters from A-Z a-z 0-9 _ - : ."
+        ));
+    }
+    Ok(value.to_string())
+}
+
+fn store_timeout(value: &str) -> Result<u64, String> {
+    let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
+    if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
+        return Err("must be between 1ms and 60s".to_string());
+    }
+    Ok(ms)
+}
+
+fn on_error(value: &str) -> Result<OnError, String> {
+    if value.eq_ignore_ascii_case("open") {
+        Ok(OnError::Open)
+    } else if value.eq_ignore_ascii_case("closed") {
+        Ok(OnError::Closed)
+    } else if value.eq_ignore_ascii_case("local") {
+        Ok(OnError::Local)
+    } else {
+        Err("expected open, closed or local".to_string())
+    }
+}
+
+/// Parses a request rate as `limit_req` writes it: `10r/s`, `600r/m`.
+pub fn parse_rate(s: &str) -> Result<f64, ParseError> {
+    const EXPECTED: &str = "expected a rate like 10r/s or 600r/m";
+    let (digits, per) = if let Some(d) = s.strip_suffix("r/s") {
+        (d, 1.0)
+    } else if let Some(d) = s.strip_suffix("r/m") {
+        (d, 60.0)
+    } else {
+        return Err(ParseError::Syntax(EXPECTED));
+    };
+    match parse_digits(digits) {
+        Ok(0) => Err(ParseError::Syntax("the rate must be at least 1r/m")),
+        Ok(n) if n > 1_000_000 => Err(ParseError::Overflow),
+        Ok(n) => Ok(n as f64 / per),
+        Err(ParseError::Overflow) => Err(ParseError::Overflow),
+        Err(_) => Err(ParseError::Syntax(EXPECTED)),
+    }
+}
+
+/// `RATE` or `off`, keeping a burst already given.
+fn rate_or_off(
+    value: &str,
+    current: Option<RateParam>,
+    default: RateParam,
+) -> Result<Option<RateParam>, String> {
+    if value == "off" {
+        return Ok(None);
+    }
+    let per_sec = parse_rate(value).map_err(|e| format!("{e}, or off"))?;
+    Ok(Some(RateParam {
+        per_sec,
+        burst: current.map_or(default.burst, |c| c.burst),
+    }))
+}
+
+/// A `..._burst=N` (0 allowed: no burst above the rate).
+fn set_burst(limit: &mut Option<RateParam>, value: &str) -> Result<(), String> {
+    let n = match parse_digits(value) {
+        Ok(n) if n <= 1_000_000 => n,
+        Ok(_) | Err(ParseError::Overflow) => return Err("value too large".to_string()),
+        Err(_) => return Err("expected a number".to_string()),
+    };
+    // Off stays off (check_combination refuses a burst for a limit that is off).
+    if let Some(l) = limit.as_mut() {
+        l.burst = n;
+    }
+    Ok(())
+}
+
+/// A flood key: nginx text, usually with variables (compiled by the module).
+fn flood_key(value: &str) -> Result<String, String> {
+    if value.is_empty() {
+        return Err("expected a value, e.g. $binary_remote_addr".to_string());
+    }
+    Ok(value.to_string())
 }
 
 #[cfg(test)]
@@ -759,6 +930,82 @@ mod tests {
 
     fn err(args: &[&str]) -> String {
         ZoneParams::parse(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn zone_abuse_limits() {
+        let z = ZoneParams::parse(&["z"]).unwrap();
+        assert_eq!(z.flood, Some(DEFAULT_FLOOD));
+        assert_eq!(z.session_rate, Some(DEFAULT_SESSION_RATE));
+        assert_eq!(z.poll, Some(DEFAULT_POLL));
+        assert_eq!(z.max_line, DEFAULT_MAX_LINE);
+        let z = ZoneParams::parse(&[
+            "z",
+            "flood_burst=5",
+            "flood=120r/m",
+            "flood_key=$binary_remote_addr$http_x_client",
+            "session_rate=off",
+            "poll=10r/s",
+            "poll_burst=0",
+        ])
+        .unwrap();
+        assert_eq!(
+            z.flood,
+            Some(RateParam {
+                per_sec: 2.0,
+                burst: 5
+            })
+        );
+        assert_eq!(
+            z.flood_key.as_deref(),
+            Some("$binary_remote_addr$http_x_client")
+        );
+        assert_eq!(z.session_rate, None);
+        assert_eq!(
+            z.poll,
+            Some(RateParam {
+                per_sec: 10.0,
+                burst: 0
+            })
+        );
+        assert_eq!(z.flood.unwrap().rate().interval_us, 500_000);
+        let z = ZoneParams::parse(&["z", "flood=off", "poll=off"]).unwrap();
+        assert_eq!((z.flood, z.poll), (None, None));
+        assert_eq!(
+            err(&["z", "flood=fast"]),
+            "invalid flood \"fast\": expected a rate like 10r/s or 600r/m, or off"
+        );
+        assert_eq!(
+            err(&["z", "flood=0r/s"]),
+            "invalid flood \"0r/s\": the rate must be at least 1r/m, or off"
+        );
+        assert_eq!(
+            err(&["z", "flood=off", "flood_burst=3"]),
+            "\"flood=off\" and \"flood_burst=3\" cannot be used together"
+        );
+        assert_eq!(
+            err(&["z", "session_burst=3", "session_rate=off"]),
+            "\"session_rate=off\" and \"session_burst=3\" cannot be used together"
+        );
+        assert_eq!(
+            err(&["z", "poll_burst=-1"]),
+            "invalid poll_burst \"-1\": expected a number"
+        );
+        assert_eq!(
+            err(&["z", "max_line=10"]),
+            "\"max_line=10\" requires store=redis"
+        );
+        assert_eq!(
+            ZoneParams::parse(&["z", "store=redis", "redis=h:1", "max_line=10"])
+                .unwrap()
+                .max_line,
+            10
+        );
+        assert_eq!(parse_rate("10r/s"), Ok(10.0));
+        assert_eq!(parse_rate("30r/m"), Ok(0.5));
+        assert!(parse_rate("10r/h").is_err());
+        assert!(parse_rate("r/s").is_err());
+        assert_eq!(parse_rate("99999999999r/s"), Err(ParseError::Overflow));
     }
 
     #[test]

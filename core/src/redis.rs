@@ -18,14 +18,16 @@ pub fn script_sha() -> String {
     ::redis::Script::new(ROOM_SCRIPT).get_hash().to_string()
 }
 
-/// The three keys of one room. They share the `{room}` hash tag, so Redis Cluster keeps
+/// The four keys of one room. They share the `{room}` hash tag, so Redis Cluster keeps
 /// them in one slot and the script may touch them all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
-    /// Hash: head, tail, minute counters, the smoothed admission interval, the mode override.
+    /// Hash: tail, minute counters, the smoothed admission interval, the mode override.
     pub state: String,
-    /// Hash: queue number -> "sid:last_seen".
+    /// Sorted set: waiting session ids by queue number.
     pub line: String,
+    /// Sorted set: waiting session ids by last sight.
+    pub seen: String,
     /// Sorted set: admitted session ids by last sight.
     pub active: String,
 }
@@ -38,13 +40,14 @@ impl Keys {
         Keys {
             state: format!("{base}:state"),
             line: format!("{base}:line"),
+            seen: format!("{base}:seen"),
             active: format!("{base}:active"),
         }
     }
 
     #[cfg(test)]
-    fn all(&self) -> [&str; 3] {
-        [&self.state, &self.line, &self.active]
+    fn all(&self) -> [&str; 4] {
+        [&self.state, &self.line, &self.seen, &self.active]
     }
 }
 
@@ -63,6 +66,8 @@ pub struct Script {
     pub sha: String,
     pub keys: Keys,
     pub limits: Limits,
+    /// Most places in the line (0: no cap).
+    pub max_line: u64,
 }
 
 /// Which form of the call: `EVALSHA` normally, `EVAL` with the whole text after a NOSCRIPT.
@@ -73,11 +78,12 @@ pub enum Form {
 }
 
 impl Script {
-    pub fn new(prefix: &str, room: &str, limits: Limits) -> Script {
+    pub fn new(prefix: &str, room: &str, limits: Limits, max_line: u64) -> Script {
         Script {
             sha: script_sha(),
             keys: Keys::new(prefix, room),
             limits,
+            max_line,
         }
     }
 
@@ -99,9 +105,10 @@ impl Script {
             Form::Sha => cmd.arg(&self.sha),
             Form::Text => cmd.arg(ROOM_SCRIPT),
         };
-        cmd.arg(3)
+        cmd.arg(4)
             .arg(&self.keys.state)
             .arg(&self.keys.line)
+            .arg(&self.keys.seen)
             .arg(&self.keys.active)
             .arg(op)
             .arg(now)
@@ -112,7 +119,8 @@ impl Script {
             .arg(l.mode.code())
             .arg(sid)
             .arg(a9)
-            .arg(a10);
+            .arg(a10)
+            .arg(self.max_line);
         cmd.get_packed_command()
     }
 
@@ -256,6 +264,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
             })
         }
         3 => Verdict::Refuse(Refusal::Closed),
+        4 => Verdict::Refuse(Refusal::LineFull { queue_len }),
         _ => return Err(ReplyError::Shape("unknown verdict")),
     };
     Ok(Outcome {
@@ -382,100 +391,10 @@ impl TouchLog {
     }
 }
 
-/// Clients far back in the line poll often (every page refresh, every app poll) and their
-/// answer cannot change much within a second: nobody that far back can be admitted on the next
-/// poll in arrival order. A worker answers such a poll from the place Redis gave it moments ago,
-/// without a round trip; presence is refreshed by the next poll that does go to Redis, well
-/// within `presence`. Clients near the head, and every other mode (lottery, passthrough, ...,
-/// which show no position), always ask Redis, so admissions stay exact and in order.
-#[derive(Default)]
-pub struct PlaceCache {
-    places: std::collections::HashMap<u64, (Place, u64)>,
-    pruned_at: u64,
-}
-
-impl PlaceCache {
-    /// Only places at least this far back are answered from the cache.
-    pub const MIN_POSITION: u64 = 10;
-    /// Entries beyond this many are pruned (a bounded per-worker memory).
-    const MAX_ENTRIES: usize = 65_536;
-
-    /// How long an answer may be reused: a second, and never more than a quarter of
-    /// `presence` (the next real poll must refresh the client's presence in time).
-    pub fn ttl_ms(presence_ms: u64) -> u64 {
-        (presence_ms / 4).min(1000)
-    }
-
-    /// The place this worker saw for the same ticket within `ttl_ms`, if it was far back.
-    pub fn get(&self, v: &Visit, now: u64, ttl_ms: u64) -> Option<Place> {
-        match self.places.get(&v.sid) {
-            Some(&(p, at))
-                if p.qnum == v.qnum && v.qnum != 0 && now.saturating_sub(at) < ttl_ms =>
-            {
-                Some(p)
-            }
-            _ => None,
-        }
-    }
-
-    /// Remembers a place Redis just gave (only one far back in an ordered line).
-    pub fn put(&mut self, p: Place, now: u64, ttl_ms: u64) {
-        if self.places.len() >= Self::MAX_ENTRIES && now.saturating_sub(self.pruned_at) >= ttl_ms {
-            self.places
-                .retain(|_, (_, at)| now.saturating_sub(*at) < ttl_ms);
-            self.pruned_at = now;
-        }
-        if p.position >= Self::MIN_POSITION && self.places.len() < Self::MAX_ENTRIES {
-            self.places.insert(p.sid, (p, now));
-        } else {
-            self.places.remove(&p.sid);
-        }
-    }
-
-    pub fn forget(&mut self, sid: u64) {
-        self.places.remove(&sid);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::resp;
-
-    #[test]
-    fn place_cache_answers_only_far_back_and_briefly() {
-        let mut c = PlaceCache::default();
-        let ttl = PlaceCache::ttl_ms(20_000);
-        assert_eq!(ttl, 1000);
-        assert_eq!(PlaceCache::ttl_ms(1000), 250);
-        let far = Place {
-            sid: 7,
-            qnum: 100,
-            position: 12,
-            queue_len: 30,
-            eta_secs: None,
-        };
-        let near = Place {
-            sid: 8,
-            qnum: 101,
-            position: 3,
-            queue_len: 30,
-            eta_secs: None,
-        };
-        c.put(far, 1_000, ttl);
-        c.put(near, 1_000, ttl);
-        let visit = |sid, qnum| Visit { sid, qnum, draw: 0 };
-        assert_eq!(c.get(&visit(7, 100), 1_999, ttl), Some(far));
-        assert_eq!(c.get(&visit(7, 100), 2_000, ttl), None, "too old");
-        assert_eq!(c.get(&visit(7, 99), 1_500, ttl), None, "another place");
-        assert_eq!(
-            c.get(&visit(8, 101), 1_500, ttl),
-            None,
-            "near the head: always asks Redis"
-        );
-        c.forget(7);
-        assert_eq!(c.get(&visit(7, 100), 1_500, ttl), None);
-    }
 
     fn limits() -> Limits {
         Limits {
@@ -484,6 +403,8 @@ mod tests {
             presence_ms: 20_000,
             active_window_ms: 60_000,
             mode: Mode::Fifo,
+            flood: None,
+            session_rate: None,
         }
     }
 
@@ -492,6 +413,7 @@ mod tests {
             sid: u64::MAX - 1,
             qnum: 0,
             draw: 7,
+            flood_key: None,
         }
     }
 
@@ -515,7 +437,7 @@ mod tests {
 
     #[test]
     fn script_calls_are_well_formed() {
-        let s = Script::new("p", "r", limits());
+        let s = Script::new("p", "r", limits(), 0);
         assert_eq!(s.sha.len(), 40);
         let cmd = s.visit(Form::Sha, &visit(), 0);
         let (v, used) = resp::parse(&cmd).unwrap().unwrap();
@@ -530,10 +452,10 @@ mod tests {
             .collect();
         assert_eq!(text[0], "EVALSHA");
         assert_eq!(text[1], s.sha);
-        assert_eq!(text[2], "3");
-        assert_eq!(text[6], "visit");
-        assert_eq!(text[13], (u64::MAX - 1).to_string());
-        assert_eq!(text.len(), 16);
+        assert_eq!(text[2], "4");
+        assert_eq!(text[7], "visit");
+        assert_eq!(text[14], (u64::MAX - 1).to_string());
+        assert_eq!(text.len(), 18);
         let eval = s.visit(Form::Text, &visit(), 0);
         assert!(eval
             .windows(ROOM_SCRIPT.len())

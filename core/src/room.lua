@@ -5,21 +5,20 @@
 -- FIFO line and one active count. Every decision is ONE call of this script (EVALSHA).
 -- core/tests/redis_script.rs runs both side by side and compares every verdict.
 --
--- Keys (all three share the room's {hash tag}, so the script also runs on Redis Cluster):
---   KEYS[1] PREFIX:{ROOM}:state   hash: head, tail, minute, adm, last_admit, interval,
---                                 active (last count), ttl_at, mode (override code, if any)
---   KEYS[2] PREFIX:{ROOM}:line    hash: qnum -> "SID:LAST_SEEN_MS" (one field per place)
---   KEYS[3] PREFIX:{ROOM}:active  sorted set: admitted SID, scored by last sight (ms)
+-- Keys (all four share the room's {hash tag}, so the script also runs on Redis Cluster):
+--   KEYS[1] PREFIX:{ROOM}:state   hash: tail (next queue number), minute, adm, last_admit,
+--                                 interval, active (last count), ttl_at, mode (override code)
+--   KEYS[2] PREFIX:{ROOM}:line    sorted set: waiting SID scored by its queue number
+--   KEYS[3] PREFIX:{ROOM}:seen    sorted set: waiting SID scored by its last sight (ms)
+--   KEYS[4] PREFIX:{ROOM}:active  sorted set: admitted SID scored by its last sight (ms)
 -- Every key has a TTL, set when the key is created and renewed at least every quarter of it,
 -- so a room that calms down leaves nothing behind.
 --
--- The line is a hash addressed by queue number, like the ring in shared memory: the ticket
--- carries its qnum, so finding a client's place is one HGET (O(1)) and its position is
--- qnum - head + 1. head advances over empty and absent places (each is passed once).
---
--- Cost: a waiting client's poll is 5 commands inside the script (HMGET, HLEN, HGET head,
--- HGET + HSET of its place); the active set is only tidied and counted when a decision needs
--- the room's capacity; the state is written only when it changed.
+-- True positions ([S16]): a place unseen for `presence` is removed from `line` and `seen`
+-- (the oldest by last sight first, wherever it stands in the line), so a position is
+-- ZRANK(line) + 1 over present places only, in O(log n). Bounded work ([S15]): one call removes
+-- at most EXPIRE_STEP absent places and EXPIRE_STEP stale sessions (a backlog goes over the next
+-- calls, each of which adds at most one place), and the line holds at most `max_line` places.
 --
 -- ARGV:
 --   [1] op: "visit" | "touch" | "revoke" | "mode"
@@ -29,13 +28,15 @@
 --   [7] configured mode code
 --   [8] sid (decimal string: session ids are 64-bit and Lua numbers are doubles, so they are
 --       never converted to numbers)
---   [9] visit: the ticket's qnum (0 = none); mode: the new override code (0 = clear)
+--   [9] visit: the ticket's qnum (0 = none; informational: a place is found by its sid);
+--       mode: the new override code (0 = clear)
 --   [10] visit: the lottery draw (0 .. 2^32-1)
+--   [11] max_line: most places in the line (0 = no cap)
 --
 -- Replies (arrays of integers; `version` is the script's clock in microseconds, which orders
 -- the figures that several connections bring back):
 --   visit:  {kind, qnum, position, queue_len, admit_interval_ms, active, joined, expired, mode,
---            version}   kind 1 = admit, 2 = wait, 3 = closed (mode reject); active: last count
+--            version}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full
 --   touch:  {active, version}   revoke: {removed, active, version}   mode: {code}
 
 -- Redis < 5 needs this before writing after TIME; Redis 7 and Valkey ignore it.
@@ -43,7 +44,7 @@ if redis.replicate_commands then
   pcall(redis.replicate_commands)
 end
 
-local K_STATE, K_LINE, K_ACTIVE = KEYS[1], KEYS[2], KEYS[3]
+local K_STATE, K_LINE, K_SEEN, K_ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op = ARGV[1]
 
 local now = tonumber(ARGV[2]) or 0
@@ -64,6 +65,7 @@ local sid = ARGV[8] or ''
 if not string.match(sid, '^%d+$') then
   return redis.error_reply('smart_limit: bad session id')
 end
+local max_line = tonumber(ARGV[11]) or 0
 
 -- TTLs: the line and its state outlive every client's presence, the admitted window and the
 -- calendar minute that new_per_minute counts. A mode override keeps the state for a day
@@ -71,8 +73,8 @@ end
 local ROOM_TTL = 2 * math.max(presence, window, 60000)
 local ACTIVE_TTL = 2 * window
 local MODE_TTL = math.max(86400000, ROOM_TTL)
--- Most places one call walks over at the head; the rest is walked by the next calls.
-local MAX_STEPS = 10000
+-- Most absent places (and stale sessions) one call removes.
+local EXPIRE_STEP = 64
 
 -- Modes, as rules::Mode::code.
 local FIFO, RANDOM, PASSTHROUGH, REJECT, QUEUE_ALL = 1, 2, 3, 4, 5
@@ -91,11 +93,15 @@ local function valid_mode(m)
   return m
 end
 
--- Admitted sessions unseen for the active window stop counting (Room::tidy, first loop):
--- an entry goes when now - last_seen >= window.
+-- Admitted sessions unseen for the active window stop counting (Room::tidy, first loop): an
+-- entry counts while now - last_seen < window. The count is exact (ZCOUNT); the stale ones
+-- are removed EXPIRE_STEP at a time (the lowest scores are the stale ones).
 local function count_active()
-  redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', ntos(now - window))
-  return redis.call('ZCARD', K_ACTIVE)
+  local stale = redis.call('ZCOUNT', K_ACTIVE, '-inf', ntos(now - window))
+  if stale > 0 then
+    redis.call('ZREMRANGEBYRANK', K_ACTIVE, 0, math.min(stale, EXPIRE_STEP) - 1)
+  end
+  return redis.call('ZCARD', K_ACTIVE) - math.max(stale - EXPIRE_STEP, 0)
 end
 
 -- The exact count, also kept in the state for the figures that visits report.
@@ -113,9 +119,8 @@ if op == 'touch' then
   return {note_active(count_active()), version}
 elseif op == 'revoke' then
   -- The origin ended the session (Room::revoke): its place frees at once.
-  local n = count_active()
   local removed = redis.call('ZREM', K_ACTIVE, sid)
-  return {removed, note_active(n - removed), version}
+  return {removed, note_active(count_active()), version}
 elseif op == 'mode' then
   local code = valid_mode(ARGV[9])
   if code == 0 then
@@ -140,63 +145,36 @@ if not string.match(qnum_s, '^[1-9]%d*$') then
 end
 local draw = tonumber(ARGV[10]) or 0
 
-local st = redis.call('HMGET', K_STATE, 'head', 'tail', 'minute', 'adm', 'last_admit',
-  'interval', 'active', 'ttl_at', 'mode')
-local head, tail = tonumber(st[1]), tonumber(st[2])
-local minute = tonumber(st[3]) or 0
-local adm = tonumber(st[4]) or 0
-local last_admit = tonumber(st[5]) or 0
-local interval = tonumber(st[6]) or 0
-local active = tonumber(st[7]) or 0
-local ttl_at = tonumber(st[8]) or 0
-local override = valid_mode(st[9])
+local st = redis.call('HMGET', K_STATE, 'tail', 'minute', 'adm', 'last_admit', 'interval',
+  'active', 'ttl_at', 'mode')
+local tail = tonumber(st[1])
+local minute = tonumber(st[2]) or 0
+local adm = tonumber(st[3]) or 0
+local last_admit = tonumber(st[4]) or 0
+local interval = tonumber(st[5]) or 0
+local active = tonumber(st[6]) or 0
+local ttl_at = tonumber(st[7]) or 0
+local override = valid_mode(st[8])
 -- The state needs writing (something changed) / its TTLs renewing.
 local dirty = false
-if not head or not tail or head > tail then
+if not tail then
   -- A new room (or one that expired). Queue numbers start at the clock, so tickets from an
   -- earlier life of the room do not name places in this one; stray places are dropped.
-  head, tail = now, now
-  redis.call('DEL', K_LINE)
+  tail = now
+  redis.call('DEL', K_LINE, K_SEEN)
   dirty = true
   ttl_at = 0
 end
-local waiting = redis.call('HLEN', K_LINE)
 
--- Room::tidy: absent heads of the line (unseen for presence) lose their place, empty places
--- are passed; the minute counter turns over. (Admitted sessions unseen for the window are
--- dropped by count_active(), whenever a decision needs the count.)
+-- Room::tidy: places unseen for presence leave the line, wherever they stand (at most
+-- EXPIRE_STEP per call); the minute counter turns over.
 local expired = 0
-if waiting == 0 then
-  if head ~= tail then
-    head = tail
-    dirty = true
-  end
-else
-  local steps = 0
-  -- The head's field name as stored (no formatting in the common case: it did not move).
-  local head_s = st[1]
-  while head < tail and steps < MAX_STEPS do
-    if steps > 0 or tonumber(head_s) ~= head then
-      head_s = ntos(head)
-    end
-    local v = redis.call('HGET', K_LINE, head_s)
-    if v then
-      local seen = tonumber(string.match(v, ':(%d+)$'))
-      if seen and now - seen < presence then
-        break
-      end
-      redis.call('HDEL', K_LINE, head_s)
-      waiting = waiting - 1
-      expired = expired + 1
-    end
-    head = head + 1
-    steps = steps + 1
-    dirty = true
-    if waiting == 0 then
-      head = tail
-      break
-    end
-  end
+local gone = redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', ntos(now - presence), 'LIMIT', 0,
+  EXPIRE_STEP)
+if #gone > 0 then
+  redis.call('ZREM', K_LINE, unpack(gone))
+  redis.call('ZREM', K_SEEN, unpack(gone))
+  expired = #gone
 end
 local this_minute = math.floor(now / 60000)
 if this_minute ~= minute then
@@ -224,15 +202,14 @@ local function active_now()
   return active
 end
 
--- Room::holds_place: the ticket's qnum names a place in the line that is still this sid's;
--- being seen renews it.
+-- Room::place_of: this session's place, whatever queue number its ticket shows (one place
+-- per session, however often it comes back); being seen renews it.
 local held = false
-if qnum >= head and qnum < tail then
-  local v = redis.call('HGET', K_LINE, qnum_s)
-  if v and string.match(v, '^(%d+):') == sid then
-    held = true
-    redis.call('HSET', K_LINE, qnum_s, sid .. ':' .. now_s)
-  end
+local place_q = redis.call('ZSCORE', K_LINE, sid)
+if place_q then
+  held = true
+  qnum = tonumber(place_q)
+  redis.call('ZADD', K_SEEN, now_s, sid)
 end
 
 local function save()
@@ -242,9 +219,9 @@ local function save()
     dirty = true
   end
   if dirty then
-    redis.call('HSET', K_STATE, 'head', ntos(head), 'tail', ntos(tail), 'minute', ntos(minute),
-      'adm', ntos(adm), 'last_admit', ntos(last_admit), 'interval', ntos(interval),
-      'active', ntos(active), 'ttl_at', ntos(ttl_at))
+    redis.call('HSET', K_STATE, 'tail', ntos(tail), 'minute', ntos(minute), 'adm', ntos(adm),
+      'last_admit', ntos(last_admit), 'interval', ntos(interval), 'active', ntos(active),
+      'ttl_at', ntos(ttl_at))
   end
   if renew then
     -- Also gives a state this call created its first TTL.
@@ -254,32 +231,24 @@ local function save()
     end
     redis.call('PEXPIRE', K_STATE, ttl)
     redis.call('PEXPIRE', K_LINE, ROOM_TTL)
+    redis.call('PEXPIRE', K_SEEN, ROOM_TTL)
   end
 end
 
--- Room::leave_line: the place empties; head moves over the empty places after it.
-local function leave_line(q)
-  redis.call('HDEL', K_LINE, ntos(q))
-  waiting = waiting - 1
-  if waiting <= 0 then
-    head = tail
-  else
-    local n = 0
-    while head < tail and n < MAX_STEPS and redis.call('HEXISTS', K_LINE, ntos(head)) == 0 do
-      head = head + 1
-      n = n + 1
-    end
-  end
-  dirty = true
+-- Room::leave_line: the place empties.
+local function leave_line()
+  redis.call('ZREM', K_LINE, sid)
+  redis.call('ZREM', K_SEEN, sid)
 end
 
 -- Room::admit: the session counts as active now and in this minute's inflow; admissions from
 -- the line feed the smoothed interval the estimated wait is computed from (weight 1/4).
 local function admit(from_line)
   active_now()
-  redis.call('ZADD', K_ACTIVE, now_s, sid)
+  if redis.call('ZADD', K_ACTIVE, now_s, sid) == 1 then
+    active = active + 1
+  end
   redis.call('PEXPIRE', K_ACTIVE, ACTIVE_TTL)
-  active = redis.call('ZCARD', K_ACTIVE)
   adm = adm + 1
   if from_line then
     if last_admit ~= 0 then
@@ -294,26 +263,27 @@ local function admit(from_line)
   end
   dirty = true
   save()
-  return {1, 0, 0, waiting, interval, active, 0, expired, override, version}
+  return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version}
 end
 
--- Room::wait_answer
+-- Room::wait_answer: the position counts the present places ahead (ZRANK), in O(log n).
 local function wait_answer(q, joined)
   save()
   local position = 0
   if mode == FIFO then
-    position = q - head + 1
+    position = (redis.call('ZRANK', K_LINE, sid) or 0) + 1
   end
-  return {2, q, position, waiting, interval, active, joined, expired, override, version}
+  return {2, q, position, redis.call('ZCARD', K_LINE), interval, active, joined, expired,
+    override, version}
 end
 
 if mode == REJECT then
   save()
-  return {3, 0, 0, waiting, interval, active, 0, expired, override, version}
+  return {3, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version}
 end
 if mode == PASSTHROUGH then
   if held then
-    leave_line(qnum)
+    leave_line()
   end
   return admit(false)
 end
@@ -327,27 +297,34 @@ local function free_places()
   return free
 end
 
+local waiting = redis.call('ZCARD', K_LINE)
 if not held then
-  -- [S3]/[S4]: a newcomer walks straight in when nobody waits and there is room; otherwise
-  -- it takes the tail (Room::join_line).
+  -- [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
+  -- room; otherwise it takes the tail (Room::join_line), if the line has room.
   if (mode == FIFO or mode == RANDOM) and waiting == 0 and free_places() > 0 then
     return admit(false)
   end
+  if max_line > 0 and waiting >= max_line then
+    save()
+    return {4, 0, 0, waiting, interval, active, 0, expired, override, version}
+  end
   local q = tail
-  redis.call('HSET', K_LINE, ntos(q), sid .. ':' .. now_s)
+  redis.call('ZADD', K_LINE, ntos(q), sid)
+  redis.call('ZADD', K_SEEN, now_s, sid)
   if waiting == 0 then
-    -- The line's hash was just created: give it its TTL.
+    -- The sets were just created: give them their TTL.
     redis.call('PEXPIRE', K_LINE, ROOM_TTL)
+    redis.call('PEXPIRE', K_SEEN, ROOM_TTL)
   end
   tail = tail + 1
-  waiting = waiting + 1
   dirty = true
   return wait_answer(q, 1)
 end
 
 local turn = false
 if mode == FIFO then
-  turn = qnum == head and free_places() > 0
+  local head = redis.call('ZRANGE', K_LINE, 0, 0)
+  turn = head[1] == sid and free_places() > 0
 elseif mode == RANDOM then
   -- rules::lottery_wins: with `free` places and `waiting` clients present, each poll wins with
   -- chance free/waiting (exact in doubles: draw < 2^32, waiting < 2^21).
@@ -357,7 +334,7 @@ elseif mode == RANDOM then
   end
 end
 if turn then
-  leave_line(qnum)
+  leave_line()
   return admit(true)
 end
 return wait_answer(qnum, 0)

@@ -5,22 +5,34 @@
 //!
 //! What the block holds:
 //! - the waiting line: a ring of slots addressed by queue number (`qnum % ring_len`); the ticket
-//!   carries its qnum, so finding a client's place is O(1) and its position is `qnum - head + 1`;
-//! - the admitted sessions seen recently: a chained hash table (session id -> entry) whose entries
-//!   also sit on a list ordered by last sight, so "active sessions" is an exact O(1) count and the
-//!   ones unseen for `active_window` fall off the front of the list;
+//!   carries its qnum, so finding a client's place is O(1). A Fenwick tree over the ring counts
+//!   the live places, so a position is the number of live places ahead, in O(log n), and the
+//!   head (the first live place) is found in O(log n) too ([S16]);
+//! - the places again, on a list ordered by last sight: the ones unseen for `presence` fall
+//!   off its front at the next decision, wherever they stood in the line, so abandoned places
+//!   stop counting at once and their memory comes back ([S6], [S15]);
+//! - the admitted sessions seen recently: a chained hash table (session id -> entry) whose
+//!   entries also sit on a list ordered by last sight, so "active sessions" is an exact O(1)
+//!   count and the ones unseen for `active_window` fall off the front of the list; each entry
+//!   also holds its session's request-rate bucket;
+//! - flood control: rate buckets of client addresses (by a hash of the key), in a
+//!   set-associative table, so one address cannot take places faster than its rate ([S15]);
 //! - cumulative counters for metrics, and the figures the estimated wait is computed from.
 //!
 //! All functions take `now` (unix milliseconds) from the caller: the rules never read a clock.
+//! Every operation is O(1) or O(log n), amortised: each place and session is removed once.
 
 use core::mem::{align_of, size_of};
 
+use crate::fenwick;
 use crate::rules::{self, Capacity, Limits, Mode};
 
 const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// Bumped whenever the layout below changes; a reload onto an old layout is refused.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 const NIL: u32 = u32::MAX;
+/// Entries per set of the flood table (a set is scanned whole).
+const FLOOD_WAYS: usize = 8;
 
 /// Cumulative counters (never decrease), exported as Prometheus counters.
 #[repr(C)]
@@ -44,6 +56,14 @@ pub struct Counters {
     pub revoked: u64,
     /// Store errors (Redis unreachable, bad reply, timeout).
     pub store_errors: u64,
+    /// First contacts: clients without a ticket, given one and sent back for it.
+    pub arrivals: u64,
+    /// Clients refused a place by flood control (their address took places too fast).
+    pub throttled: u64,
+    /// Requests of admitted sessions over the session request rate.
+    pub session_limited: u64,
+    /// Polls of a waiting ticket answered without the store (polled faster than a browser).
+    pub fast_polls: u64,
 }
 
 #[repr(C)]
@@ -53,12 +73,16 @@ struct Header {
     ring_len: u32,
     table_len: u32,
     bucket_len: u32,
-    /// Queue number of the head of the line; `head == tail` means nobody waits.
-    head: u64,
+    flood_len: u32,
+    _pad0: u32,
+    /// No live place has a queue number below this (the head is the first live one at or
+    /// after it); `low == tail` when nobody waits.
+    low: u64,
     /// Next queue number to hand out.
     tail: u64,
-    /// Live places in the line (absent ones are dropped lazily when they reach the head).
-    waiting: u64,
+    /// Places by last sight (ring indices), oldest first.
+    seen_first: u32,
+    seen_last: u32,
     /// Entries in the admitted table (every one seen within `active_window`).
     active: u64,
     lru_first: u32,
@@ -90,10 +114,17 @@ struct Header {
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Slot {
-    sid: u64, // 0 = empty (left, admitted, or never used)
+    sid: u64, // 0 = empty (left, admitted, expired, or never used)
+    qnum: u64,
     last_seen: u64,
     /// When the client took this place (for the "oldest wait" gauge).
     joined: u64,
+    /// Neighbours on the list by last sight (ring indices).
+    prev: u32,
+    next: u32,
+    /// Next place in the same bucket of the session-id hash.
+    chain: u32,
+    _pad: u32,
 }
 
 /// An admitted session recently seen.
@@ -102,10 +133,21 @@ struct Slot {
 struct Entry {
     sid: u64, // 0 = free
     last_seen: u64,
+    /// The session's request-rate bucket (see `rate`), 0 = full.
+    rate_tat: u64,
     prev: u32,
     next: u32,
     chain: u32, // next entry in the same hash bucket
     _pad: u32,
+}
+
+/// The rate bucket of one client address (flood control).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FloodEntry {
+    /// Hash of the address key; 0 = unused.
+    key: u64,
+    tat: u64,
 }
 
 /// Why a block of memory cannot hold or be read as a room.
@@ -121,15 +163,35 @@ pub enum LayoutError {
     NotARoom,
 }
 
+/// The flood-control key of a client (its address, or the configured `flood_key`) as the
+/// number the room's table keys on, mixed with a per-zone `seed` (the same in every worker)
+/// so that nobody can aim addresses at one set of the table. Never 0.
+pub fn flood_hash(seed: u64, key: &[u8]) -> u64 {
+    let mut h = seed ^ 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // A final mix so that keys differing in their last bytes spread over the sets too.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h.max(1)
+}
+
 /// What a waiting (not admitted) client asked the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Visit {
-    /// The session id from a valid ticket, or a fresh random one for a new client (never 0).
+    /// The session id from a valid ticket (never 0). A session's place is found by it.
     pub sid: u64,
-    /// The queue number from a valid ticket (0 = none).
+    /// The queue number the ticket shows (0 = none: the client had no place yet). The room
+    /// answers with the place's true number; a ticket that shows another gets a new one.
     pub qnum: u64,
     /// A number in 0..u32::MAX drawn per request, used only by the lottery mode.
     pub draw: u32,
+    /// Flood control: the hash of the client's address key, when taking a place must be paid
+    /// from that address's budget (a client without a place yet). None: no check.
+    pub flood_key: Option<u64>,
 }
 
 /// The room's answer to a waiting client.
@@ -141,6 +203,9 @@ pub enum Verdict {
     Wait(Place),
     /// No place could be given: the line is full (zone memory) or the room is closed.
     Refuse(Refusal),
+    /// Flood control: the client's address takes places too fast; no place this time, ask
+    /// again after `retry_ms`.
+    Throttled { retry_ms: u64, queue_len: u64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +224,19 @@ pub enum Refusal {
     /// The line has no free slot (zone memory).
     LineFull { queue_len: u64 },
     /// The room is closed (mode `reject`).
+    Closed,
+}
+
+/// What became of a request on a valid admitted ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassVerdict {
+    /// It passes, counted as active.
+    Counted,
+    /// It passes, but the table had no room to count it (zone memory).
+    Uncounted,
+    /// Over the session's request rate: not now, again after `retry_ms`.
+    Limited { retry_ms: u64 },
+    /// The room is closed (mode `reject`): admitted tickets are turned away too.
     Closed,
 }
 
@@ -190,23 +268,61 @@ pub struct Room<'m> {
     buckets: &'m mut [u32],
     table: &'m mut [Entry],
     ring: &'m mut [Slot],
+    /// Session id -> its place (ring index), chained through `Slot::chain`.
+    places: &'m mut [u32],
+    live: &'m mut [u32],
+    flood: &'m mut [FloodEntry],
 }
 
 fn round8(n: usize) -> usize {
     (n + 7) & !7
 }
 
-/// Bytes one session costs in the zone: a ring slot, a table entry and a bucket.
-pub const BYTES_PER_SESSION: usize = size_of::<Slot>() + size_of::<Entry>() + size_of::<u32>();
+/// Bytes one session costs in the zone: a ring slot, its Fenwick counter and hash bucket, a
+/// table entry and its bucket, and a quarter of a flood-table entry.
+pub const BYTES_PER_SESSION: usize = size_of::<Slot>()
+    + 2 * size_of::<u32>()
+    + size_of::<Entry>()
+    + size_of::<u32>()
+    + size_of::<FloodEntry>() / 4;
 
 /// How many sessions a block of `len` bytes holds (the line and the admitted table each).
 pub fn capacity_for(len: usize) -> usize {
-    len.saturating_sub(round8(size_of::<Header>()) + 64) / BYTES_PER_SESSION
+    len.saturating_sub(round8(size_of::<Header>()) + 64 + 2 * FLOOD_WAYS * size_of::<FloodEntry>())
+        / BYTES_PER_SESSION
+}
+
+/// The regions after the header (buckets first): their offsets and the end.
+struct Layout {
+    table: usize,
+    ring: usize,
+    places: usize,
+    live: usize,
+    flood: usize,
+    end: usize,
+}
+
+fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
+    let hsize = round8(size_of::<Header>());
+    let table = hsize + round8(nb * size_of::<u32>());
+    let ring = table + nt * size_of::<Entry>();
+    let places = ring + nr * size_of::<Slot>();
+    let live = places + round8(nr * size_of::<u32>());
+    let flood = live + round8(nr * size_of::<u32>());
+    let end = flood + nf * size_of::<FloodEntry>();
+    Layout {
+        table,
+        ring,
+        places,
+        live,
+        flood,
+        end,
+    }
 }
 
 impl<'m> Room<'m> {
     /// Smallest block that makes a usable room (a few dozen sessions).
-    pub const MIN_BYTES: usize = 4096;
+    pub const MIN_BYTES: usize = 8192;
 
     /// Writes an empty room into `mem`, using all of it. `first_qnum` seeds queue numbers, so
     /// tickets from an earlier zone (before a restart) do not match places in this one.
@@ -219,15 +335,21 @@ impl<'m> Room<'m> {
         }
         mem.fill(0);
         let n = capacity_for(mem.len()).min(u32::MAX as usize - 1);
+        // Flood sets: a quarter entry per session, whole sets, at least two.
+        let nf = ((n / 4) / FLOOD_WAYS).max(2) * FLOOD_WAYS;
+        let first = first_qnum.max(1);
         let hdr = Header {
             magic: MAGIC,
             version: LAYOUT_VERSION,
             ring_len: n as u32,
             table_len: n as u32,
             bucket_len: n as u32,
-            head: first_qnum.max(1),
-            tail: first_qnum.max(1),
-            waiting: 0,
+            flood_len: nf as u32,
+            _pad0: 0,
+            low: first,
+            tail: first,
+            seen_first: NIL,
+            seen_last: NIL,
             active: 0,
             lru_first: NIL,
             lru_last: NIL,
@@ -245,12 +367,13 @@ impl<'m> Room<'m> {
             remote_at_ms: 0,
             remote_version: 0,
         };
+        if layout(n, n, n, nf).end > mem.len() {
+            return Err(LayoutError::TooSmall(mem.len(), Self::MIN_BYTES));
+        }
         // SAFETY: length and alignment checked above; Header is plain old data.
         unsafe { core::ptr::write(mem.as_mut_ptr() as *mut Header, hdr) };
         let room = Self::attach(mem)?;
-        for b in room.buckets.iter_mut() {
-            *b = NIL;
-        }
+        room.buckets.fill(NIL);
         // Thread every table entry onto the free list.
         let len = room.table.len();
         for (i, e) in room.table.iter_mut().enumerate() {
@@ -259,6 +382,12 @@ impl<'m> Room<'m> {
             e.chain = NIL;
         }
         room.hdr.free = if len > 0 { 0 } else { NIL };
+        for s in room.ring.iter_mut() {
+            s.prev = NIL;
+            s.next = NIL;
+            s.chain = NIL;
+        }
+        room.places.fill(NIL);
         Ok(room)
     }
 
@@ -283,19 +412,21 @@ impl<'m> Room<'m> {
         let nb = hdr.bucket_len as usize;
         let nt = hdr.table_len as usize;
         let nr = hdr.ring_len as usize;
-        let off_table = hsize + round8(nb * size_of::<u32>());
-        let off_ring = off_table + nt * size_of::<Entry>();
-        let end = off_ring + nr * size_of::<Slot>();
-        if end > mem.len() || nb == 0 || nt == 0 || nr == 0 {
+        let nf = hdr.flood_len as usize;
+        let l = layout(nb, nt, nr, nf);
+        if l.end > mem.len() || nb == 0 || nt == 0 || nr == 0 || nf < FLOOD_WAYS {
             return Err(LayoutError::NotARoom);
         }
-        // SAFETY: the four regions are disjoint, inside `mem`, 8-aligned (offsets are multiples
-        // of 8 and the element types are 4- or 8-aligned), and plain old data.
+        // SAFETY: the regions are disjoint, inside `mem`, 8-aligned (offsets are multiples of
+        // 8 and the element types are 4- or 8-aligned), and plain old data.
         unsafe {
             Ok(Room {
                 buckets: core::slice::from_raw_parts_mut(base.add(hsize) as *mut u32, nb),
-                table: core::slice::from_raw_parts_mut(base.add(off_table) as *mut Entry, nt),
-                ring: core::slice::from_raw_parts_mut(base.add(off_ring) as *mut Slot, nr),
+                table: core::slice::from_raw_parts_mut(base.add(l.table) as *mut Entry, nt),
+                ring: core::slice::from_raw_parts_mut(base.add(l.ring) as *mut Slot, nr),
+                places: core::slice::from_raw_parts_mut(base.add(l.places) as *mut u32, nr),
+                live: core::slice::from_raw_parts_mut(base.add(l.live) as *mut u32, nr),
+                flood: core::slice::from_raw_parts_mut(base.add(l.flood) as *mut FloodEntry, nf),
                 hdr,
             })
         }
@@ -313,6 +444,15 @@ impl<'m> Room<'m> {
     /// The mode switched at run time, if any (code of `rules::Mode`, 0 = configured one).
     pub fn set_mode_override(&mut self, code: u32) {
         self.hdr.mode_override = code;
+    }
+
+    pub fn mode_override(&self) -> u32 {
+        self.hdr.mode_override
+    }
+
+    /// The mode in force: the run-time override, else the configured one.
+    pub fn mode(&self, limits: &Limits) -> Mode {
+        Mode::from_code(self.hdr.mode_override).unwrap_or(limits.mode)
     }
 
     /// Redis store: mirrors the room's figures from a script reply, so this node's metrics
@@ -336,12 +476,185 @@ impl<'m> Room<'m> {
         self.hdr.remote_at_ms = now.max(1);
     }
 
-    pub fn mode_override(&self) -> u32 {
-        self.hdr.mode_override
+    // ------------------------------------------------------------------ the line
+
+    fn ring_index(&self, qnum: u64) -> usize {
+        (qnum % self.hdr.ring_len as u64) as usize
     }
 
+    /// Live places in the line.
+    fn waiting(&self) -> u64 {
+        fenwick::prefix(self.live, self.live.len())
+    }
+
+    /// Live places among ring indices `from..to` going round the ring (`from == to`: none).
+    fn live_between(&self, from: usize, to: usize) -> u64 {
+        let t = &*self.live;
+        if from <= to {
+            fenwick::prefix(t, to) - fenwick::prefix(t, from)
+        } else {
+            fenwick::prefix(t, t.len()) - fenwick::prefix(t, from) + fenwick::prefix(t, to)
+        }
+    }
+
+    /// The head: queue number of the first live place, if anyone waits. Moves `low` to it.
+    fn head(&mut self) -> Option<u64> {
+        let n = self.ring.len();
+        let low = self.hdr.low;
+        let from = self.ring_index(low);
+        let t = &*self.live;
+        let before = fenwick::prefix(t, from);
+        let total = fenwick::prefix(t, n);
+        if total == 0 {
+            self.hdr.low = self.hdr.tail;
+            return None;
+        }
+        // The first live index at or after `from`, going round the ring.
+        let ix = if total > before {
+            fenwick::find(t, before + 1)?
+        } else {
+            fenwick::find(t, 1)?
+        };
+        let ahead = (ix + n - from) % n;
+        let head = low + ahead as u64;
+        self.hdr.low = head;
+        Some(head)
+    }
+
+    /// The client's place (its ring index), whatever queue number its ticket shows: one
+    /// session has one place, however often it comes back ([S3]).
+    fn place_of(&self, sid: u64) -> Option<usize> {
+        let mut i = self.places[self.sid_bucket(sid, self.places.len())];
+        let mut steps = 0usize;
+        while i != NIL && steps <= self.ring.len() {
+            let s = self.ring.get(i as usize)?;
+            if s.sid == sid {
+                return Some(i as usize);
+            }
+            i = s.chain;
+            steps += 1;
+        }
+        None
+    }
+
+    fn sid_bucket(&self, sid: u64, len: usize) -> usize {
+        // Session ids are random, but mix anyway so a low-entropy id cannot crowd one bucket.
+        let h = sid.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 32) % len as u64) as usize
+    }
+
+    /// 1-based place of live `qnum`: the live places ahead of it, plus one.
+    fn position(&mut self, qnum: u64) -> u64 {
+        let Some(head) = self.head() else {
+            return 0;
+        };
+        let from = self.ring_index(head);
+        let to = self.ring_index(qnum);
+        self.live_between(from, to) + 1
+    }
+
+    fn join_line(&mut self, sid: u64, now: u64) -> Option<u64> {
+        let low = self.head().unwrap_or(self.hdr.tail);
+        let qnum = self.hdr.tail;
+        // Queue numbers map onto ring slots: the line may span at most one turn of the ring.
+        if qnum - low >= self.hdr.ring_len as u64 {
+            return None;
+        }
+        let ix = self.ring_index(qnum);
+        if self.ring[ix].sid != 0 {
+            return None;
+        }
+        let b = self.sid_bucket(sid, self.places.len());
+        self.ring[ix] = Slot {
+            sid,
+            qnum,
+            last_seen: now,
+            joined: now,
+            prev: NIL,
+            next: NIL,
+            chain: self.places[b],
+            _pad: 0,
+        };
+        self.places[b] = ix as u32;
+        self.seen_push(ix);
+        fenwick::add(self.live, ix, 1);
+        self.hdr.tail += 1;
+        if low == qnum {
+            self.hdr.low = qnum;
+        }
+        self.hdr.counters.queued += 1;
+        Some(qnum)
+    }
+
+    /// The place at ring index `ix` empties (admitted, expired, passthrough).
+    fn remove_place(&mut self, ix: usize) {
+        let sid = self.ring[ix].sid;
+        if sid == 0 {
+            return;
+        }
+        // Unchain from its session-id bucket.
+        let b = self.sid_bucket(sid, self.places.len());
+        if self.places[b] == ix as u32 {
+            self.places[b] = self.ring[ix].chain;
+        } else {
+            let mut j = self.places[b];
+            let mut steps = 0usize;
+            while j != NIL && steps <= self.ring.len() {
+                let next = self.ring[j as usize].chain;
+                if next == ix as u32 {
+                    self.ring[j as usize].chain = self.ring[ix].chain;
+                    break;
+                }
+                j = next;
+                steps += 1;
+            }
+        }
+        self.ring[ix].chain = NIL;
+        self.seen_unlink(ix);
+        self.ring[ix].sid = 0;
+        fenwick::add(self.live, ix, -1);
+    }
+
+    /// A waiting client was seen: its place counts as present from now.
+    fn seen_now(&mut self, ix: usize, now: u64) {
+        self.ring[ix].last_seen = now;
+        self.seen_unlink(ix);
+        self.seen_push(ix);
+    }
+
+    fn seen_unlink(&mut self, ix: usize) {
+        let Slot { prev, next, .. } = self.ring[ix];
+        if prev == NIL {
+            self.hdr.seen_first = next;
+        } else {
+            self.ring[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.hdr.seen_last = prev;
+        } else {
+            self.ring[next as usize].prev = prev;
+        }
+        self.ring[ix].prev = NIL;
+        self.ring[ix].next = NIL;
+    }
+
+    fn seen_push(&mut self, ix: usize) {
+        let last = self.hdr.seen_last;
+        self.ring[ix].prev = last;
+        self.ring[ix].next = NIL;
+        if last == NIL {
+            self.hdr.seen_first = ix as u32;
+        } else {
+            self.ring[last as usize].next = ix as u32;
+        }
+        self.hdr.seen_last = ix as u32;
+    }
+
+    // ------------------------------------------------------------------ time passes
+
     /// Drops what time has made stale: admitted sessions unseen for the active window, and
-    /// absent heads of the line.
+    /// places unseen for `presence`, wherever they stand in the line. Each goes once, so this
+    /// is O(1) amortised per decision.
     fn tidy(&mut self, now: u64, limits: &Limits) {
         while self.hdr.lru_first != NIL {
             let i = self.hdr.lru_first as usize;
@@ -353,28 +666,19 @@ impl<'m> Room<'m> {
             }
             self.remove_entry(i);
         }
-        while self.hdr.head < self.hdr.tail {
-            let ix = self.ring_index(self.hdr.head);
-            let slot = self.ring[ix];
-            if slot.sid != 0 {
-                if now.saturating_sub(slot.last_seen) < limits.presence_ms {
-                    break;
-                }
-                self.ring[ix].sid = 0;
-                self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
-                self.hdr.counters.expired += 1;
+        while self.hdr.seen_first != NIL {
+            let ix = self.hdr.seen_first as usize;
+            if now.saturating_sub(self.ring[ix].last_seen) < limits.presence_ms {
+                break;
             }
-            self.hdr.head += 1;
+            self.remove_place(ix);
+            self.hdr.counters.expired += 1;
         }
         let minute = now / 60_000;
         if minute != self.hdr.minute {
             self.hdr.minute = minute;
             self.hdr.admitted_in_minute = 0;
         }
-    }
-
-    fn ring_index(&self, qnum: u64) -> usize {
-        (qnum % self.hdr.ring_len as u64) as usize
     }
 
     fn capacity_now(&self, limits: &Limits) -> Capacity {
@@ -386,22 +690,16 @@ impl<'m> Room<'m> {
         )
     }
 
-    /// Whether the ticket's place is still in the line.
-    fn holds_place(&self, v: &Visit) -> bool {
-        v.qnum >= self.hdr.head
-            && v.qnum < self.hdr.tail
-            && self.ring[self.ring_index(v.qnum)].sid == v.sid
-    }
+    // ------------------------------------------------------------------ decisions
 
     /// The decision for a client that holds no valid admitted ticket: the queue rules of
-    /// ngx-smart-ratelimit ([S3]-[S6]) plus the room modes.
+    /// ngx-smart-ratelimit ([S3]-[S6]) plus the room modes and flood control.
     pub fn visit(&mut self, v: Visit, now: u64, limits: &Limits) -> Verdict {
         self.tidy(now, limits);
-        let mode = Mode::from_code(self.hdr.mode_override).unwrap_or(limits.mode);
-        let held = self.holds_place(&v);
-        if held {
-            let ix = self.ring_index(v.qnum);
-            self.ring[ix].last_seen = now;
+        let mode = self.mode(limits);
+        let held = self.place_of(v.sid);
+        if let Some(ix) = held {
+            self.seen_now(ix, now);
         }
         match mode {
             Mode::Reject => {
@@ -409,56 +707,74 @@ impl<'m> Room<'m> {
                 return Verdict::Refuse(Refusal::Closed);
             }
             Mode::Passthrough => {
-                if held {
-                    self.leave_line(v.qnum);
+                if let Some(ix) = held {
+                    self.remove_place(ix);
                 }
                 self.admit(v.sid, now, false);
                 return Verdict::Admit { sid: v.sid };
             }
             Mode::Fifo | Mode::Random | Mode::QueueAll => {}
         }
+        let Some(ix) = held else {
+            return self.newcomer(v, mode, now, limits);
+        };
+        let qnum = self.ring[ix].qnum;
         let cap = self.capacity_now(limits);
-        if !held {
-            // [S3]/[S4]: a newcomer walks straight in when nobody waits and there is room;
-            // otherwise it takes the tail.
-            if matches!(mode, Mode::Fifo | Mode::Random)
-                && self.hdr.waiting == 0
-                && cap == Capacity::Room
-            {
-                self.admit(v.sid, now, false);
-                return Verdict::Admit { sid: v.sid };
-            }
-            return match self.join_line(v.sid, now) {
-                Some(qnum) => self.wait_answer(v.sid, qnum, mode),
-                None => {
-                    self.hdr.counters.rejected += 1;
-                    Verdict::Refuse(Refusal::LineFull {
-                        queue_len: self.hdr.waiting,
-                    })
-                }
-            };
-        }
         let turn = match mode {
-            Mode::Fifo => v.qnum == self.hdr.head,
+            Mode::Fifo => self.head() == Some(qnum),
             // Lottery: with k free places and n clients present, each poll wins with chance k/n.
             Mode::Random => {
                 let free = rules::free_places(limits, self.hdr.active, self.hdr.admitted_in_minute);
-                rules::lottery_wins(v.draw, free, self.hdr.waiting)
+                rules::lottery_wins(v.draw, free, self.waiting())
             }
             _ => false,
         };
         if turn && cap == Capacity::Room {
-            self.leave_line(v.qnum);
+            self.remove_place(ix);
             self.admit(v.sid, now, true);
             return Verdict::Admit { sid: v.sid };
         }
-        self.wait_answer(v.sid, v.qnum, mode)
+        self.wait_answer(v.sid, qnum, mode)
+    }
+
+    /// [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
+    /// room; otherwise it takes the tail, paid from its address's flood budget ([S15]).
+    fn newcomer(&mut self, v: Visit, mode: Mode, now: u64, limits: &Limits) -> Verdict {
+        let cap = self.capacity_now(limits);
+        if matches!(mode, Mode::Fifo | Mode::Random) && self.waiting() == 0 && cap == Capacity::Room
+        {
+            if let Err(retry_ms) = self.flood_take(v.flood_key, now, limits) {
+                return self.throttled(retry_ms);
+            }
+            self.admit(v.sid, now, false);
+            return Verdict::Admit { sid: v.sid };
+        }
+        if let Err(retry_ms) = self.flood_take(v.flood_key, now, limits) {
+            return self.throttled(retry_ms);
+        }
+        match self.join_line(v.sid, now) {
+            Some(qnum) => self.wait_answer(v.sid, qnum, mode),
+            None => {
+                self.hdr.counters.rejected += 1;
+                Verdict::Refuse(Refusal::LineFull {
+                    queue_len: self.waiting(),
+                })
+            }
+        }
+    }
+
+    fn throttled(&mut self, retry_ms: u64) -> Verdict {
+        self.hdr.counters.throttled += 1;
+        Verdict::Throttled {
+            retry_ms,
+            queue_len: self.waiting(),
+        }
     }
 
     fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode) -> Verdict {
         self.hdr.counters.waited += 1;
         let position = match mode {
-            Mode::Fifo => qnum.saturating_sub(self.hdr.head) + 1,
+            Mode::Fifo => self.position(qnum),
             _ => 0,
         };
         let eta_secs = if position > 0 && self.hdr.admit_interval_ms > 0 {
@@ -470,36 +786,9 @@ impl<'m> Room<'m> {
             sid,
             qnum,
             position,
-            queue_len: self.hdr.waiting,
+            queue_len: self.waiting(),
             eta_secs,
         })
-    }
-
-    fn join_line(&mut self, sid: u64, now: u64) -> Option<u64> {
-        if self.hdr.tail - self.hdr.head >= self.hdr.ring_len as u64 {
-            return None;
-        }
-        let qnum = self.hdr.tail;
-        let ix = self.ring_index(qnum);
-        self.ring[ix] = Slot {
-            sid,
-            last_seen: now,
-            joined: now,
-        };
-        self.hdr.tail += 1;
-        self.hdr.waiting += 1;
-        self.hdr.counters.queued += 1;
-        Some(qnum)
-    }
-
-    fn leave_line(&mut self, qnum: u64) {
-        let ix = self.ring_index(qnum);
-        self.ring[ix].sid = 0;
-        self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
-        // Advance over the now-empty head (and any empty slots after it).
-        while self.hdr.head < self.hdr.tail && self.ring[self.ring_index(self.hdr.head)].sid == 0 {
-            self.hdr.head += 1;
-        }
     }
 
     fn admit(&mut self, sid: u64, now: u64, from_line: bool) {
@@ -520,18 +809,79 @@ impl<'m> Room<'m> {
         }
     }
 
+    // ------------------------------------------------------------------ flood control
+
+    /// Flood control on its own (the Redis store decides places in Redis, after this node's
+    /// check): pays for one place from `key`'s budget; Err: ms until it may take one again.
+    pub fn flood_check(&mut self, key: u64, now: u64, limits: &Limits) -> Result<(), u64> {
+        let r = self.flood_take(Some(key), now, limits);
+        if r.is_err() {
+            self.hdr.counters.throttled += 1;
+        }
+        r
+    }
+
+    /// A first contact: counted, and the mode in force returned (one lock for both).
+    pub fn arrival(&mut self, limits: &Limits) -> Mode {
+        let mode = self.mode(limits);
+        if !matches!(mode, Mode::Reject | Mode::Passthrough) {
+            self.hdr.counters.arrivals += 1;
+        }
+        mode
+    }
+
+    /// Pays for one place from the budget of address `key` (when there is a key and a flood
+    /// limit). Err: how long until the address may take one again (ms).
+    fn flood_take(&mut self, key: Option<u64>, now: u64, limits: &Limits) -> Result<(), u64> {
+        let (Some(key), Some(rate)) = (key, limits.flood) else {
+            return Ok(());
+        };
+        let key = key.max(1);
+        let now_us = now.saturating_mul(1000);
+        let sets = self.flood.len() / FLOOD_WAYS;
+        let set = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % sets.max(1);
+        let ways = &mut self.flood[set * FLOOD_WAYS..(set + 1) * FLOOD_WAYS];
+        // This address's bucket, else the bucket closest to full (a full bucket is as good as
+        // none, so it can be reused without giving anyone more than their budget).
+        let i = match ways.iter().position(|e| e.key == key) {
+            Some(i) => i,
+            None => {
+                let (i, _) = ways
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, e)| if e.key == 0 { 0 } else { e.tat })
+                    .unwrap_or((0, &ways[0]));
+                ways[i] = FloodEntry { key, tat: 0 };
+                i
+            }
+        };
+        match rate.take(ways[i].tat, now_us) {
+            Ok(tat) => {
+                ways[i].tat = tat;
+                Ok(())
+            }
+            Err(wait_us) => Err(wait_us.div_ceil(1000)),
+        }
+    }
+
+    // ------------------------------------------------------------------ admitted sessions
+
     /// Records that an admitted session was seen now (it counts as active for `active_window`).
     /// Returns false when the table has no room left for it (zone memory), which the caller logs.
     pub fn touch(&mut self, sid: u64, now: u64) -> bool {
+        self.touch_entry(sid, now).is_some()
+    }
+
+    fn touch_entry(&mut self, sid: u64, now: u64) -> Option<usize> {
         if let Some(i) = self.find(sid) {
             self.table[i].last_seen = now;
             self.lru_unlink(i);
             self.lru_push(i);
-            return true;
+            return Some(i);
         }
         let i = self.hdr.free;
         if i == NIL {
-            return false;
+            return None;
         }
         let i = i as usize;
         self.hdr.free = self.table[i].next;
@@ -539,6 +889,7 @@ impl<'m> Room<'m> {
         self.table[i] = Entry {
             sid,
             last_seen: now,
+            rate_tat: 0,
             prev: NIL,
             next: NIL,
             chain: self.buckets[b],
@@ -547,14 +898,33 @@ impl<'m> Room<'m> {
         self.buckets[b] = i as u32;
         self.lru_push(i);
         self.hdr.active += 1;
-        true
+        Some(i)
     }
 
-    /// A session seen on a valid admitted ticket: counts it and tidies.
-    pub fn pass(&mut self, sid: u64, now: u64, limits: &Limits) -> bool {
+    /// A request on a valid admitted ticket: counted as active, within the session's request
+    /// rate (when one is set), unless the room is closed.
+    pub fn pass(&mut self, sid: u64, now: u64, limits: &Limits) -> PassVerdict {
         self.tidy(now, limits);
+        if self.mode(limits) == Mode::Reject {
+            return PassVerdict::Closed;
+        }
+        let Some(i) = self.touch_entry(sid, now) else {
+            self.hdr.counters.passed += 1;
+            return PassVerdict::Uncounted;
+        };
+        if let Some(rate) = limits.session_rate {
+            match rate.take(self.table[i].rate_tat, now.saturating_mul(1000)) {
+                Ok(tat) => self.table[i].rate_tat = tat,
+                Err(wait_us) => {
+                    self.hdr.counters.session_limited += 1;
+                    return PassVerdict::Limited {
+                        retry_ms: wait_us.div_ceil(1000),
+                    };
+                }
+            }
+        }
         self.hdr.counters.passed += 1;
-        self.touch(sid, now)
+        PassVerdict::Counted
     }
 
     /// Ends an admitted session at once (origin said revoke): its place frees immediately.
@@ -571,11 +941,10 @@ impl<'m> Room<'m> {
 
     pub fn snapshot(&mut self, now: u64, limits: &Limits) -> Snapshot {
         self.tidy(now, limits);
-        let oldest_wait_ms = (self.hdr.head..self.hdr.tail)
-            .map(|q| self.ring[self.ring_index(q)])
-            .find(|s| s.sid != 0)
-            .map(|s| now.saturating_sub(s.joined.min(now)))
-            .unwrap_or(0);
+        let oldest_wait_ms = match self.head() {
+            Some(q) => now.saturating_sub(self.ring[self.ring_index(q)].joined.min(now)),
+            None => 0,
+        };
         // Mirrored Redis figures while fresh; this node's own once Redis has been silent for
         // a while (then the local room is what decides, under on_error=local).
         let fresh = self.hdr.remote_at_ms != 0
@@ -583,7 +952,7 @@ impl<'m> Room<'m> {
         let (queue_len, active) = if fresh {
             (self.hdr.remote_queue_len, self.hdr.remote_active)
         } else {
-            (self.hdr.waiting, self.hdr.active)
+            (self.waiting(), self.hdr.active)
         };
         Snapshot {
             queue_len,
@@ -596,9 +965,7 @@ impl<'m> Room<'m> {
     }
 
     fn bucket(&self, sid: u64) -> usize {
-        // Session ids are random, but mix anyway so a low-entropy id cannot crowd one bucket.
-        let h = sid.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        ((h >> 32) % self.hdr.bucket_len as u64) as usize
+        self.sid_bucket(sid, self.buckets.len())
     }
 
     fn find(&self, sid: u64) -> Option<usize> {
@@ -636,6 +1003,7 @@ impl<'m> Room<'m> {
         self.table[i] = Entry {
             sid: 0,
             last_seen: 0,
+            rate_tat: 0,
             prev: NIL,
             next: self.hdr.free,
             chain: NIL,
@@ -685,6 +1053,8 @@ mod tests {
             presence_ms: 20_000,
             active_window_ms: 60_000,
             mode: Mode::Fifo,
+            flood: None,
+            session_rate: None,
         }
     }
 
@@ -701,7 +1071,16 @@ mod tests {
     }
 
     fn visit(room: &mut Room, sid: u64, qnum: u64, now: u64, l: &Limits) -> Verdict {
-        room.visit(Visit { sid, qnum, draw: 0 }, now, l)
+        room.visit(
+            Visit {
+                sid,
+                qnum,
+                draw: 0,
+                flood_key: None,
+            },
+            now,
+            l,
+        )
     }
 
     fn place(v: Verdict) -> Place {
@@ -756,7 +1135,7 @@ mod tests {
             ));
         }
         // Admitted 1 stays active by being seen; 2 is not seen again.
-        assert!(room.pass(1, 30_000, &l));
+        assert_eq!(room.pass(1, 30_000, &l), PassVerdict::Counted);
         assert!(matches!(
             visit(&mut room, 3, c.qnum, 59_999, &l),
             Verdict::Wait(_)
@@ -972,5 +1351,155 @@ mod tests {
         let d = place(visit(&mut room, 4, d.qnum, 2000, &l));
         assert_eq!(d.position, 1);
         assert_eq!(d.eta_secs, Some(1));
+    }
+
+    #[test]
+    fn positions_count_only_present_places() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 1,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        // Ten clients in line; the ones in the middle stop polling.
+        let places: Vec<Place> = (2..12)
+            .map(|sid| place(visit(&mut room, sid, 0, 0, &l)))
+            .collect();
+        assert_eq!(places[9].position, 10);
+        for t in [10_000u64, 19_999] {
+            for p in places.iter().filter(|p| p.sid % 2 == 0) {
+                place(visit(&mut room, p.sid, p.qnum, t, &l));
+            }
+        }
+        // At 20 s the absent ones (odd sids) are gone, wherever they stood.
+        let last = place(visit(&mut room, 10, places[8].qnum, 20_000, &l));
+        assert_eq!((last.position, last.queue_len), (5, 5));
+        let first = place(visit(&mut room, 2, places[0].qnum, 20_001, &l));
+        assert_eq!(first.position, 1);
+        assert_eq!(room.snapshot(20_001, &l).counters.expired, 5);
+    }
+
+    #[test]
+    fn head_is_the_first_present_place_and_goes_first() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            max_active: 1,
+            active_window_ms: 30_000,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let b = place(visit(&mut room, 2, 0, 0, &l));
+        let c = place(visit(&mut room, 3, 0, 0, &l));
+        // b leaves (stops polling); c keeps polling and becomes the head at 20 s.
+        place(visit(&mut room, 3, c.qnum, 15_000, &l));
+        let c2 = place(visit(&mut room, 3, c.qnum, 25_000, &l));
+        assert_eq!(c2.position, 1);
+        // Capacity frees at 30 s (session 1 unseen): the head goes in.
+        assert_eq!(
+            visit(&mut room, 3, c.qnum, 30_000, &l),
+            Verdict::Admit { sid: 3 }
+        );
+        assert_ne!(b.qnum, c.qnum);
+        assert_eq!(room.snapshot(30_000, &l).queue_len, 0);
+    }
+
+    #[test]
+    fn abandoned_places_free_the_ring() {
+        // A small ring filled by clients who never come back is empty again after presence.
+        let mut mem = Mem::new(Room::MIN_BYTES);
+        let l = Limits {
+            max_active: 1,
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        let cap = room.capacity();
+        visit(&mut room, 1, 0, 0, &l);
+        for round in 0..3u64 {
+            let t = round * 20_000;
+            for sid in 0..cap {
+                assert!(
+                    matches!(
+                        visit(&mut room, 10 + round * cap + sid, 0, t, &l),
+                        Verdict::Wait(_)
+                    ),
+                    "round {round} sid {sid}"
+                );
+            }
+            assert!(matches!(
+                visit(&mut room, 999_999_999, 0, t, &l),
+                Verdict::Refuse(Refusal::LineFull { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn one_address_takes_places_at_its_rate_others_are_not_slowed() {
+        let mut mem = Mem::new(256 * 1024);
+        let l = Limits {
+            max_active: 1,
+            flood: Some(crate::rate::Rate::per_sec(1.0, 4)),
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        let from = |room: &mut Room, sid: u64, key: u64, now: u64| {
+            room.visit(
+                Visit {
+                    sid,
+                    qnum: 0,
+                    draw: 0,
+                    flood_key: Some(key),
+                },
+                now,
+                &l,
+            )
+        };
+        // Address 7: one plus a burst of four places at once, then one a second.
+        for sid in 10..15 {
+            assert!(matches!(from(&mut room, sid, 7, 1000), Verdict::Wait(_)));
+        }
+        assert!(matches!(
+            from(&mut room, 15, 7, 1000),
+            Verdict::Throttled { retry_ms: 1000, .. }
+        ));
+        // Another address is not slowed.
+        assert!(matches!(from(&mut room, 16, 8, 1000), Verdict::Wait(_)));
+        assert!(matches!(from(&mut room, 17, 7, 2000), Verdict::Wait(_)));
+        assert!(matches!(
+            from(&mut room, 18, 7, 2000),
+            Verdict::Throttled { .. }
+        ));
+        assert_eq!(room.snapshot(2000, &l).counters.throttled, 2);
+        // Many addresses: each keeps its own budget even when the table turns over.
+        for key in 100..20_000u64 {
+            assert!(!matches!(
+                from(&mut room, key + 1_000_000, key, 3000),
+                Verdict::Throttled { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn a_session_over_its_request_rate_is_limited() {
+        let mut mem = Mem::new(64 * 1024);
+        let l = Limits {
+            session_rate: Some(crate::rate::Rate::per_sec(10.0, 19)),
+            ..limits()
+        };
+        let mut room = Room::format(mem.bytes(), 1).unwrap();
+        visit(&mut room, 1, 0, 0, &l);
+        for _ in 0..20 {
+            assert_eq!(room.pass(1, 1000, &l), PassVerdict::Counted);
+        }
+        assert_eq!(
+            room.pass(1, 1000, &l),
+            PassVerdict::Limited { retry_ms: 100 }
+        );
+        assert_eq!(room.pass(1, 1100, &l), PassVerdict::Counted);
+        // Another session has its own budget.
+        assert_eq!(room.pass(2, 1100, &l), PassVerdict::Counted);
+        assert_eq!(room.snapshot(1100, &l).counters.session_limited, 1);
     }
 }

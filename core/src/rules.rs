@@ -73,6 +73,10 @@ pub struct Limits {
     /// An admitted session counts as active while seen within this window.
     pub active_window_ms: u64,
     pub mode: Mode,
+    /// Flood control: how fast one client address may take places (None: off).
+    pub flood: Option<crate::rate::Rate>,
+    /// The request rate of one admitted session (None: unlimited).
+    pub session_rate: Option<crate::rate::Rate>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +189,8 @@ mod tests {
             presence_ms: 20_000,
             active_window_ms: 60_000,
             mode: Mode::Fifo,
+            flood: None,
+            session_rate: None,
         }
     }
 

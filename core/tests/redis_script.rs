@@ -124,6 +124,8 @@ fn limits(max_active: u64, npm: Option<u64>) -> Limits {
         presence_ms: 20_000,
         active_window_ms: 60_000,
         mode: Mode::Fifo,
+        flood: None,
+        session_rate: None,
     }
 }
 
@@ -137,15 +139,24 @@ struct Twin<'m> {
 
 impl Twin<'_> {
     fn visit(&mut self, sid: u64, qnum: u64, draw: u32, now: u64) -> Verdict {
-        let v = Visit { sid, qnum, draw };
+        let v = Visit {
+            sid,
+            qnum,
+            draw,
+            flood_key: None,
+        };
         let expected = self.room.visit(v, now, &self.limits);
         let reply = self.redis.cmd(&self.script.visit(Form::Text, &v, now));
         let got = redis::visit_outcome(&reply, &v)
             .unwrap_or_else(|e| panic!("visit({sid}, {qnum}) at {now}: {e}: {reply:?}"));
         if got.verdict != expected || std::env::var("TWIN_TRACE").is_ok() {
-            let line = self
-                .redis
-                .cmd(&packed(&["HGETALL", &self.script.keys.line]));
+            let line = self.redis.cmd(&packed(&[
+                "ZRANGE",
+                &self.script.keys.line,
+                "0",
+                "-1",
+                "WITHSCORES",
+            ]));
             let state = self
                 .redis
                 .cmd(&packed(&["HGETALL", &self.script.keys.state]));
@@ -168,7 +179,10 @@ impl Twin<'_> {
     }
 
     fn pass(&mut self, sid: u64, now: u64) {
-        assert!(self.room.pass(sid, now, &self.limits));
+        assert_eq!(
+            self.room.pass(sid, now, &self.limits),
+            smart_limit_core::room::PassVerdict::Counted
+        );
         let reply = self.redis.cmd(&self.script.touch(Form::Text, sid, now));
         let active = redis::touch_outcome(&reply).unwrap().active.unwrap();
         assert_eq!(
@@ -197,12 +211,12 @@ impl Twin<'_> {
 }
 
 fn twin<'m>(mem: &'m mut Mem, port: u16, room: &str, l: Limits, t0: u64) -> Twin<'m> {
-    let script = Script::new("test", room, l);
+    let script = Script::new("test", room, l, 0);
     let mut redis = Client::connect(port).unwrap();
     // Both rooms number their places from t0 (the script would start at its first visit).
     let t = t0.to_string();
-    let cmd = ["HSET", &script.keys.state, "head", &t, "tail", &t];
-    assert_eq!(redis.cmd(&packed(&cmd)), Value::Int(2));
+    let cmd = ["HSET", &script.keys.state, "tail", &t];
+    assert_eq!(redis.cmd(&packed(&cmd)), Value::Int(1));
     Twin {
         room: Room::format(mem.bytes(), t0).unwrap(),
         redis,
@@ -370,12 +384,12 @@ fn random_run(mode: Mode, seed: u64, steps: usize, port: u16) {
                     waits += 1;
                     S::Waiting(p.qnum)
                 }
-                Verdict::Refuse(_) => S::Waiting(q),
+                Verdict::Refuse(_) | Verdict::Throttled { .. } => S::Waiting(q),
             },
             _ => match t.visit(sid, 0, draw, now) {
                 Verdict::Admit { .. } => S::Admitted(now),
                 Verdict::Wait(p) => S::Waiting(p.qnum),
-                Verdict::Refuse(_) => S::New,
+                Verdict::Refuse(_) | Verdict::Throttled { .. } => S::New,
             },
         };
     }
@@ -403,7 +417,7 @@ fn every_key_has_a_ttl_and_one_hash_tag() {
     t.pass(1, T0 + 1);
     let keys = t.redis.cmd(&packed(&["KEYS", "test:*"]));
     let Value::Array(keys) = keys else { panic!() };
-    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(keys.len(), 4, "{keys:?}");
     for k in keys {
         let Value::Bulk(k) = k else { panic!() };
         let name = String::from_utf8(k).unwrap();

@@ -14,23 +14,27 @@ sl_banner() {
     printf '\n==== %s ====\n' "$*"
 }
 
-# sl_install_deps [build|bench|test]
+# sl_install_deps [build|bench|fuzz|test]
 # Installs the Debian packages a purpose needs, if any is missing (default: test, which is
 # everything). Quiet when everything is present; runs `apt-get update` once, only when needed.
 #   build  building the module and running the demo (no Redis, no browser)
 #   bench  + redis-server (the Redis variant) and wrk
+#   fuzz   make and gcc, to build AFL++ from cargo-afl's source (scripts/fuzz)
 #   test   + Test::Base (the t/ harness), Chromium, its driver and a Japanese font
-#          (t/350-browser.t), and playwright-core from npm
+#          (t/350-browser.t), and playwright-core from npm; + the fuzz packages
 SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
 SL_BENCH_PACKAGES=(redis-server wrk)
+SL_FUZZ_PACKAGES=(make gcc)
 SL_TEST_PACKAGES=(libtest-base-perl chromium chromium-driver fonts-ipafont-gothic)
 sl_install_deps() {
     local purpose="${1:-test}" wanted=() missing=() p
     case "$purpose" in
         build) wanted=("${SL_BUILD_PACKAGES[@]}") ;;
         bench) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}") ;;
-        test) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}" "${SL_TEST_PACKAGES[@]}") ;;
-        *) echo "sl_install_deps: purpose must be build, bench or test, not '$purpose'" >&2; return 2 ;;
+        fuzz) wanted=("${SL_FUZZ_PACKAGES[@]}") ;;
+        test) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}" "${SL_FUZZ_PACKAGES[@]}"
+                      "${SL_TEST_PACKAGES[@]}") ;;
+        *) echo "sl_install_deps: purpose must be build, bench, fuzz or test, not '$purpose'" >&2; return 2 ;;
     esac
     for p in "${wanted[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

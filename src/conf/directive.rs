@@ -125,13 +125,30 @@ pub fn file_arg(cf: &mut ngx_conf_t) -> Result<(String, String), Refused> {
 
 /// Compiles the first argument as a value that may hold variables.
 pub fn complex_value(cf: &mut ngx_conf_t) -> Result<*mut ngx_http_complex_value_t, Refused> {
+    let value = *raw_args(cf).get(1).ok_or(Refused)?;
+    compile(cf, value)
+}
+
+/// Compiles `text` (a directive parameter's value) as a value that may hold variables.
+pub fn complex_value_of(
+    cf: &mut ngx_conf_t,
+    text: &str,
+) -> Result<*mut ngx_http_complex_value_t, Refused> {
+    // SAFETY: the configuration's pool lives as long as the configuration.
+    let value = unsafe { ngx_str_t::from_bytes(cf.pool, text.as_bytes()) }.ok_or(Refused)?;
+    compile(cf, value)
+}
+
+fn compile(
+    cf: &mut ngx_conf_t,
+    mut value: ngx_str_t,
+) -> Result<*mut ngx_http_complex_value_t, Refused> {
     // SAFETY: the configuration's pool lives as long as the configuration.
     let pool = unsafe { Pool::from_ngx_pool(cf.pool) };
     let cv = pool.calloc_type::<ngx_http_complex_value_t>();
     if cv.is_null() {
         return Err(Refused);
     }
-    let mut value = *raw_args(cf).get(1).ok_or(Refused)?;
     // SAFETY: an all-zero compile context is its C "unset" value.
     let mut ccv: ngx_http_compile_complex_value_t = unsafe { core::mem::zeroed() };
     ccv.cf = cf;

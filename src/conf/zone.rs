@@ -30,7 +30,14 @@ fn zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
             format_args!("zone \"{}\" is already declared", params.name),
         ));
     }
+    let flood_key = params.flood_key.clone();
     let zone = crate::store::add_zone(cf, params).map_err(|e| refuse(cf, e))?;
+    if let Some(text) = flood_key {
+        let cv = directive::complex_value_of(cf, &text)?;
+        // SAFETY: the zone was just allocated in the configuration's pool; nothing else
+        // refers to it while the directive is read.
+        unsafe { zone.as_ref() }.flood_key.set(cv);
+    }
     mcf.zones.push(zone);
     Ok(())
 }

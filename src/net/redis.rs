@@ -11,9 +11,11 @@
 //! closed and every waiter gets an error at once. After any failure (connect refused, timeout,
 //! reset, garbage) new connections are not tried until a backoff delay has passed (doubling,
 //! up to a few seconds); callers ask [`Client::available`] first and, while it says no, apply
-//! their failure policy without touching the network. The first reply after a failure ends the
-//! "burst": one error line when a burst starts (and a reminder a minute), one line when Redis
-//! answers again.
+//! their failure policy without touching the network. The first reply its caller finds good
+//! ([`Client::reply_was_good`]) ends the "burst": one error line when a burst starts (and a
+//! reminder a minute), one line when Redis answers again. Error replies and replies of the
+//! wrong shape do not end it; the latter count as failures ([`Client::reply_was_bad`]), so a
+//! sick server that answers nonsense is retried ever more slowly, not every 100 ms.
 //!
 //! Nothing here blocks and nothing panics across FFI: the event handlers catch panics, replies
 //! are parsed fallibly ([`smart_limit_core::resp`]), and callers are woken only after the
@@ -434,7 +436,6 @@ impl Client {
             }
         };
         if answered {
-            self.recovered(st, now);
             self.arm(st, now);
         }
         if eof {
@@ -542,7 +543,27 @@ impl Client {
         }
     }
 
-    /// A reply came: the end of a failure burst, if there was one.
+    /// The caller found a reply good (the shape it expects): Redis answers again, so a
+    /// failure burst ends and the reconnect delay starts over. Only a reply its caller could
+    /// use counts: an error reply or one of the wrong shape does not.
+    pub fn reply_was_good(&self) {
+        if let Ok(mut st) = self.st.try_borrow_mut() {
+            self.recovered(&mut st, now_ms());
+        }
+    }
+
+    /// The caller found a reply it cannot use (wrong shape or type): Redis is not well. The
+    /// connection is closed and the reconnect delay grows, as after any failure.
+    pub fn reply_was_bad(&self, what: &str) {
+        let mut wake = Vec::new();
+        if let Ok(mut st) = self.st.try_borrow_mut() {
+            let e = ClientError::Protocol(Rc::from(what));
+            self.fail(&mut st, e, now_ms(), &mut wake);
+        }
+        wake.into_iter().for_each(Waker::wake);
+    }
+
+    /// A usable reply came: the end of a failure burst, if there was one.
     fn recovered(&self, st: &mut State, now: u64) {
         st.backoff.succeeded();
         if let Some(b) = st.burst.take() {

@@ -6,15 +6,17 @@
 //! The decision functions here are what the handler calls; they answer at once for the
 //! shared-memory store, or later (a future on nginx's event loop) for Redis.
 
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use core::future::Future;
 use core::pin::Pin;
 use core::ptr::NonNull;
 
 use ngx::core::Pool;
-use ngx::ffi::ngx_conf_t;
+use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
 use smart_limit_core::parse::{AdmitMode, StoreKind, ZoneParams};
-use smart_limit_core::room::{Snapshot, Verdict, Visit};
+use smart_limit_core::poll::{Poll, PollCache};
+use smart_limit_core::rate::Rate;
+use smart_limit_core::room::{PassVerdict, Place, Snapshot, Verdict, Visit};
 use smart_limit_core::rules::{Admission, Limits, Mode};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 
@@ -25,6 +27,8 @@ pub mod shm;
 
 /// Tickets each worker keeps opened per zone (see [`OpenCache`]).
 const OPEN_CACHE_SLOTS: usize = 4096;
+/// Waiting tickets each worker remembers per zone (see [`PollCache`]).
+const POLL_CACHE_SLOTS: usize = 16384;
 
 /// One `smart_limit_zone`: its parameters, keys and store. Allocated in the configuration's
 /// pool; after fork each worker has its own copy of the per-worker fields (`Cell`s).
@@ -40,11 +44,21 @@ pub struct Zone {
     pub shm: shm::ShmRoom,
     /// Per worker: when a store problem was last logged, so a burst logs once.
     pub problems: LogThrottle,
+    /// Per worker: when flood control was last logged.
+    pub floods: LogThrottle,
     /// `store=redis`: the fleet's room in Redis (this node's shm room then serves metrics and
     /// `on_error=local`).
     pub redis: Option<redis::RedisStore>,
     /// Per worker: tickets opened recently, by their cookie bytes.
     opened: RefCell<Option<OpenCache>>,
+    /// Per worker: places of waiting tickets answered recently, and their poll budgets.
+    polls: RefCell<Option<PollCache>>,
+    /// `poll=`: how often one waiting ticket is answered by the store, per worker.
+    pub poll_budget: Option<Rate>,
+    /// `flood_key=`: compiled at configuration time (null: the client address).
+    pub flood_key: Cell<*mut ngx_http_complex_value_t>,
+    /// Mixes flood keys (the same in every worker: taken from the zone's shared memory).
+    pub flood_seed: Cell<u64>,
 }
 
 /// Why the store could not decide.
@@ -64,7 +78,10 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         presence_ms: params.presence_ms,
         active_window_ms: params.active_window_ms,
         mode: Mode::Fifo,
+        flood: params.flood.map(|f| f.rate()),
+        session_rate: params.session_rate.map(|r| r.rate()),
     };
+    let poll_budget = params.poll.map(|p| p.rate());
     let admission = match params.admit {
         AdmitMode::Grant(ms) => Admission::Grant { ms },
         AdmitMode::Session(ms) => Admission::Session { ms },
@@ -85,8 +102,13 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         keys: None,
         shm: shm::ShmRoom::default(),
         problems: LogThrottle::default(),
+        floods: LogThrottle::default(),
         redis,
         opened: RefCell::new(None),
+        polls: RefCell::new(None),
+        poll_budget,
+        flood_key: Cell::new(core::ptr::null_mut()),
+        flood_seed: Cell::new(0),
     });
     let mut zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
     // SAFETY: just allocated and initialised; nothing else refers to it yet.
@@ -118,17 +140,6 @@ impl From<Verdict> for Decision {
     }
 }
 
-/// What became of a valid admitted ticket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
-    /// It passes, and its session counts as active.
-    Counted,
-    /// It passes, but the zone has no memory left to count it.
-    Uncounted,
-    /// The room is closed (mode `reject`): admitted tickets are turned away too.
-    Closed,
-}
-
 impl Zone {
     /// Opens the ticket cookie value of this room (answered from the worker's cache when the
     /// same bytes opened before). None: not a ticket of this room.
@@ -150,31 +161,76 @@ impl Zone {
         Some(sealed)
     }
 
+    /// A client without a ticket: counted as an arrival; the mode in force tells what to do
+    /// with it.
+    pub fn arrival(&self) -> Mode {
+        self.shm
+            .with_room(|room| room.arrival(&self.limits))
+            .unwrap_or(self.limits.mode)
+    }
+
     /// A client without a valid admitted ticket asks for its turn.
     pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Decision, StoreError>> {
+        if v.qnum != 0 {
+            if let Some(place) = self.poll_answer(&v, now) {
+                return Answer::Now(Ok(Verdict::Wait(place).into()));
+            }
+        }
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
-            None => Answer::Now(
-                self.shm
-                    .with_room(|room| room.visit(v, now, &self.limits).into()),
-            ),
+            None => Answer::Now(self.shm.with_room(|room| {
+                let verdict = room.visit(v, now, &self.limits);
+                self.remember(&verdict, v.sid, now);
+                verdict.into()
+            })),
         }
     }
 
-    /// A valid admitted ticket: one look at the room (under one lock) for its mode, and the
-    /// session counted as active.
-    pub fn pass(&'static self, sid: u64, now: u64) -> Result<Pass, StoreError> {
-        let pass = self.shm.with_room(|room| {
-            let mode = Mode::from_code(room.mode_override()).unwrap_or(self.limits.mode);
-            if mode == Mode::Reject {
-                Pass::Closed
-            } else if room.pass(sid, now, &self.limits) {
-                Pass::Counted
-            } else {
-                Pass::Uncounted
+    /// A waiting ticket polled faster than its budget (or, for Redis, far back and asked a
+    /// moment ago): its last answer, without the store.
+    fn poll_answer(&self, v: &Visit, now: u64) -> Option<Place> {
+        let mut polls = self.polls.try_borrow_mut().ok()?;
+        let recent = match self.redis {
+            Some(_) => PollCache::recent_ms(self.limits.presence_ms),
+            None => 0,
+        };
+        let cache = polls.as_mut()?;
+        match cache.check(v.sid, v.qnum, now, self.poll_budget, recent) {
+            Poll::Ask => None,
+            Poll::Recent(place) => {
+                let _ = self.shm.with_room(|room| room.counters_mut().waited += 1);
+                Some(place)
             }
-        })?;
-        if let (Some(rs), Pass::Counted | Pass::Uncounted) = (&self.redis, pass) {
+            Poll::TooFast(place) => {
+                let _ = self.shm.with_room(|room| {
+                    let c = room.counters_mut();
+                    c.waited += 1;
+                    c.fast_polls += 1;
+                });
+                Some(place)
+            }
+        }
+    }
+
+    /// Remembers the store's answer to a waiting client (for [`Zone::poll_answer`]).
+    fn remember(&self, verdict: &Verdict, sid: u64, now: u64) {
+        let Ok(mut polls) = self.polls.try_borrow_mut() else {
+            return;
+        };
+        let cache = polls.get_or_insert_with(|| PollCache::new(POLL_CACHE_SLOTS));
+        match verdict {
+            Verdict::Wait(place) => cache.put(*place, now),
+            _ => cache.forget(sid),
+        }
+    }
+
+    /// A valid admitted ticket: one look at the room (under one lock) for its mode and the
+    /// session's request rate, and the session counted as active.
+    pub fn pass(&'static self, sid: u64, now: u64) -> Result<PassVerdict, StoreError> {
+        let pass = self
+            .shm
+            .with_room(|room| room.pass(sid, now, &self.limits))?;
+        if let (Some(rs), PassVerdict::Counted | PassVerdict::Uncounted) = (&self.redis, pass) {
             self.redis_pass(rs, sid, now);
         }
         Ok(pass)

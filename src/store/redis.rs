@@ -23,7 +23,7 @@ use core::cell::RefCell;
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::parse::{OnError, ZoneParams};
-use smart_limit_core::redis::{self, Form, Outcome, PlaceCache, Script, TouchLog};
+use smart_limit_core::redis::{self, Form, Outcome, Script, TouchLog};
 use smart_limit_core::resp::Value;
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::rules::{Limits, Mode};
@@ -38,8 +38,6 @@ pub struct RedisStore {
     client: Client,
     script: Script,
     touches: RefCell<TouchLog>,
-    /// Places of clients far back in the line, reused for a moment (see [`PlaceCache`]).
-    places: RefCell<PlaceCache>,
 }
 
 impl RedisStore {
@@ -72,9 +70,8 @@ impl RedisStore {
                 label,
                 policy.to_string(),
             ),
-            script: Script::new(&params.prefix, &params.name, limits),
+            script: Script::new(&params.prefix, &params.name, limits, params.max_line),
             touches: RefCell::new(TouchLog::default()),
-            places: RefCell::new(PlaceCache::default()),
         })
     }
 
@@ -98,37 +95,39 @@ impl Zone {
         v: Visit,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
+        if let Some(key) = v.flood_key {
+            // Flood control is this node's (its shared memory), before Redis is asked.
+            let allowed = self
+                .shm
+                .with_room(|room| room.flood_check(key, now, &self.limits));
+            if let Ok(Err(retry_ms)) = allowed {
+                return Answer::Now(Ok(Verdict::Throttled {
+                    retry_ms,
+                    queue_len: self.snapshot(now).map_or(0, |s| s.queue_len),
+                }
+                .into()));
+            }
+        }
         if !rs.client.available(now) {
             // Backing off after a failure: decide now, without the network.
             return Answer::Now(self.store_failed(v, now, None));
-        }
-        let ttl = PlaceCache::ttl_ms(self.limits.presence_ms);
-        let cached = rs
-            .places
-            .try_borrow()
-            .ok()
-            .and_then(|c| c.get(&v, now, ttl));
-        if let Some(place) = cached {
-            // Far back in line and asked a moment ago: the same answer, no round trip.
-            let _ = self.shm.with_room(|room| room.counters_mut().waited += 1);
-            return Answer::Now(Ok(Verdict::Wait(place).into()));
         }
         Answer::Later(Box::pin(async move {
             let reply = rs.eval(|form| rs.script.visit(form, &v, 0)).await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {
                 Ok(Ok(o)) => {
+                    rs.client.reply_was_good();
                     self.mirror(rs, &o, v.sid, now);
-                    if let Ok(mut c) = rs.places.try_borrow_mut() {
-                        match o.verdict {
-                            Verdict::Wait(place) => c.put(place, now, ttl),
-                            _ => c.forget(v.sid),
-                        }
-                    }
+                    self.remember(&o.verdict, v.sid, now);
                     Ok(o.verdict.into())
                 }
-                // A reply, but not one the script gives: logged here.
-                Ok(Err(e)) => self.store_failed(v, now, Some(&e)),
+                // A reply, but not one the script gives: Redis is not well (logged here, and
+                // the client backs off as after any failure).
+                Ok(Err(e)) => {
+                    rs.client.reply_was_bad(&e.to_string());
+                    self.store_failed(v, now, Some(&e))
+                }
                 // No reply: the client has logged the failure burst.
                 Err(_) => self.store_failed(v, now, None),
             }
@@ -148,6 +147,7 @@ impl Zone {
                 Verdict::Admit { .. } => c.admitted += 1,
                 Verdict::Wait(_) => c.waited += 1,
                 Verdict::Refuse(_) => c.rejected += 1,
+                Verdict::Throttled { .. } => c.throttled += 1,
             }
             if o.joined {
                 c.queued += 1;
@@ -212,10 +212,15 @@ impl Zone {
                     by_policy: true,
                 })
             }
+            // The flood check already ran (above): the local room does not pay twice.
             OnError::Local => Ok(Decision {
-                verdict: self
-                    .shm
-                    .with_room(|room| room.visit(v, now, &self.limits))?,
+                verdict: self.shm.with_room(|room| {
+                    let v = Visit {
+                        flood_key: None,
+                        ..v
+                    };
+                    room.visit(v, now, &self.limits)
+                })?,
                 by_policy: true,
             }),
         }
@@ -237,7 +242,7 @@ impl Zone {
             let reply = rs.client.call(rs.script.touch(Form::Sha, sid, 0));
             ngx::async_::spawn(async move {
                 if let Ok(m) = reply.await.map(|v| redis::touch_outcome(&v)) {
-                    self.mirror_figures(m);
+                    self.mirror_figures(rs, m);
                 }
             })
             .detach();
@@ -252,15 +257,21 @@ impl Zone {
         let reply = rs.client.call(rs.script.revoke(Form::Sha, sid, 0));
         ngx::async_::spawn(async move {
             if let Ok(r) = reply.await.map(|v| redis::revoke_outcome(&v)) {
-                self.mirror_figures(r.map(|(_, m)| m));
+                self.mirror_figures(rs, r.map(|(_, m)| m));
             }
         })
         .detach();
     }
 
-    fn mirror_figures(&self, m: Result<Mirror, redis::ReplyError>) {
-        if let Ok(m) = m {
-            let _ = self.shm.with_room(|room| room.mirror_remote(&m, now_ms()));
+    fn mirror_figures(&self, rs: &RedisStore, m: Result<Mirror, redis::ReplyError>) {
+        match m {
+            Ok(m) => {
+                rs.client.reply_was_good();
+                let _ = self.shm.with_room(|room| room.mirror_remote(&m, now_ms()));
+            }
+            // NOSCRIPT is normal after a script flush (the next decision loads it again).
+            Err(redis::ReplyError::NoScript) => {}
+            Err(e) => rs.client.reply_was_bad(&e.to_string()),
         }
     }
 
@@ -279,6 +290,7 @@ impl Zone {
             let reply = rs.eval(|form| rs.script.set_mode(form, mode)).await;
             match reply {
                 Ok(Value::Array(_)) => {
+                    rs.client.reply_was_good();
                     let code = mode.map_or(0, Mode::code);
                     self.shm.with_room(|room| room.set_mode_override(code))?;
                     Ok(())

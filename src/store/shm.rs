@@ -158,9 +158,13 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     };
     zone.shm.zone.set(shm_zone);
     zone.shm.shared.set(shared);
+    // SAFETY: `shared` points at the zone's header (checked or written above).
+    let key = unsafe { (*shared).key };
+    // The same seed in every worker (they fork from here), and secret.
+    let mut seed = [0u8; 8];
+    seed.copy_from_slice(&key[24..]);
+    zone.flood_seed.set(u64::from_le_bytes(seed));
     if zone.keys.is_none() {
-        // SAFETY: `shared` points at the zone's header (checked or written above).
-        let key = unsafe { (*shared).key };
         match Keyring::from_key(&key) {
             Ok(k) => zone.keys = Some(k),
             Err(_) => return Status::NGX_ERROR,

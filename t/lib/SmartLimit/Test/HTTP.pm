@@ -265,6 +265,22 @@ sub set {
     $self->{c}{$name} = { value => $value, expires => $expires };
 }
 
+# A jar holding the cookies of a Cookie request header ("a=1; b=2"), in order.
+# A piece without '=' is kept as it is.
+sub from_header {
+    my ($class, $header) = @_;
+    my $self = $class->new;
+    for my $piece (split /\s*;\s*/, $header // '') {
+        next unless length $piece;
+        if ($piece =~ /^\s*([^=]*?)\s*=\s*(.*?)\s*$/ && length $1) {
+            $self->set($1, $2);
+        } else {
+            $self->set($piece, undef);
+        }
+    }
+    return $self;
+}
+
 sub delete {
     my ($self, $name) = @_;
     return unless exists $self->{c}{$name};
@@ -311,7 +327,7 @@ sub cookie_header {
     my ($self) = @_;
     my @n = $self->names;
     return undef unless @n;
-    return join '; ', map { "$_=$self->{c}{$_}{value}" } @n;
+    return join '; ', map { defined $self->{c}{$_}{value} ? "$_=$self->{c}{$_}{value}" : $_ } @n;
 }
 
 # Stores or deletes what a response's Set-Cookie headers say.

@@ -84,7 +84,7 @@ sub _log_regex {
 
 my %KNOWN_SECTIONS = map { ($_ => 1) } qw(main_config http_config config steps user_files
     redis instances workers must_fail error_log no_error_log no_check_error_log timeout
-    log_level ONLY SKIP LAST);
+    log_level follow_redirects ONLY SKIP LAST);
 
 # Parses a block's steps (dies with the block name on a syntax error).
 sub _plan_block {
@@ -107,6 +107,9 @@ sub _plan_block {
         });
     };
     die "TEST '$name': $@" if $@;
+    my $follow = _section($block, 'follow_redirects') // 1;
+    $follow =~ s/^\s+|\s+$//g;
+    die "TEST '$name': --- follow_redirects must be 0 or 1, not '$follow'\n" unless $follow =~ /^[01]$/;
     my @error_log = _lines(_section($block, 'error_log'));
     my @no_error_log = _lines(_section($block, 'no_error_log'));
     for my $re (@error_log, @no_error_log) {
@@ -124,7 +127,7 @@ sub _plan_block {
         $count += @error_log + @no_error_log;
     }
     return $block->{_sl_plan} = {
-        steps => \@steps, instances => $instances, count => $count,
+        steps => \@steps, instances => $instances, count => $count, follow => $follow,
         error_log => \@error_log, no_error_log => \@no_error_log, must_fail => $must_fail,
     };
 }
@@ -388,16 +391,116 @@ sub _headers_for {
     return \@h;
 }
 
+# One HTTP exchange with the step's instance. %hop (method, path, body) is
+# used for a redirect's next hop instead of the step's own request line.
 sub _send {
-    my ($st, $req, $headers) = @_;
+    my ($st, $req, $headers, %hop) = @_;
     my $n = $st->{instances}[ $req->{instance} - 1 ];
     return SmartLimit::Test::HTTP::request(
         port    => $n->port,
-        method  => $req->{method},
-        path    => $st->{instances}[0]->subst($req->{path}),
+        method  => $hop{method} // $req->{method},
+        path    => $hop{path} // $st->{instances}[0]->subst($req->{path}),
         headers => $headers,
+        body    => exists $hop{method} ? $hop{body} : $req->{body},
         timeout => $st->{timeout},
     );
+}
+
+my $MAX_REDIRECTS = 5;
+
+# The path (and query) a Location header leads to on the same instance:
+# "/path?q" as it is, "http://any-host:port/path?q" (https, "//host/path"
+# too) without scheme, host and port. undef when it is neither (a relative
+# "foo/bar", another scheme): such a redirect is not followed.
+sub _redirect_target {
+    my ($loc) = @_;
+    return undef unless defined $loc;
+    $loc =~ s/#.*//s;
+    return $loc if $loc =~ m{^/(?!/)};
+    if ($loc =~ m{^(?:https?:)?//[^/?#]*(.*)$}si) {
+        my $p = $1;
+        return $p =~ m{^/} ? $p : "/$p";
+    }
+    return undef;
+}
+
+# The Cookie header a browser sends on the next hop: the cookies of this
+# hop's Cookie header(s) updated by its response's Set-Cookie headers (the
+# jar's rules: Max-Age<=0 or a past Expires deletes). undef when none is left.
+sub _next_cookie {
+    my ($headers, $res) = @_;
+    my @sent = map { $_->[1] } grep { lc $_->[0] eq 'cookie' } @$headers;
+    my $jar = SmartLimit::Test::Jar->from_header(join '; ', @sent);
+    $jar->absorb($res);
+    return $jar->cookie_header;
+}
+
+# A request like a browser sends it: redirects (301, 302, 303, 307, 308 with
+# a usable Location) are followed on the same instance, at most
+# $MAX_REDIRECTS hops, unless the block has `--- follow_redirects: 0`.
+# Returns the final response with `redirects` (hops followed), `chain` (one
+# { method, path, status, location } per hop followed) and the Set-Cookie
+# headers of the earlier hops in front of its own; `elapsed` covers the chain.
+sub _send_chain {
+    my ($st, $req, $headers) = @_;
+    my $t0 = Time::HiRes::time();
+    my ($method, $path, $body) = ($req->{method}, $st->{instances}[0]->subst($req->{path}), $req->{body});
+    my @h = @$headers;
+    my $res = _send($st, $req, \@h);
+    my (@chain, @cookies);
+    while ($st->{plan}{follow} && $res->{status} =~ /^30[12378]$/) {
+        my $loc = SmartLimit::Test::HTTP::header($res, 'Location');
+        my $next = _redirect_target($loc);
+        if (!defined $next) {
+            $res->{redirect_note} = defined $loc
+                ? "$res->{status} not followed: Location '$loc' is neither a path nor an http URL"
+                : "$res->{status} not followed: no Location header";
+            last;
+        }
+        if (@chain >= $MAX_REDIRECTS) {
+            $res->{redirect_note} = "stopped after $MAX_REDIRECTS redirects: $res->{status} to $loc not followed";
+            last;
+        }
+        push @chain, { method => $method, path => $path, status => $res->{status}, location => $loc };
+        push @cookies, grep { lc $_->[0] eq 'set-cookie' } @{ $res->{headers} };
+        my $cookie = _next_cookie(\@h, $res);
+        if ($res->{status} =~ /^30[123]$/ && $method ne 'GET' && $method ne 'HEAD') {
+            # 301/302/303: the browser comes back with a GET without a body.
+            ($method, $body) = ('GET', undef);
+            @h = grep { lc $_->[0] !~ /^(?:content-.*|transfer-encoding)$/ } @h;
+        }
+        @h = ((grep { lc $_->[0] ne 'cookie' } @h), defined $cookie ? (['Cookie', $cookie]) : ());
+        $path = $next;
+        note_v(sprintf("  -> %s (%.3fs), redirect %d: %s %s", $res->{status}, $res->{elapsed},
+                       scalar @chain, $method, $path));
+        $res = _send($st, $req, \@h, method => $method, path => $path, body => $body);
+    }
+    $res->{redirects} = scalar @chain;
+    if (@chain) {
+        $res->{chain} = \@chain;
+        # Every cookie received during the step, the final hop's last.
+        my $hs = $res->{headers};
+        my ($at) = grep { lc $hs->[$_][0] eq 'set-cookie' } 0 .. $#$hs;
+        splice @$hs, $at // scalar(@$hs), 0, @cookies;
+        $res->{elapsed} = Time::HiRes::time() - $t0;
+    }
+    return $res;
+}
+
+# The redirects a response went through, for failure messages ('' when none).
+sub _chain_diag {
+    my ($res) = @_;
+    my $s = '';
+    my @chain = @{ $res->{chain} || [] };
+    if (@chain) {
+        $s .= "followed " . @chain . " redirect" . (@chain == 1 ? '' : 's')
+            . " (below: the last response, with the Set-Cookie headers of every hop):\n";
+        my $i = 0;
+        $s .= sprintf("  %d. %s %s => %s, Location: %s\n", ++$i, @$_{qw(method path status location)})
+            for @chain;
+    }
+    $s .= "$res->{redirect_note}\n" if $res->{redirect_note};
+    return $s;
 }
 
 # Evaluates the status and the checks; returns the list of failure messages.
@@ -468,11 +571,7 @@ sub _check {
         if ($e->{type} eq 'num') {
             return "$p is not a number: " . _show($v)
                 if ref $v || !defined $v || !Scalar::Util::looks_like_number($v);
-            my $op = $c->{op};
-            my $r = $op eq '==' ? $v == $e->{v} : $op eq '!=' ? $v != $e->{v}
-                  : $op eq '<'  ? $v <  $e->{v} : $op eq '>'  ? $v >  $e->{v}
-                  : $op eq '<=' ? $v <= $e->{v} : $v >= $e->{v};
-            return $r ? undef : "$p is " . _show($v);
+            return _compare($v, $c->{op}, $e->{v}) ? undef : "$p is " . _show($v);
         } elsif ($e->{type} eq 'str') {
             $eq = defined $v && !ref $v && $v eq $e->{v};
         } elsif ($e->{type} eq 'null') {
@@ -503,12 +602,23 @@ sub _check {
         return _match($c->{op}, $c->{re}, $last ? $last->{value} : undef)
             ? undef : "cookie $c->{name} = " . ($last ? $last->{value} : '(not set)');
     }
+    if ($w eq 'redirects') {
+        my $got = $res->{redirects} // 0;
+        return _compare($got, $c->{op}, $c->{v}) ? undef
+            : "followed $got redirect" . ($got == 1 ? '' : 's');
+    }
     if ($w eq 'elapsed') {
         my $e = $res->{elapsed};
         my $r = $c->{op} eq '<' ? $e < $c->{v} : $e > $c->{v};
         return $r ? undef : sprintf("elapsed %.3fs", $e);
     }
     return "unknown check kind $w";
+}
+
+sub _compare {
+    my ($x, $op, $y) = @_;
+    return $op eq '==' ? $x == $y : $op eq '!=' ? $x != $y : $op eq '<' ? $x < $y
+         : $op eq '>'  ? $x >  $y : $op eq '<=' ? $x <= $y : $x >= $y;
 }
 
 sub _show {
@@ -539,14 +649,15 @@ sub _failure_diag {
     my ($st, $req, $res, @fail) = @_;
     my $n = $st->{instances}[ $req->{instance} - 1 ];
     return join('', map { "  $_\n" } @fail)
+        . _chain_diag($res)
         . SmartLimit::Test::HTTP::dump_response($res, 500)
         . $n->log_tail(10);
 }
 
-# One request of a client, with its jar updated from the response.
+# One request of a client (redirects followed), with its jar updated from the response.
 sub _do_request {
     my ($st, $req) = @_;
-    my $res = _send($st, $req, _headers_for($st, $req, $req->{client}));
+    my $res = _send_chain($st, $req, _headers_for($st, $req, $req->{client}));
     _jar($st, $req->{client})->absorb($res);
     note_v(sprintf("  -> %s (%.3fs)", $res->{status}, $res->{elapsed}));
     return $res;
@@ -603,8 +714,9 @@ sub _fork_request {
                 my $x;
                 sysread($barrier_r, $x, 1);    # EOF when the parent releases everyone
             }
-            _send($st, $req, $headers);
-        } || { status => 599, error => "child died: $@", headers => [], body => '', elapsed => 0 };
+            _send_chain($st, $req, $headers);
+        } || { status => 599, error => "child died: $@", headers => [], body => '', elapsed => 0,
+               redirects => 0 };
         Storable::nstore($res, $file);
         POSIX::_exit(0);
     }
@@ -615,7 +727,8 @@ sub _collect {
     my ($job) = @_;
     waitpid($job->{pid}, 0);
     my $res = eval { Storable::retrieve($job->{file}) }
-        || { status => 599, error => "request child left no result", headers => [], body => '', elapsed => 0 };
+        || { status => 599, error => "request child left no result", headers => [], body => '',
+             elapsed => 0, redirects => 0 };
     unlink $job->{file};
     return $res;
 }
@@ -669,7 +782,8 @@ sub _step_parallel {
         next unless @f;
         push @fail, "$r->[0]: " . join('; ', @f);
         if (!$st->{_dumped}++) {
-            push @fail, "first failing response ($r->[0]):\n" . SmartLimit::Test::HTTP::dump_response($r->[1], 500);
+            push @fail, "first failing response ($r->[0]):\n" . _chain_diag($r->[1])
+                . SmartLimit::Test::HTTP::dump_response($r->[1], 500);
         }
     }
     delete $st->{_dumped};
@@ -679,10 +793,8 @@ sub _step_parallel {
     }
     for my $c (grep { $_->{what} eq 'count' } @{ $req->{checks} }) {
         my $got = $by_status{ $c->{status} } // 0;
-        my ($op, $v) = ($c->{op}, $c->{v});
-        my $r = $op eq '==' ? $got == $v : $op eq '!=' ? $got != $v : $op eq '<' ? $got < $v
-              : $op eq '>' ? $got > $v : $op eq '<=' ? $got <= $v : $got >= $v;
-        push @fail, "check '$c->{text}' failed: $got responses with status $c->{status}" unless $r;
+        push @fail, "check '$c->{text}' failed: $got responses with status $c->{status}"
+            unless _compare($got, $c->{op}, $c->{v});
     }
     my $summary = sprintf("statuses: %s; batch %.3fs",
         join(', ', map { "$_ x$by_status{$_}" } sort keys %by_status), $wall);

@@ -85,6 +85,8 @@ sub _parse_checks {
             $c = { what => 'cookie', name => $1, op => $2, re => _regex($3, $4) };
         } elsif ($s =~ /\Gelapsed\s+(<|>)\s+$NUM_TOKEN/gc) {
             $c = { what => 'elapsed', op => $1, v => $2 };
+        } elsif ($s =~ /\Gredirects\s+$CMP\s+(\d+)/gc) {
+            $c = { what => 'redirects', op => $1, v => $2 };
         } elsif ($s =~ /\Gcount\s+(\d{3})\s+$CMP\s+(\d+)/gc) {
             die "'count' is only for parallel steps" unless $kind eq 'parallel';
             $c = { what => 'count', status => $1, op => $2, v => $3 };

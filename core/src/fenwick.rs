@@ -1,0 +1,92 @@
+//! A Fenwick (binary indexed) tree of 0/1 counts over a slice: how many places are live
+//! before a given slot, and which slot holds the k-th live place, each in O(log n). The
+//! room's line keeps one over its ring, so a waiting client's position counts only the live
+//! places ahead of it ([S16]) whatever has left the line in between.
+//!
+//! Plain functions over a `[u32]` (it lives in shared memory, next to the ring). Indices are
+//! 0-based for callers; the tree itself is the classic 1-based layout shifted by one.
+
+/// Adds `delta` (+1 or -1) to the counter at `i`.
+pub fn add(t: &mut [u32], i: usize, delta: i32) {
+    let mut k = i + 1;
+    while let Some(c) = t.get_mut(k - 1) {
+        *c = c.wrapping_add_signed(delta);
+        k += k & k.wrapping_neg();
+    }
+}
+
+/// Sum of the counters at `0..i` (`i` may be `t.len()`).
+pub fn prefix(t: &[u32], i: usize) -> u64 {
+    let mut k = i.min(t.len());
+    let mut s = 0u64;
+    while k > 0 {
+        s += u64::from(t.get(k - 1).copied().unwrap_or(0));
+        k &= k - 1;
+    }
+    s
+}
+
+/// The smallest index `i` with `prefix(t, i + 1) >= k` (the k-th set counter, 1-based), if
+/// there are at least `k`.
+pub fn find(t: &[u32], k: u64) -> Option<usize> {
+    let n = t.len();
+    if k == 0 || n == 0 {
+        return None;
+    }
+    let mut pos = 0usize;
+    let mut rest = k;
+    let mut step = 1usize << (usize::BITS - 1 - n.leading_zeros());
+    while step > 0 {
+        let next = pos + step;
+        if next <= n {
+            let c = u64::from(t.get(next - 1).copied().unwrap_or(0));
+            if c < rest {
+                pos = next;
+                rest -= c;
+            }
+        }
+        step >>= 1;
+    }
+    (pos < n).then_some(pos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_a_plain_count() {
+        for n in [1usize, 2, 3, 7, 8, 100, 257] {
+            let mut t = vec![0u32; n];
+            let mut plain = vec![0u32; n];
+            let mut x = 12345u64;
+            for _ in 0..2000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (x >> 33) as usize % n;
+                if plain[i] == 0 {
+                    plain[i] = 1;
+                    add(&mut t, i, 1);
+                } else {
+                    plain[i] = 0;
+                    add(&mut t, i, -1);
+                }
+                let j = (x >> 17) as usize % (n + 1);
+                let want: u64 = plain[..j].iter().map(|&c| u64::from(c)).sum();
+                assert_eq!(prefix(&t, j), want);
+                let total: u64 = plain.iter().map(|&c| u64::from(c)).sum();
+                for k in 1..=total.min(5) {
+                    let want = plain
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &c)| c == 1)
+                        .nth(k as usize - 1)
+                        .map(|(i, _)| i);
+                    assert_eq!(find(&t, k), want, "n {n} k {k}");
+                }
+                assert_eq!(find(&t, total + 1), None);
+            }
+        }
+    }
+}
