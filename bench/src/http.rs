@@ -16,6 +16,8 @@ const MAX_HEADERS: usize = 200;
 pub struct Response {
     pub status: u16,
     pub set_cookies: Vec<String>,
+    /// The `Location` header, when there is one.
+    pub location: Option<String>,
     pub body_bytes: u64,
 }
 
@@ -138,6 +140,7 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
     let mut chunked = false;
     let mut keep_alive = minor >= 1;
     let mut set_cookies = Vec::new();
+    let mut location = None;
     for (name, value) in &headers {
         match name.to_ascii_lowercase().as_str() {
             "content-length" => {
@@ -164,6 +167,7 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
                 }
             }
             "set-cookie" => set_cookies.push(value.clone()),
+            "location" => location = Some(value.trim().to_string()),
             _ => {}
         }
     }
@@ -188,6 +192,7 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
         Response {
             status,
             set_cookies,
+            location,
             body_bytes,
         },
         keep_alive,

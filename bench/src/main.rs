@@ -110,6 +110,7 @@ fn browse(i: usize, cfg: &Config, budget: &Budget, barrier: &Barrier) -> Browser
             &mut client,
             &mut jar,
             &mut log,
+            budget,
             &cfg.page,
             PAGE_ACCEPT,
             true,
@@ -120,7 +121,15 @@ fn browse(i: usize, cfg: &Config, budget: &Budget, barrier: &Barrier) -> Browser
                 if !budget.take() {
                     break 'browsing; // budget spent mid-page: not a complete load
                 }
-                all_ok &= fetch(&mut client, &mut jar, &mut log, asset, ASSET_ACCEPT, false);
+                all_ok &= fetch(
+                    &mut client,
+                    &mut jar,
+                    &mut log,
+                    budget,
+                    asset,
+                    ASSET_ACCEPT,
+                    false,
+                );
             }
             if all_ok {
                 log.complete += 1;
@@ -137,33 +146,64 @@ fn browse(i: usize, cfg: &Config, budget: &Budget, barrier: &Barrier) -> Browser
 }
 
 /// One request; records status and latency, stores cookies. True when the answer was 200.
+/// The path of a same-site redirect (`/x` or `http://host/x`), if it is one.
+fn redirect_path(location: &str) -> Option<&str> {
+    if location.starts_with('/') {
+        return Some(location);
+    }
+    let rest = location
+        .strip_prefix("http://")
+        .or_else(|| location.strip_prefix("https://"))?;
+    rest.find('/').and_then(|i| rest.get(i..))
+}
+
+/// GETs `path` as a browser does: cookies from the jar and back into it, and a redirect
+/// (the waiting room's cookie check answers a first visit with `307` to the same URL)
+/// followed at once, at most 3 times; each hop is a request of the budget.
+#[allow(clippy::too_many_arguments)]
 fn fetch(
     client: &mut http::Client,
     jar: &mut cookies::Jar,
     log: &mut BrowserLog,
+    budget: &Budget,
     path: &str,
     accept: &str,
     page: bool,
 ) -> bool {
-    let cookie = jar.header();
-    let t0 = Instant::now();
-    let status = match client.get(path, accept, cookie.as_deref()) {
-        Ok(r) => {
-            for c in &r.set_cookies {
-                jar.store(c);
+    let mut path = path.to_string();
+    for hop in 0..4 {
+        let cookie = jar.header();
+        let t0 = Instant::now();
+        let (status, location) = match client.get(&path, accept, cookie.as_deref()) {
+            Ok(r) => {
+                for c in &r.set_cookies {
+                    jar.store(c);
+                }
+                log.body_bytes += r.body_bytes;
+                (r.status, r.location)
             }
-            log.body_bytes += r.body_bytes;
-            r.status
-        }
-        Err(e) => {
-            if log.first_error.is_none() {
-                log.first_error = Some(format!("{path}: {e}"));
+            Err(e) => {
+                if log.first_error.is_none() {
+                    log.first_error = Some(format!("{path}: {e}"));
+                }
+                (NO_ANSWER, None)
             }
-            NO_ANSWER
+        };
+        log.record(status, t0.elapsed(), page);
+        let next = matches!(status, 301 | 302 | 303 | 307 | 308)
+            .then(|| {
+                location
+                    .as_deref()
+                    .and_then(redirect_path)
+                    .map(str::to_string)
+            })
+            .flatten();
+        match next {
+            Some(p) if hop < 3 && budget.take() => path = p,
+            _ => return status == 200,
         }
-    };
-    log.record(status, t0.elapsed(), page);
-    status == 200
+    }
+    false
 }
 
 #[cfg(test)]
@@ -176,6 +216,14 @@ mod tests {
         assert_eq!(source_ip(49), Ipv4Addr::new(127, 0, 0, 59));
         assert_eq!(source_ip(246), Ipv4Addr::new(127, 0, 1, 0));
         assert!(source_ip(100_000).is_loopback());
+    }
+
+    #[test]
+    fn redirects_stay_on_the_site() {
+        assert_eq!(redirect_path("/a?b"), Some("/a?b"));
+        assert_eq!(redirect_path("http://127.0.0.1:8080/x"), Some("/x"));
+        assert_eq!(redirect_path("http://127.0.0.1:8080"), None);
+        assert_eq!(redirect_path("elsewhere"), None);
     }
 
     #[test]

@@ -552,14 +552,16 @@ pub fn cookie_values<'a>(
 /// A cookie name with its substring search prepared (e.g. once per zone).
 pub struct CookieName {
     name: Vec<u8>,
-    finder: memchr::memmem::Finder<'static>,
+    // Boxed: the searcher holds SIMD vectors (16- or 32-byte aligned), and a CookieName lives
+    // in structures that nginx's pools align to 8 bytes only.
+    finder: Box<memchr::memmem::Finder<'static>>,
 }
 
 impl CookieName {
     pub fn new(name: &str) -> CookieName {
         CookieName {
             name: name.as_bytes().to_vec(),
-            finder: memchr::memmem::Finder::new(name.as_bytes()).into_owned(),
+            finder: Box::new(memchr::memmem::Finder::new(name.as_bytes()).into_owned()),
         }
     }
 
@@ -569,7 +571,11 @@ impl CookieName {
 
     /// [`cookie_values`] of this name.
     pub fn values<'a>(&'a self, cookie_header: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
-        values_found(cookie_header, &self.name, self.finder.as_ref())
+        values_found(
+            cookie_header,
+            &self.name,
+            memchr::memmem::Finder::as_ref(&self.finder),
+        )
     }
 }
 

@@ -29,6 +29,10 @@ pub mod zone;
 
 pub use directive::Setter;
 
+// Configurations live in nginx's pools, which align to the word size only.
+const _: () = assert!(core::mem::align_of::<MainConf>() <= core::mem::align_of::<usize>());
+const _: () = assert!(core::mem::align_of::<LocConf>() <= core::mem::align_of::<usize>());
+
 /// http-level configuration: the rooms and the ticket keys.
 #[derive(Default)]
 pub struct MainConf {

@@ -61,6 +61,11 @@ pub struct Zone {
     pub flood_seed: Cell<u64>,
 }
 
+// Zones are allocated in nginx's configuration pool, which aligns to the word size only:
+// a field that needs more (SIMD types, u128) would make the compiler emit aligned loads that
+// fault on such an address.
+const _: () = assert!(core::mem::align_of::<Zone>() <= core::mem::align_of::<usize>());
+
 /// Why the store could not decide.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
