@@ -8,7 +8,7 @@ use SmartLimit::Test;
 
 plan skip_all => 'TEST_NGINX_BINARY and TEST_NGINX_MODULE are not set (scripts/test sets them)'
     unless $ENV{TEST_NGINX_BINARY} && $ENV{TEST_NGINX_MODULE};
-plan tests => test_count() + 8;
+plan tests => test_count() + 18;
 
 run_tests();
 
@@ -87,6 +87,99 @@ SPEC
 ok($bad->{exit} != 0 && $bad->{stderr} =~ /a bad follow_redirects value': --- follow_redirects must be 0 or 1, not 'yes'/,
    'follow_redirects only takes 0 or 1')
     or diag("child exit $bad->{exit}, TAP:\n$bad->{tap}\nstderr:\n$bad->{stderr}");
+
+# Shell steps, source addresses and prepends that must fail. The commands
+# write their pids to $TEST_NGINX_SELFCHECK_DIR: nothing may survive the child.
+my $piddir = File::Temp::tempdir('sl-selfcheck-pids-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+local $ENV{TEST_NGINX_SELFCHECK_DIR} = $piddir;
+my $sh = run_spec_in_child(<<'SPEC');
+=== TEST 1: wrong shell expectations
+--- config
+    location = /ip { return 200 "$remote_addr\n"; }
+    location = /echo { return 200 "cookie=[$http_cookie]\n"; }
+--- steps
+sh false
+sh echo hello; exit 3
+sh echo hello => /goodbye/
+sh 1: sleep 5
+sh echo none => /(\d+)/ as $N
+sh test $N -eq 1
+sh echo 300 => /(\d+)/ as $M
+A GET /ip from 127.0.0.$M => 200
+bg-sh exit 2
+bg-sh echo bye => /hello/
+wait-bg
+A GET /ip from 127.0.0.3 => 200; body =~ /^127\.0\.0\.4$/
+jar A set t=real
+jar A prepend t=junk
+A GET /echo => 200; body =~ /^cookie=\[t=real/
+sh echo fine => /fine/
+bg-sh sleep 30 & echo $! > $TEST_NGINX_SELFCHECK_DIR/grandchild.pid; echo $$ > $TEST_NGINX_SELFCHECK_DIR/sh.pid; wait
+sh 5: until [ -s $TEST_NGINX_SELFCHECK_DIR/sh.pid ]; do sleep 0.05; done
+
+=== TEST 2: a block that dies stops its background commands
+--- config
+    location / { return 200; }
+--- steps
+bg-sh echo $$ > $TEST_NGINX_SELFCHECK_DIR/abort.pid; exec sleep 30
+sh 5: until [ -s $TEST_NGINX_SELFCHECK_DIR/abort.pid ]; do sleep 0.05; done
+jar A rename missing other
+SPEC
+my @sh_not_ok = $sh->{tap} =~ /^not ok \d+ - (.*)$/mg;
+my @sh_ok = $sh->{tap} =~ /^ok \d+ - (.*)$/mg;
+like($sh->{tap}, qr/^1\.\.19$/m, 'sh, bg-sh and from steps count one test each')
+    or diag("child TAP:\n$sh->{tap}\nchild stderr:\n$sh->{stderr}");
+is(scalar(@sh_not_ok), 13, 'every wrong shell, source address or prepend expectation fails')
+    or diag("child TAP:\n$sh->{tap}\nchild stderr:\n$sh->{stderr}");
+is_deeply(\@sh_ok, [
+    'TEST 1: wrong shell expectations :: sh echo 300 => /(\d+)/ as $M',
+    'TEST 1: wrong shell expectations :: sh echo fine => /fine/',
+    'TEST 1: wrong shell expectations :: sh 5: until [ -s $TEST_NGINX_SELFCHECK_DIR/sh.pid ]; do sleep 0.05; done',
+    'TEST 1: wrong shell expectations :: error.log has no [alert], [emerg], [crit] or crashed worker',
+    'TEST 2: a block that dies stops its background commands :: sh 5: until [ -s $TEST_NGINX_SELFCHECK_DIR/abort.pid ]; do sleep 0.05; done',
+], 'sound shell expectations still pass') or diag("child TAP:\n$sh->{tap}");
+my @missing = grep { $sh->{stderr} !~ $_ } (
+    qr{:: sh false'\n.*\n#\s+exit 1\n#\s+command: false\n}m,
+    qr{:: sh echo hello; exit 3'\n.*\n#\s+exit 3\n.*\n#\s+ran [\d.]+s; output: 6 bytes\n#\s+\| hello\n}m,
+    qr{output does not match /goodbye/\n.*\n.*\n#\s+\| hello\n}m,
+    qr{timed out after 1s \(process group killed\)},
+    qr{:: sh test \$N -eq 1'\n.*\n#\s+\$N is not set \(the step that captures it failed}m,
+    qr{with the values of its variables: A GET /ip from 127\.0\.0\.300 => 200\n#\s+bad source address 'from 127\.0\.0\.300'},
+    qr{:: bg-sh exit 2'\n.*\n#\s+exit 2\n}m,
+    qr{:: bg-sh echo bye => /hello/'\n.*\n#\s+output does not match /hello/\n.*\n.*\n#\s+\| bye\n}m,
+    qr{body does not match\n(?:#.*\n)*#\s+body: cookie=\[t=junk; t=real\]}m,
+    qr{bg-sh sleep 30 .*'\n.*\n#\s+still running at the end of the block \(wait for it with wait-bg\) \(process group killed\)\n}m,
+    qr{TEST 2: .* :: block did not complete'\n.*\n#\s+block aborted: jar A has no cookie 'missing'}m,
+);
+ok(!@missing, 'failed commands show why, what ran and their output')
+    or diag("not found in the child's stderr:\n" . join("\n", @missing) . "\nchild stderr:\n$sh->{stderr}");
+my @left;
+for my $f (qw(sh grandchild abort)) {
+    open my $p, '<', "$piddir/$f.pid" or do { push @left, "$f.pid was not written"; next };
+    my $pid = <$p> // '';
+    chomp $pid;
+    open my $stat, '<', "/proc/$pid/status" or next;    # gone
+    local $/;
+    my $status = <$stat> // '';
+    push @left, "$f (pid $pid) still runs" if $status =~ /^State:\s*[RSDT]/m;
+}
+ok(!@left, 'background commands (and their children) are killed at the end of the block and when it dies')
+    or diag(join("\n", @left));
+
+# Mistakes in these steps stop the file before anything runs.
+for my $case (
+    [ 'A GET / from 10.0.0.1 => 200', qr/steps line 1: source address 'from 10\.0\.0\.1' is outside 127\.0\.0\.0\/8/ ],
+    [ 'A GET / from 127.0.0.256 => 200', qr/steps line 1: bad source address 'from 127\.0\.0\.256'/ ],
+    [ 'A GET / Accept: text/html from 127.0.0.2 => 200', qr/steps line 1: 'from ADDR' goes right after the path/ ],
+    [ 'sh echo 5 => /\d/ as $N', qr/steps line 1: sh: 'as \$N' needs a capture group/ ],
+    [ 'sh echo 5 => 200', qr/steps line 1: sh: after ' => ' comes \/regex\// ],
+) {
+    my ($step, $re) = @$case;
+    my $c = run_spec_in_child("=== TEST 1: refused\n--- config\n    location / { return 200; }\n--- steps\n$step\n");
+    ok($c->{exit} != 0 && $c->{tap} !~ /^(?:not )?ok /m && $c->{stderr} =~ /TEST 1: refused': $re/,
+       "refused before anything runs: $step")
+        or diag("child exit $c->{exit}, TAP:\n$c->{tap}\nstderr:\n$c->{stderr}");
+}
 
 __DATA__
 
@@ -368,3 +461,87 @@ A GET /r => 307; redirects == 0; header Location =~ /\/t$/; cookie c set
 A GET /t => 200; body =~ /^has cookie$/; redirects == 0
 parallel 2 p GET /r => 307; redirects == 0
 bg B GET /r => 307; redirects == 0
+
+=== TEST 12: a request names its source address (from ADDR); every hop uses it
+--- instances: 2
+--- config
+    location = /ip { return 200 "$remote_addr\n"; }
+    location = /note { return 200 "$remote_addr note=$http_x_note\n"; }
+    # only 127.0.0.9 is redirected: the final body shows the last hop's address
+    location = /r { if ($remote_addr != "127.0.0.9") { return 403; } return 302 /ip; }
+--- steps
+A GET /ip => 200; body =~ /^127\.0\.0\.1$/
+A GET /ip from 127.0.0.7 => 200; body =~ /^127\.0\.0\.7$/
+A GET /ip from 127.1.2.3 @2 => 200; body =~ /^127\.1\.2\.3$/
+A GET /ip @2 from 127.255.0.1 => 200; body =~ /^127\.255\.0\.1$/
+A GET /note from 127.0.0.8 X-Note: sent from the test | Accept: text/plain => 200; body =~ /^127\.0\.0\.8 note=sent from the test$/
+A GET /note X-Note: from 127.0.0.5 or so => 200; body =~ /^127\.0\.0\.1 note=from 127\.0\.0\.5 or so$/
+A GET /r => 403
+A GET /r from 127.0.0.9 => 200; redirects == 1; body =~ /^127\.0\.0\.9$/
+repeat 2: A GET /r from 127.0.0.9 => 200; body =~ /^127\.0\.0\.9$/
+until 2: A GET /ip from 127.0.0.10 => 200; body =~ /^127\.0\.0\.10$/
+parallel 3 p GET /r from 127.0.0.9 => 200; count 200 == 3; redirects == 1; body =~ /^127\.0\.0\.9$/
+bg B GET /r from 127.0.0.9 => 200; body =~ /^127\.0\.0\.9$/
+wait-bg
+--- no_error_log
+[error]
+
+=== TEST 13: shell steps: sh, bg-sh, their output, captured numbers
+--- config
+    location = /ip { return 200 "$remote_addr\n"; }
+    location = /flag.txt { log_not_found off; }
+    location / { return 200 "path=$uri x=$http_x_n\n"; }
+--- steps
+sh true
+sh ! false
+sh echo hello => /^hello$/
+sh echo out; echo err >&2; echo "port $TEST_NGINX_PORT" => /^out\nerr\nport \d+$/
+sh printenv TEST_NGINX_PORT TEST_NGINX_HTML_DIR => /^\d+\n\/\S+\/html$/
+sh 5: sleep 0.1
+sh curl -sS http://127.0.0.1:$TEST_NGINX_PORT/ip => /^127\.0\.0\.1$/
+# what a command leaves running in its process group is killed when it ends
+sh sleep 30 & echo $! > $TEST_NGINX_SERVROOT/left.pid
+sh ! grep -qs '^State:[[:space:]]*[RSD]' /proc/$(cat $TEST_NGINX_SERVROOT/left.pid)/status
+sh echo "Requests/sec:   1234.56" => /Requests\/sec:\s+(\d+)/ as $RPS
+sh test $RPS -eq 1234
+A GET /n/$RPS X-N: ${RPS}0 => 200; body =~ /^path=\/n\/1234 x=12340$/; body =~ /$RPS/
+sh echo 3 => /(\d)/ as $N
+parallel $N p GET /ip from 127.0.$N.1 => 200; count 200 == $N; body =~ /^127\.0\.$N\.1$/
+sh echo "n 7" => /n (\d+)/ as $N
+sh test $N = 7
+# bg-sh goes on at once; wait-bg reports it
+bg-sh sleep 0.8; echo late > $TEST_NGINX_HTML_DIR/flag.txt; echo written => /^written$/
+A GET /flag.txt => 404
+bg-sh echo "bg 5" => /bg (\d+)/ as $BG
+wait-bg
+A GET /flag.txt => 200; body =~ /^late$/
+sh test $BG -eq 5
+--- no_error_log
+[error]
+
+=== TEST 14: jar prepend: a forged cookie in front of the real one
+--- config
+    location = /echo { return 200 "cookie=[$http_cookie]\n"; }
+    location = /set { add_header Set-Cookie "t=real2"; return 200 "set\n"; }
+    location = /r { add_header Set-Cookie "t=real3"; add_header Set-Cookie "u=1"; return 302 /echo; }
+--- steps
+jar A prepend t=junk
+A GET /echo => 200; body =~ /^cookie=\[t=junk\]$/
+jar A set t=real
+A GET /echo => 200; body =~ /^cookie=\[t=junk; t=real\]$/
+A GET /set => 200; cookie t =~ /^real2$/
+A GET /echo => 200; body =~ /^cookie=\[t=junk; t=real2\]$/
+A GET /r => 200; redirects == 1; body =~ /^cookie=\[t=junk; t=real3; u=1\]$/
+A GET /echo Cookie: mine=1 => 200; body =~ /^cookie=\[mine=1\]$/
+jar A copy B
+B GET /echo => 200; body =~ /^cookie=\[t=real3; u=1\]$/
+jar A prepend other=$TEST_NGINX_PORT
+A GET /echo => 200; body =~ /^cookie=\[other=\d+; t=real3; u=1\]$/
+bg A GET /r => 200; body =~ /^cookie=\[other=\d+; t=real3; u=1\]$/
+wait-bg
+jar p1 prepend t=junk
+parallel 2 p GET /echo => 200; body =~ /^cookie=\[(?:t=junk)?\]$/
+p1 GET /echo => 200; body =~ /^cookie=\[t=junk\]$/
+p2 GET /echo => 200; body =~ /^cookie=\[\]$/
+jar A clear
+A GET /echo => 200; body =~ /^cookie=\[\]$/

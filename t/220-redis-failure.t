@@ -13,20 +13,25 @@ use Cwd ();
 use POSIX ();
 
 my @fakes;
+# Connections accepted by the `error` fake, one line each (its reconnect rate is tested).
+my $conn_log = "/tmp/sl-fake-error-conns.$$";
+unlink $conn_log;
+$ENV{TEST_NGINX_FAKE_ERROR_CONNS} = $conn_log;
 for my $mode (qw(slow silent garbage int array error truncated close)) {
     my $port = SmartLimit::Test::Server::free_port();
     my $pid = open(my $out, '-|');
     die "fork: $!" unless defined $pid;
     if (!$pid) {
         exec($^X, Cwd::abs_path('t/lib/fake_resp.pl'), '--port', $port, '--mode', $mode,
-             '--delay', 2) or POSIX::_exit(127);
+             '--delay', 2, ($mode eq 'error' ? ('--log', $conn_log) : ()))
+            or POSIX::_exit(127);
     }
     my $ready = <$out>;
     die "fake_resp.pl ($mode) did not start\n" unless defined $ready && $ready =~ /ready/;
     push @fakes, [$pid, $out];
     $ENV{ 'TEST_NGINX_FAKE_' . uc($mode) . '_PORT' } = $port;
 }
-END { kill 'TERM', map { $_->[0] } @fakes; waitpid($_->[0], 0) for @fakes }
+END { kill 'TERM', map { $_->[0] } @fakes; waitpid($_->[0], 0) for @fakes; unlink $conn_log }
 
 run_tests();
 
@@ -290,3 +295,25 @@ wait-bg
 --- no_error_log
 open socket
 aborting
+
+=== TEST 15: an error reply again and again is a failure, not a recovery: the reconnect delay keeps growing
+--- workers: 1
+--- http_config
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_FAKE_ERROR_PORT on_error=closed;
+--- config
+    location /room { smart_limit shop; root html; }
+--- user_files
+>>> room/index.html
+origin
+--- steps
+sh : > $TEST_NGINX_FAKE_ERROR_CONNS
+# 60 decisions over 3 s or more (curl keeps the ticket). A reconnect delay that doubles from
+# 100 ms (100, 200, 400, 800, 1600) allows 6 connections at most; one reset to 100 ms by every
+# error reply would allow 20 and more.
+sh 30: j=$TEST_NGINX_SERVROOT/jar; for i in $(seq 60); do curl -s -L -b $j -c $j -o /dev/null http://127.0.0.1:$TEST_NGINX_PORT/room/; sleep 0.05; done
+sh n=$(wc -l < $TEST_NGINX_FAKE_ERROR_CONNS); echo "connections: $n"; test "$n" -ge 2 && test "$n" -le 7
+A GET /room/ Accept: application/json => 503; json.position == null
+--- error_log
+redis answered an error: WRONGTYPE Operation against a key
+--- no_error_log
+answers again after

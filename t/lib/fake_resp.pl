@@ -1,7 +1,7 @@
 #!/usr/bin/env perl
 # A fault-injecting fake Redis for the store=redis failure tests.
 #
-#   perl t/lib/fake_resp.pl --port PORT --mode MODE [--delay SECONDS]
+#   perl t/lib/fake_resp.pl --port PORT --mode MODE [--delay SECONDS] [--log FILE]
 #
 # Listens on 127.0.0.1:PORT, reads RESP commands (arrays of bulk strings, pipelined or not)
 # and answers each one according to MODE:
@@ -15,6 +15,9 @@
 #   truncated  the first half of a valid reply, then the connection is closed
 #   close      closes the connection as soon as a command arrives
 #
+# With --log, appends one line per accepted connection to FILE ("conn <unix time>"), so a
+# test can count how often a client reconnects.
+#
 # Prints "ready" on stdout once listening. Stops on SIGTERM, or when its parent dies
 # (checked every second), so a crashed test leaves nothing behind.
 
@@ -25,9 +28,9 @@ use IO::Select;
 use Getopt::Long;
 use Time::HiRes qw(time);
 
-my ($port, $mode, $delay) = (0, 'slow', 2);
-GetOptions('port=i' => \$port, 'mode=s' => \$mode, 'delay=f' => \$delay)
-    or die "usage: $0 --port PORT --mode MODE [--delay S]\n";
+my ($port, $mode, $delay, $log) = (0, 'slow', 2, undef);
+GetOptions('port=i' => \$port, 'mode=s' => \$mode, 'delay=f' => \$delay, 'log=s' => \$log)
+    or die "usage: $0 --port PORT --mode MODE [--delay S] [--log FILE]\n";
 my %modes = map { $_ => 1 } qw(slow silent garbage int array error truncated close);
 die "unknown mode $mode\n" unless $modes{$mode};
 
@@ -103,6 +106,10 @@ while (1) {
     for my $s ($sel->can_read($wait)) {
         if ($s == $listen) {
             my $c = $listen->accept or next;
+            if (defined $log && open(my $lf, '>>', $log)) {
+                printf $lf "conn %.3f\n", time;
+                close $lf;
+            }
             $c->blocking(0);
             $sel->add($c);
             $conn{ fileno $c } = $c;

@@ -12,7 +12,8 @@ use Time::HiRes ();
 use Time::Local ();
 
 # request(port => P, method => M, path => '/x', headers => [[name, value], ...],
-#         body => STRING, timeout => SECONDS)
+#         body => STRING, timeout => SECONDS, local_addr => '127.0.0.7')
+# local_addr: the source address the connection binds before connecting.
 # Returns { status, reason, headers => [[name, value], ...], body, elapsed, error }.
 # A transport failure gives status 599 and `error`.
 sub request {
@@ -33,9 +34,16 @@ sub request {
         PeerPort => $a{port},
         Proto    => 'tcp',
         Timeout  => $timeout,
+        (defined $a{local_addr} ? (LocalAddr => $a{local_addr}) : ()),
     );
     unless ($sock) {
-        $res->{error} = "connect to port $a{port} failed: $@";
+        $res->{error} = "connect to port $a{port}"
+            . (defined $a{local_addr} ? " from $a{local_addr}" : '') . " failed: $@";
+        return $finish->();
+    }
+    if (defined $a{local_addr} && $sock->sockhost ne $a{local_addr}) {
+        $res->{error} = "the connection came from " . $sock->sockhost . ", not from $a{local_addr}";
+        close $sock;
         return $finish->();
     }
     $sock->autoflush(1);
@@ -288,10 +296,21 @@ sub delete {
     $self->{order} = [ grep { $_ ne $name } @{ $self->{order} } ];
 }
 
+# Empties the jar (and forgets a prepend).
 sub clear {
     my ($self) = @_;
     $self->{order} = [];
     $self->{c} = {};
+    delete $self->{prepend};
+}
+
+# "NAME=VALUE" the client sends in front of the jar's cookies (a forged
+# cookie placed first), or undef. Not part of the jar's cookies: Set-Cookie
+# does not touch it, copy_from does not copy it.
+sub prepend {
+    my ($self, @v) = @_;
+    $self->{prepend} = $v[0] if @v;
+    return $self->{prepend};
 }
 
 sub _expire {

@@ -21,6 +21,7 @@ use Scalar::Util ();
 
 use SmartLimit::Test::HTTP ();
 use SmartLimit::Test::Server ();
+use SmartLimit::Test::Shell ();
 use SmartLimit::Test::Steps ();
 
 our $VERBOSE = $ENV{TEST_NGINX_VERBOSE};
@@ -30,7 +31,7 @@ my $HARNESS_DIR = File::Basename::dirname(Cwd::abs_path(__FILE__));    # t/lib/S
 my $SERVROOT_BASE = Cwd::abs_path("$HARNESS_DIR/../../..") . '/servroot';    # t/servroot
 
 # Processes to clean up if the script dies or is interrupted.
-my %LIVE;    # "nginx:<n>" => obj, "redis" => obj
+my %LIVE;    # "nginx:<n>" => obj, "redis" => obj, "sh:<pid>" => obj
 my $MAIN_PID = $$;
 
 END {
@@ -99,13 +100,12 @@ sub _plan_block {
         die "TEST '$name': unknown section '--- $sec' (known: "
             . join(', ', sort keys %KNOWN_SECTIONS) . ", config*, http_config*, main_config*)\n";
     }
-    my @steps = eval {
-        SmartLimit::Test::Steps::parse(_section($block, 'steps'), {
-            instances => $instances,
-            redis     => _bool_section($block, 'redis'),
-            sections  => \%sections,
-        });
+    my $ctx = {
+        instances => $instances,
+        redis     => _bool_section($block, 'redis'),
+        sections  => \%sections,
     };
+    my @steps = eval { SmartLimit::Test::Steps::parse(_section($block, 'steps'), $ctx) };
     die "TEST '$name': $@" if $@;
     my $follow = _section($block, 'follow_redirects') // 1;
     $follow =~ s/^\s+|\s+$//g;
@@ -127,7 +127,7 @@ sub _plan_block {
         $count += @error_log + @no_error_log;
     }
     return $block->{_sl_plan} = {
-        steps => \@steps, instances => $instances, count => $count, follow => $follow,
+        steps => \@steps, instances => $instances, count => $count, follow => $follow, ctx => $ctx,
         error_log => \@error_log, no_error_log => \@no_error_log, must_fail => $must_fail,
     };
 }
@@ -150,7 +150,9 @@ sub run_block {
         plan    => $plan,
         emitted => 0,
         jars    => {},
-        bg      => [],
+        bg      => [],    # background requests { pid, file, step } and commands { cmd, step }
+        vars    => {},    # captured by `sh ... as $NAME`
+        sh_seq  => 0,
         ignore  => {},    # instance index => [[from, to], ...] log ranges with expected [emerg]
         timeout => _section($block, 'timeout') // $ENV{TEST_NGINX_TIMEOUT} // 10,
         workers => _section($block, 'workers') // 1,
@@ -160,11 +162,16 @@ sub run_block {
     my $t0 = Time::HiRes::time();
     my $err;
     eval { _run_block($st); 1 } or $err = $@ || 'unknown error';
-    # Whatever happened: join background requests, stop everything.
+    # Whatever happened: join background requests and commands, stop everything.
     if (!$err) {
-        eval { _join_bg($st); 1 } or $err = $@ || 'unknown error';
+        eval { _join_bg($st, 1); 1 } or $err = $@ || 'unknown error';
     }
     for my $job (splice @{ $st->{bg} }) {    # only left after an error
+        if ($job->{cmd}) {
+            $job->{cmd}->kill_group('block aborted');
+            delete $LIVE{ 'sh:' . $job->{cmd}->pid };
+            next;
+        }
         waitpid($job->{pid}, 0);
         unlink $job->{file};
     }
@@ -299,10 +306,40 @@ sub _run_block {
 
     for my $step (@{ $plan->{steps} }) {
         note_v("step: $step->{line}");
-        my $sub = __PACKAGE__->can('_step_' . ($step->{type} =~ tr/-/_/r))
-            or die "no runner for step type $step->{type}";
-        $sub->($st, $step);
+        my $run = $step->{vars} ? _resolve_vars($st, $step) : $step;
+        next unless $run;
+        my $sub = __PACKAGE__->can('_step_' . ($run->{type} =~ tr/-/_/r))
+            or die "no runner for step type $run->{type}";
+        $sub->($st, $run);
     }
+}
+
+# A step that uses variables captured by `sh ... as $NAME`: parsed again with
+# their values. When one is not set (the capturing step failed) or the line
+# does not parse with the values, the step fails (a step that is no test
+# aborts the block). Returns the step to run, or undef.
+sub _resolve_vars {
+    my ($st, $step) = @_;
+    my @unset = grep { !defined $st->{vars}{$_} } @{ $step->{vars} };
+    my $err;
+    if (@unset) {
+        $err = join(', ', map { "\$$_" } @unset) . (@unset == 1 ? ' is' : ' are')
+             . " not set (the step that captures it failed or did not run yet)";
+    } else {
+        my $line = SmartLimit::Test::Steps::substitute_vars($step->{line}, $st->{vars});
+        note_v("  with values: $line");
+        my $new = eval { SmartLimit::Test::Steps::parse_step($line, $st->{plan}{ctx}) };
+        if ($new && $new->{tests} == $step->{tests}) {
+            $new->{line} = $step->{line};    # the test name stays the line as written
+            return $new;
+        }
+        ($err = $@ || "changes the kind of step") =~ s/ at \S+ line \d+.*//s;
+        chomp $err;
+        $err = "with the values of its variables: $line\n$err";
+    }
+    die "$step->{line}: $err\n" unless $step->{tests};
+    _ok($st, 0, $step->{line}, $err);
+    return undef;
 }
 
 # The sections an instance runs with; @swap (section names like config2,
@@ -377,16 +414,22 @@ sub _jar {
     return $st->{jars}{$client} ||= SmartLimit::Test::Jar->new;
 }
 
-# Header list for a request: the step's headers plus the client's cookies.
+# Header list for a request: the step's headers plus the client's cookies
+# (after the jar's prepend, if any). The Cookie header of a jar with a
+# prepend is [Cookie, "PREPEND; jar cookies", PREPEND]: _next_cookie keeps
+# PREPEND in front on redirects.
 sub _headers_for {
     my ($st, $req, $client) = @_;
-    my @h = map { [@$_] } @{ $req->{headers} };
+    my @h = map { [$_->[0], $st->{instances}[0]->subst($_->[1])] } @{ $req->{headers} };
     unless (grep { lc $_->[0] eq 'cookie' } @h) {
-        my $c = _jar($st, $client)->cookie_header;
-        push @h, ['Cookie', $c] if defined $c;
-    }
-    for my $h (@h) {
-        $h->[1] = $st->{instances}[0]->subst($h->[1]);
+        my $jar = _jar($st, $client);
+        my $c = $jar->cookie_header;
+        my $p = $jar->prepend;
+        if (defined $p) {
+            push @h, ['Cookie', defined $c ? "$p; $c" : $p, $p];
+        } elsif (defined $c) {
+            push @h, ['Cookie', $c];
+        }
     }
     return \@h;
 }
@@ -403,6 +446,7 @@ sub _send {
         headers => $headers,
         body    => exists $hop{method} ? $hop{body} : $req->{body},
         timeout => $st->{timeout},
+        local_addr => $req->{from},    # every hop from the step's source address
     );
 }
 
@@ -426,13 +470,27 @@ sub _redirect_target {
 
 # The Cookie header a browser sends on the next hop: the cookies of this
 # hop's Cookie header(s) updated by its response's Set-Cookie headers (the
-# jar's rules: Max-Age<=0 or a past Expires deletes). undef when none is left.
+# jar's rules: Max-Age<=0 or a past Expires deletes), after the jar's prepend
+# when there is one (see _headers_for). Returns the header entry, or undef
+# when no cookie is left.
 sub _next_cookie {
     my ($headers, $res) = @_;
-    my @sent = map { $_->[1] } grep { lc $_->[0] eq 'cookie' } @$headers;
+    my ($prepend, @sent);
+    for my $h (grep { lc $_->[0] eq 'cookie' } @$headers) {
+        my $v = $h->[1];
+        if (defined $h->[2]) {
+            $prepend = $h->[2];
+            $v = substr($v, length $prepend);
+            $v =~ s/^;\s*//;
+        }
+        push @sent, $v if length $v;
+    }
     my $jar = SmartLimit::Test::Jar->from_header(join '; ', @sent);
     $jar->absorb($res);
-    return $jar->cookie_header;
+    my $c = $jar->cookie_header;
+    return defined $c ? ['Cookie', "$prepend; $c", $prepend] : ['Cookie', $prepend, $prepend]
+        if defined $prepend;
+    return defined $c ? ['Cookie', $c] : undef;
 }
 
 # A request like a browser sends it: redirects (301, 302, 303, 307, 308 with
@@ -469,7 +527,7 @@ sub _send_chain {
             ($method, $body) = ('GET', undef);
             @h = grep { lc $_->[0] !~ /^(?:content-.*|transfer-encoding)$/ } @h;
         }
-        @h = ((grep { lc $_->[0] ne 'cookie' } @h), defined $cookie ? (['Cookie', $cookie]) : ());
+        @h = ((grep { lc $_->[0] ne 'cookie' } @h), defined $cookie ? ($cookie) : ());
         $path = $next;
         note_v(sprintf("  -> %s (%.3fs), redirect %d: %s %s", $res->{status}, $res->{elapsed},
                        scalar @chain, $method, $path));
@@ -740,9 +798,24 @@ sub _step_bg {
     push @{ $st->{bg} }, { %$job, step => $step };
 }
 
+# Reports every background request and command, in the order they started.
+# $at_end (the block's steps are over): a command still running is killed
+# and fails.
 sub _join_bg {
-    my ($st) = @_;
+    my ($st, $at_end) = @_;
+    if ($at_end) {
+        for my $job (grep { $_->{cmd} } @{ $st->{bg} }) {
+            $job->{cmd}->kill_group('still running at the end of the block (wait for it with wait-bg)')
+                if $job->{cmd}->running;
+        }
+    }
     while (my $job = shift @{ $st->{bg} }) {
+        if ($job->{cmd}) {
+            $job->{cmd}->wait_done;
+            delete $LIVE{ 'sh:' . $job->{cmd}->pid };
+            _report_cmd($st, $job->{step}, $job->{cmd});
+            next;
+        }
         my $res = _collect($job);
         my $req = $job->{step}{req};
         _jar($st, $req->{client})->absorb($res);
@@ -751,7 +824,7 @@ sub _join_bg {
     }
 }
 
-sub _step_wait_bg { _join_bg($_[0]) }
+sub _step_wait_bg { _join_bg($_[0], 0) }
 
 sub _step_parallel {
     my ($st, $step) = @_;
@@ -866,6 +939,8 @@ sub _step_jar {
     my $op = $step->{op};
     if ($op eq 'set') {
         $jar->set($step->{name}, $st->{instances}[0]->subst($step->{value}));
+    } elsif ($op eq 'prepend') {
+        $jar->prepend("$step->{name}=" . $st->{instances}[0]->subst($step->{value}));
     } elsif ($op eq 'delete') {
         $jar->delete($step->{name});
     } elsif ($op eq 'clear') {
@@ -910,6 +985,88 @@ sub _step_redis {
     my ($rc, $out) = $st->{redis}->cli(@args);
     my $pass = $rc == 0 && (!$step->{re} || $out =~ $step->{re});
     _ok($st, $pass, $step->{line}, "redis-cli exit $rc, output:\n$out");
+}
+
+# ------------------------------------------------------------------ shell commands
+
+# Starts an sh / bg-sh step's command (TEST_NGINX_* substituted, and in its
+# environment: instance 1's values).
+sub _start_cmd {
+    my ($st, $step) = @_;
+    my $n1 = $st->{instances}[0];
+    my $command = $n1->subst($step->{command});
+    my $dir = "$st->{base}/sh";
+    File::Path::make_path($dir);
+    my $seq = ++$st->{sh_seq};
+    my $cmd = SmartLimit::Test::Shell->start(
+        command => $command,
+        out     => "$dir/$seq.out",
+        timeout => $step->{timeout},
+        env     => { %{ $n1->{vars} } },
+    );
+    $LIVE{ 'sh:' . $cmd->pid } = $cmd;
+    note_v("  sh pid " . $cmd->pid . ": $command");
+    return $cmd;
+}
+
+# The one test of an sh / bg-sh step: exit 0, output matching, capture.
+sub _report_cmd {
+    my ($st, $step, $cmd) = @_;
+    my @fail;
+    my $why = $cmd->failure;
+    push @fail, $why if defined $why;
+    my $out = $cmd->output;
+    my $got;
+    if ($step->{re}) {
+        if ($out =~ $step->{re}) {
+            $got = $1;
+        } else {
+            push @fail, "output does not match $step->{re_text}";
+        }
+    }
+    if (my $name = $step->{capture}) {
+        delete $st->{vars}{$name};
+        if (@fail) {
+            push @fail, "\$$name is not set";
+        } elsif (!defined $got) {
+            push @fail, "the capture group of $step->{re_text} matched nothing: \$$name is not set";
+        } elsif ($got !~ /^-?\d+(?:\.\d+)?$/) {
+            push @fail, "captured '$got', not a number: \$$name is not set";
+        } else {
+            $st->{vars}{$name} = $got;
+            note_v("  \$$name = $got");
+        }
+    }
+    note_v(sprintf("  -> sh %s (%.3fs)", $why // 'exit 0', $cmd->{elapsed} // 0));
+    my $diag;
+    if (@fail) {
+        my @lines = split /^/, $out;
+        my $shown = @lines > 40 ? join('', @lines[-40 .. -1]) : $out;
+        $shown = '...' . substr($shown, -4000) if length $shown > 4000;
+        $shown =~ s/^/| /mg;
+        $shown .= "\n" if length $shown && $shown !~ /\n\z/;
+        $shown = '' unless length $out;
+        $diag = join('', map { "  $_\n" } @fail)
+            . "command: " . $st->{instances}[0]->subst($step->{command}) . "\n"
+            . sprintf("%s %.3fs; output: %d bytes%s\n",
+                      $step->{type} eq 'bg-sh' ? 'reaped after' : 'ran', $cmd->{elapsed} // 0, length $out,
+                      @lines > 40 || length $out > 4000 ? ' (the end below)' : '')
+            . $shown;
+    }
+    _ok($st, !@fail, $step->{line}, $diag);
+}
+
+sub _step_sh {
+    my ($st, $step) = @_;
+    my $cmd = _start_cmd($st, $step);
+    $cmd->wait_done;
+    delete $LIVE{ 'sh:' . $cmd->pid };
+    _report_cmd($st, $step, $cmd);
+}
+
+sub _step_bg_sh {
+    my ($st, $step) = @_;
+    push @{ $st->{bg} }, { cmd => _start_cmd($st, $step), step => $step };
 }
 
 1;
