@@ -83,6 +83,8 @@ struct Header {
     /// Places by last sight (ring indices), oldest first.
     seen_first: u32,
     seen_last: u32,
+    /// Live places in the line (the Fenwick tree's total, kept at hand).
+    waiting: u64,
     /// Entries in the admitted table (every one seen within `active_window`).
     active: u64,
     lru_first: u32,
@@ -350,6 +352,7 @@ impl<'m> Room<'m> {
             tail: first,
             seen_first: NIL,
             seen_last: NIL,
+            waiting: 0,
             active: 0,
             lru_first: NIL,
             lru_last: NIL,
@@ -484,7 +487,7 @@ impl<'m> Room<'m> {
 
     /// Live places in the line.
     fn waiting(&self) -> u64 {
-        fenwick::prefix(self.live, self.live.len())
+        self.hdr.waiting
     }
 
     /// Live places among ring indices `from..to` going round the ring (`from == to`: none).
@@ -502,6 +505,11 @@ impl<'m> Room<'m> {
         let n = self.ring.len();
         let low = self.hdr.low;
         let from = self.ring_index(low);
+        // Most of the time the head has not moved since the last look.
+        let at_low = self.ring[from];
+        if at_low.sid != 0 && at_low.qnum == low {
+            return Some(low);
+        }
         let t = &*self.live;
         let before = fenwick::prefix(t, from);
         let total = fenwick::prefix(t, n);
@@ -548,6 +556,9 @@ impl<'m> Room<'m> {
         let Some(head) = self.head() else {
             return 0;
         };
+        if head == qnum {
+            return 1;
+        }
         let from = self.ring_index(head);
         let to = self.ring_index(qnum);
         self.live_between(from, to) + 1
@@ -578,6 +589,7 @@ impl<'m> Room<'m> {
         self.places[b] = ix as u32;
         self.seen_push(ix);
         fenwick::add(self.live, ix, 1);
+        self.hdr.waiting += 1;
         self.hdr.tail += 1;
         if low == qnum {
             self.hdr.low = qnum;
@@ -613,6 +625,7 @@ impl<'m> Room<'m> {
         self.seen_unlink(ix);
         self.ring[ix].sid = 0;
         fenwick::add(self.live, ix, -1);
+        self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
     }
 
     /// A waiting client was seen: its place counts as present from now.

@@ -168,11 +168,12 @@ EOF
             mem1="$(redis-cli -p "$rport" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')"
             # Every call is in the SLOWLOG (threshold 0): the slowest script call, and how many
             # took over 2 ms.
-            # The RESP dump is: id, time, duration (us), args...; take the durations of EVALSHA.
-            read -r slow maxus calls < <(redis-cli -p "$rport" --no-raw SLOWLOG GET 1000000 \
-                | awk '/^ *3\) \(integer\)/ {d = $NF; next}
-                       /^ *4\) 1\) "(EVALSHA|EVAL)"/ {n++; if (d > m) m = d; if (d > 2000) s++}
-                       END {print s + 0, m + 0, n + 0}')
+            # The dump lists id, time, duration (us), args...; redis-cli pads the numbering ("4)  1)"
+            # once an entry has ten or more args), hence the " +".
+            redis-cli -p "$rport" --no-raw SLOWLOG GET 1000000 >"$d/slowlog.txt"
+            read -r slow maxus calls < <(awk '/^ *3\) +\(integer\)/ {d = $NF; next}
+                       /^ *4\) +1\) "(EVALSHA|EVAL)"/ {n++; if (d > m) m = d; if (d > 2000) s++}
+                       END {print s + 0, m + 0, n + 0}' "$d/slowlog.txt")
             percall="$(redis-cli -p "$rport" INFO commandstats | awk -F'[=,]' '/^cmdstat_evalsha:/ {print $6}')"
             out[redis_extra]="Redis: used_memory $mem0 -> $mem1 bytes ($(( (mem1 - mem0) / 1024 )) KiB); script calls: $calls, over 2 ms: $slow, slowest ${maxus} us (usec_per_call $percall: sparse calls run cold)"
         fi
