@@ -82,6 +82,23 @@ pub struct Decided {
     pub sid: Option<u64>,
 }
 
+/// What the fleet rate ([`crate::rate`]) drew for the request, as
+/// `$smart_limit_rate_status` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateOutcome {
+    Passed,
+    Limited,
+}
+
+impl RateOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RateOutcome::Passed => "PASSED",
+            RateOutcome::Limited => "LIMITED",
+        }
+    }
+}
+
 /// A store call the request waits for.
 pub enum Suspended {
     /// The handler asked the room ([`crate::handler`]).
@@ -110,6 +127,8 @@ pub struct RequestCtx {
     tag: u64,
     pub decided: Option<Decided>,
     pub suspended: Option<Suspended>,
+    /// `smart_limit_rate`: drawn once per request (also across internal redirects).
+    pub rate: Option<RateOutcome>,
 }
 
 /// "SLCTX\0\0\1".
@@ -121,6 +140,7 @@ impl Default for RequestCtx {
             tag: TAG,
             decided: None,
             suspended: None,
+            rate: None,
         }
     }
 }

@@ -32,6 +32,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
+use smart_limit_core::fleet_room;
 use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
 use smart_limit_core::rules::{self, Mode, TicketState};
@@ -118,12 +119,14 @@ fn handle(r: &mut Request) -> ngx_int_t {
             qnum: t.qnum,
             draw: draw(now, t.sid),
             flood_key: (t.qnum == 0).then(|| flood_key(r, zone)),
+            arrival: t.issued_at,
         },
         (None, Some(sid)) => Visit {
             sid,
             qnum: 0,
             draw: draw(now, 0),
             flood_key: None,
+            arrival: now,
         },
         // First contact (no ticket, or a stale, forged or foreign one): the client gets a
         // ticket and comes back with it before the room gives it anything ([S15]), unless the
@@ -139,6 +142,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
                     qnum: 0,
                     draw: draw(now, 0),
                     flood_key: None,
+                    arrival: now,
                 },
                 // A dry run shows no cookie check: the room decides at once, as it would when
                 // the client came back with its ticket (and so counts the same).
@@ -147,6 +151,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
                     qnum: 0,
                     draw: draw(now, 0),
                     flood_key: Some(flood_key(r, zone)),
+                    arrival: now,
                 },
                 _ => return arrived(r, &turn, sid),
             }
@@ -440,7 +445,11 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
         };
         cookie::set_ticket(r, turn.zone, &t);
     }
-    let view = turn.view(ViewStatus::Waiting, Some(place));
+    let mut view = turn.view(ViewStatus::Waiting, Some(place));
+    if let Some(fs) = &turn.zone.fleet {
+        view.refresh_secs =
+            fleet_room::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
+    }
     record(r, turn.zone, outcome, view.position, None);
     if turn.dry {
         ngx_log_error!(

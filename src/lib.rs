@@ -7,6 +7,7 @@
 //! - `clock`, `log`: the cached time and throttled error lines (leaves);
 //! - `request`: the one boundary with nginx's request (a safe `Request`, headers, responses);
 //! - `store` (and `net` under it): a room's state in shared memory or Redis, one decision API;
+//!   `rate`: a fleet-wide request rate (its zone, preaccess handler and interval sync);
 //! - `conf`: directives and the main, location and zone configurations;
 //! - `ctx`: the typed per-request context (decision, suspended store call), kept across
 //!   internal redirects;
@@ -41,8 +42,10 @@ mod handler;
 mod inflight;
 mod log;
 mod net;
+mod rate;
 mod request;
 mod store;
+mod ticker;
 mod vars;
 
 pub struct Module;
@@ -62,7 +65,8 @@ impl HttpModule for Module {
     unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
         // SAFETY: nginx passes the configuration being parsed.
         let cf = unsafe { &mut *cf };
-        if handler::install(cf).is_err() {
+        // The rate's handler goes in after the room's, so it runs before it.
+        if handler::install(cf).is_err() || rate::handler::install(cf).is_err() {
             return Status::NGX_ERROR.into();
         }
         filter::install();
@@ -80,10 +84,19 @@ unsafe impl HttpModuleLocationConf for Module {
     type LocationConf = conf::LocConf;
 }
 
-/// Every worker starts here, after the fork: per-process state is reset.
-unsafe extern "C" fn init_process(_cycle: *mut ngx_cycle_t) -> ngx_int_t {
+/// Every worker starts here, after the fork: per-process state is reset, and the interval
+/// timers of the fleet rate zones and of the synced rooms start.
+unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     smart_limit_core::random::after_fork();
+    let _ = std::panic::catch_unwind(|| rate::sync::start_worker(cycle));
+    let _ = std::panic::catch_unwind(|| store::fleet::start_worker(cycle));
     Status::NGX_OK.into()
+}
+
+/// A worker exits: it stops syncing for the fleet rate zones and synced rooms it led.
+unsafe extern "C" fn exit_process(cycle: *mut ngx_cycle_t) {
+    let _ = std::panic::catch_unwind(|| rate::sync::stop_worker(cycle));
+    let _ = std::panic::catch_unwind(|| store::fleet::stop_worker(cycle));
 }
 
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;
@@ -104,7 +117,7 @@ const fn command(
     }
 }
 
-static mut COMMANDS: [ngx_command_t; 12] = [
+static mut COMMANDS: [ngx_command_t; 15] = [
     command(
         ngx_string!("smart_limit_zone"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
@@ -171,6 +184,24 @@ static mut COMMANDS: [ngx_command_t; 12] = [
         endpoint::control::set_control,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
+    command(
+        ngx_string!("smart_limit_rate_zone"),
+        NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
+        conf::rate::set_rate_zone,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_rate"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        conf::rate::set_rate,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_rate_status"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        conf::rate::set_rate_status,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
     ngx_command_t::empty(),
 ];
 
@@ -195,5 +226,6 @@ pub static mut ngx_http_smart_limit_module: ngx_module_t = ngx_module_t {
     commands: unsafe { &raw mut COMMANDS[0] },
     type_: NGX_HTTP_MODULE as _,
     init_process: Some(init_process),
+    exit_process: Some(exit_process),
     ..ngx_module_t::default()
 };

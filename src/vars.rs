@@ -1,4 +1,5 @@
-//! `$smart_limit_status`, `$smart_limit_position`, `$smart_limit_room`, for access logs.
+//! `$smart_limit_status`, `$smart_limit_position`, `$smart_limit_room` and
+//! `$smart_limit_rate_status` (PASSED / LIMITED), for access logs.
 //!
 //! Each reads the request's context ([`crate::ctx`]), which survives internal redirects
 //! (`index`, `error_page`, named locations), so the log sees the decision wherever the request
@@ -20,12 +21,14 @@ enum Var {
     Status,
     Position,
     Room,
+    RateStatus,
 }
 
-const VARS: [(&str, Var); 3] = [
+const VARS: [(&str, Var); 4] = [
     ("smart_limit_status", Var::Status),
     ("smart_limit_position", Var::Position),
     ("smart_limit_room", Var::Room),
+    ("smart_limit_rate_status", Var::RateStatus),
 ];
 
 /// Declares the variables (preconfiguration).
@@ -62,8 +65,19 @@ unsafe extern "C" fn get(
         let which = match data {
             0 => Var::Status,
             1 => Var::Position,
-            _ => Var::Room,
+            2 => Var::Room,
+            _ => Var::RateStatus,
         };
+        if let Var::RateStatus = which {
+            match RequestCtx::find(r).and_then(|c| c.rate) {
+                Some(outcome) => {
+                    let text = outcome.as_str();
+                    set(v, text.as_ptr(), text.len());
+                }
+                None => v.set_not_found(1),
+            }
+            return Status::NGX_OK.0;
+        }
         match RequestCtx::find(r).and_then(|c| c.decided) {
             Some(d) => fill(r, v, which, &d),
             None => v.set_not_found(1),
@@ -76,6 +90,7 @@ fn fill(r: &Request, v: &mut ngx_http_variable_value_t, which: Var, d: &Decided)
     let text: &[u8] = match which {
         Var::Status => d.outcome.as_str().as_bytes(),
         Var::Room => d.zone.params.name.as_bytes(),
+        Var::RateStatus => return,
         Var::Position => {
             let Some(p) = d.position else {
                 v.set_not_found(1);

@@ -545,3 +545,15 @@ p1 GET /echo => 200; body =~ /^cookie=\[t=junk\]$/
 p2 GET /echo => 200; body =~ /^cookie=\[\]$/
 jar A clear
 A GET /echo => 200; body =~ /^cookie=\[\]$/
+
+=== TEST 15: every instance's port, for tools that talk to all nodes
+--- instances: 3
+--- config
+    location = /who { return 200 "node $TEST_NGINX_INSTANCE of $TEST_NGINX_PORTS\n"; }
+--- steps
+sh curl -s http://127.0.0.1:$TEST_NGINX_PORT_N3/who => /^node 3 of \d+,\d+,\d+$/
+sh curl -s http://127.0.0.1:$TEST_NGINX_PORT_N2/who => /^node 2 of /
+sh test "$TEST_NGINX_PORTS" = "$TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2,$TEST_NGINX_PORT_N3"
+A GET /who @2 => 200; body =~ /^node 2 of \d+,\d+,\d+$/
+--- no_error_log
+[error]

@@ -6,6 +6,14 @@
 
 /// A Fenwick tree of live places, for positions in O(log n).
 pub mod fenwick;
+/// The synced room's script rules in Rust (simulator, equivalence tests).
+pub mod fleet_model;
+/// A fleet-wide request rate (AJA): probabilistic admission from cumulative counters.
+pub mod fleet_rate;
+/// A room decided locally by every node of a fleet, synced through Redis (Cloudflare).
+pub mod fleet_room;
+/// One worker per node for a zone's periodic work, elected through shared memory.
+pub mod leader;
 /// Prometheus text exposition and the control endpoint's JSON, from room snapshots.
 pub mod metrics;
 /// Waiting answer bodies: HTML page, JSON, content negotiation.
@@ -20,6 +28,8 @@ pub mod random;
 pub mod rate;
 /// The Redis store without I/O: keys, the room script, replies, backoff.
 pub mod redis;
+/// How to reach Redis: addresses, AUTH, TLS, Sentinel (shared by rooms and rate zones).
+pub mod redis_params;
 /// A fallible, bounded RESP2 reply parser.
 pub mod resp;
 /// One room's queue and admitted sessions in a flat block of shared memory.

@@ -21,6 +21,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::fleet_rate::RateSnapshot;
+use crate::fleet_room::FleetSnapshot;
 use crate::room::{Counters, Snapshot};
 use crate::rules::{Admission, Mode};
 
@@ -40,6 +42,8 @@ pub struct RoomFigures<'a> {
     pub admission: Admission,
     /// The room's state; None when the store could not be read (reported as `up 0`).
     pub snapshot: Option<Snapshot>,
+    /// `sync=`: this node's side of the fleet's room.
+    pub fleet: Option<FleetSnapshot>,
 }
 
 impl RoomFigures<'_> {
@@ -161,6 +165,66 @@ const GAUGES: &[(&str, &str, GaugeOf)] = &[
     ),
 ];
 
+type FleetOf = fn(&FleetSnapshot) -> Option<Value>;
+
+/// The synced room's families (`sync=`): name (without `smart_limit_fleet_`), type, help, value.
+const FLEET_FAMILIES: &[(&str, &str, &str, FleetOf)] = &[
+    (
+        "syncs_total",
+        "counter",
+        "Syncs with the fleet answered (one call an interval, by one worker of the node).",
+        |s| Some(Value::Int(s.syncs)),
+    ),
+    (
+        "sync_errors_total",
+        "counter",
+        "Syncs with the fleet that got no usable reply within the timeout.",
+        |s| Some(Value::Int(s.sync_failures)),
+    ),
+    (
+        "draws_total",
+        "counter",
+        "Calls to the fleet's pool for places beyond this node's share.",
+        |s| Some(Value::Int(s.draws)),
+    ),
+    (
+        "drawn_places_total",
+        "counter",
+        "Places the fleet's pool gave this node.",
+        |s| Some(Value::Int(s.draws_granted)),
+    ),
+    (
+        "admitted_total",
+        "counter",
+        "Sessions this node admitted on the fleet's behalf.",
+        |s| Some(Value::Int(s.admitted)),
+    ),
+    (
+        "dropped_reports_total",
+        "counter",
+        "Sightings not reported to the fleet for want of room between two syncs (size=).",
+        |s| Some(Value::Int(s.dropped)),
+    ),
+    (
+        "share_left",
+        "gauge",
+        "Admissions left in this node's share of the current interval.",
+        |s| Some(Value::Int(s.quota_left)),
+    ),
+    (
+        "nodes",
+        "gauge",
+        "Nodes in the fleet's last picture.",
+        |s| Some(Value::Int(s.nodes)),
+    ),
+    (
+        "sync_age_seconds",
+        "gauge",
+        "Seconds since the last fleet picture (absent before the first one).",
+        |s| s.sync_age_ms.map(Value::Milli),
+    ),
+];
+
 /// Escapes a label value: backslash, double quote and line feed (exposition format 0.0.4).
 fn label(out: &mut String, v: &str) {
     for c in v.chars() {
@@ -263,6 +327,163 @@ pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
             None,
             u64::from(f.override_mode.is_some()),
         );
+    }
+    if rooms.iter().any(|f| f.fleet.is_some()) {
+        for (name, kind, help, get) in FLEET_FAMILIES {
+            let full = format!("fleet_{name}");
+            family(&mut out, &full, kind, help);
+            for f in rooms {
+                if let Some(v) = f.fleet.as_ref().and_then(get) {
+                    let _ = write!(out, "smart_limit_{full}{{room=\"");
+                    label(&mut out, f.room);
+                    out.push_str("\"} ");
+                    value(&mut out, v);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn value(out: &mut String, v: Value) {
+    let _ = match v {
+        Value::Int(n) => writeln!(out, "{n}"),
+        Value::Milli(m) => writeln!(out, "{}.{:03}", m / 1000, m % 1000),
+    };
+}
+
+/// One fleet rate zone as the operator sees it (`smart_limit_rate_zone`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateFigures<'a> {
+    pub zone: &'a str,
+    /// A Redis is configured: the zone's fleet figures come from it.
+    pub fleet: bool,
+    /// The configured rate, in milli-requests a second.
+    pub rate_milli: u64,
+    /// The zone's state; None when its shared memory could not be read.
+    pub snapshot: Option<RateSnapshot>,
+}
+
+type RateOf = fn(&RateFigures, &RateSnapshot) -> Option<Value>;
+
+/// A sample value: an integer, or a decimal given in thousandths (rates, probabilities).
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    Int(u64),
+    Milli(u64),
+}
+
+/// The fleet rate families: name (without `smart_limit_rate_`), type, help, value.
+const RATE_FAMILIES: &[(&str, &str, &str, RateOf)] = &[
+    (
+        "offered_total",
+        "counter",
+        "Requests offered to the rate zone on this node (every request of its locations).",
+        |_, s| Some(Value::Int(s.offered)),
+    ),
+    (
+        "passed_total",
+        "counter",
+        "Requests of this node that passed the rate zone's draw.",
+        |_, s| Some(Value::Int(s.passed)),
+    ),
+    (
+        "fleet_offered_total",
+        "counter",
+        "Requests offered to the rate zone on every node, as the fleet's last sync reported.",
+        |f, s| f.fleet.then_some(Value::Int(s.fleet_offered_total)),
+    ),
+    (
+        "fleet_passed_total",
+        "counter",
+        "Requests passed on every node, as the fleet's last sync reported.",
+        |f, s| f.fleet.then_some(Value::Int(s.fleet_passed_total)),
+    ),
+    (
+        "syncs_total",
+        "counter",
+        "Syncs with the fleet answered (or local measurements, without Redis).",
+        |f, s| f.fleet.then_some(Value::Int(s.syncs)),
+    ),
+    (
+        "sync_errors_total",
+        "counter",
+        "Syncs with the fleet that got no usable reply within the timeout.",
+        |f, s| f.fleet.then_some(Value::Int(s.sync_errors)),
+    ),
+    (
+        "probability",
+        "gauge",
+        "The probability each request passes with now (min(rate / fleet rate, 1)).",
+        |_, s| Some(Value::Milli(u64::from(s.p_ppm) / 1000)),
+    ),
+    (
+        "fleet_qps",
+        "gauge",
+        "Requests a second offered to the whole fleet, from the last picture.",
+        |_, s| Some(Value::Milli(s.fleet_offered_milli)),
+    ),
+    (
+        "fleet_passed_qps",
+        "gauge",
+        "Requests a second passed by the whole fleet, from the last picture.",
+        |f, s| f.fleet.then_some(Value::Milli(s.fleet_passed_milli)),
+    ),
+    (
+        "node_qps",
+        "gauge",
+        "Requests a second offered to this node, measured once an interval.",
+        |_, s| Some(Value::Milli(s.local_offered_milli)),
+    ),
+    (
+        "nodes",
+        "gauge",
+        "Nodes in the fleet's last picture.",
+        |_, s| Some(Value::Int(s.nodes)),
+    ),
+    (
+        "limit_qps",
+        "gauge",
+        "The configured rate (rate=), requests a second for the whole fleet.",
+        |f, _| Some(Value::Milli(f.rate_milli)),
+    ),
+    (
+        "sync_age_seconds",
+        "gauge",
+        "Seconds since the last fleet picture (absent before the first one).",
+        |_, s| s.sync_age_ms.map(Value::Milli),
+    ),
+];
+
+/// Prometheus text exposition of the fleet rate zones (appended to the rooms').
+pub fn render_rate_prometheus(zones: &[RateFigures]) -> String {
+    let mut out = String::with_capacity(256 + zones.len() * 1024);
+    if zones.is_empty() {
+        return out;
+    }
+    family(
+        &mut out,
+        "rate_up",
+        "gauge",
+        "1 when the rate zone's state could be read for this scrape, 0 otherwise.",
+    );
+    for z in zones {
+        let _ = write!(out, "smart_limit_rate_up{{zone=\"");
+        label(&mut out, z.zone);
+        let _ = writeln!(out, "\"}} {}", u64::from(z.snapshot.is_some()));
+    }
+    for (name, kind, help, get) in RATE_FAMILIES {
+        let full = format!("rate_{name}");
+        family(&mut out, &full, kind, help);
+        for z in zones {
+            let Some(v) = z.snapshot.as_ref().and_then(|s| get(z, s)) else {
+                continue;
+            };
+            let _ = write!(out, "smart_limit_{full}{{zone=\"");
+            label(&mut out, z.zone);
+            out.push_str("\"} ");
+            value(&mut out, v);
+        }
     }
     out
 }
@@ -457,6 +678,7 @@ mod tests {
             new_per_minute: None,
             admission: Admission::Grant { ms: 600_000 },
             snapshot,
+            fleet: None,
         }
     }
 
@@ -499,6 +721,65 @@ mod tests {
             }
         }
         samples
+    }
+
+    #[test]
+    fn rate_zones_render_strictly() {
+        let snap = RateSnapshot {
+            offered: 1000,
+            passed: 250,
+            p_ppm: 250_000,
+            fleet_offered_milli: 4_000_500,
+            fleet_passed_milli: 1_000_000,
+            nodes: 3,
+            fleet_offered_total: 9000,
+            fleet_passed_total: 2000,
+            local_offered_milli: 1_500_000,
+            sync_age_ms: Some(350),
+            syncs: 7,
+            sync_errors: 1,
+            ignored: 0,
+        };
+        let zones = [
+            RateFigures {
+                zone: "api",
+                fleet: true,
+                rate_milli: 1_000_000,
+                snapshot: Some(snap),
+            },
+            RateFigures {
+                zone: "solo",
+                fleet: false,
+                rate_milli: 50_000,
+                snapshot: Some(RateSnapshot {
+                    sync_age_ms: None,
+                    ..snap
+                }),
+            },
+            RateFigures {
+                zone: "gone",
+                fleet: false,
+                rate_milli: 1,
+                snapshot: None,
+            },
+        ];
+        let text = render_rate_prometheus(&zones);
+        let samples = check_exposition(&text);
+        let get = |name: &str, zone: &str| {
+            samples
+                .iter()
+                .find(|(n, l, _)| n == name && l.contains(&format!("zone=\"{zone}\"")))
+                .map(|s| s.2)
+        };
+        assert_eq!(get("smart_limit_rate_probability", "api"), Some(0.25));
+        assert_eq!(get("smart_limit_rate_fleet_qps", "api"), Some(4000.5));
+        assert_eq!(get("smart_limit_rate_sync_age_seconds", "api"), Some(0.35));
+        assert_eq!(get("smart_limit_rate_sync_age_seconds", "solo"), None);
+        assert_eq!(get("smart_limit_rate_fleet_offered_total", "solo"), None);
+        assert_eq!(get("smart_limit_rate_limit_qps", "solo"), Some(50.0));
+        assert_eq!(get("smart_limit_rate_up", "gone"), Some(0.0));
+        assert_eq!(get("smart_limit_rate_offered_total", "gone"), None);
+        assert!(render_rate_prometheus(&[]).is_empty());
     }
 
     #[test]
@@ -568,6 +849,38 @@ mod tests {
         }
         // No rooms: still valid (families with no samples).
         check_exposition(&render_prometheus(&[]));
+        assert!(!text.contains("smart_limit_fleet_"));
+    }
+
+    #[test]
+    fn synced_rooms_show_the_fleet() {
+        let mut synced = figures("s", Some(snap(1)));
+        synced.fleet = Some(FleetSnapshot {
+            quota_left: 4,
+            nodes: 3,
+            draws: 2,
+            draws_granted: 5,
+            syncs: 9,
+            sync_age_ms: Some(1_250),
+            ..FleetSnapshot::default()
+        });
+        let rooms = [figures("plain", Some(snap(1))), synced];
+        let samples = check_exposition(&render_prometheus(&rooms));
+        let get = |n: &str| {
+            samples
+                .iter()
+                .filter(|(sn, _, _)| sn == n)
+                .map(|s| (s.1.clone(), s.2))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            get("smart_limit_fleet_nodes"),
+            vec![("room=\"s\"}".to_string(), 3.0)]
+        );
+        assert_eq!(get("smart_limit_fleet_share_left")[0].1, 4.0);
+        assert_eq!(get("smart_limit_fleet_drawn_places_total")[0].1, 5.0);
+        assert_eq!(get("smart_limit_fleet_syncs_total")[0].1, 9.0);
+        assert_eq!(get("smart_limit_fleet_sync_age_seconds")[0].1, 1.25);
     }
 
     #[test]

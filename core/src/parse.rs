@@ -20,6 +20,8 @@
 use std::fmt;
 use thiserror::Error;
 
+use crate::redis_params::{RedisParams, REDIS_PARAMS};
+
 /// Why a single value did not parse. The message is the reason only; the caller names the
 /// parameter and quotes the value (see [`ConfError`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -78,6 +80,9 @@ pub enum ConfError {
     /// Two parameters that exclude each other (both arguments quoted).
     #[error("\"{}\" and \"{}\" cannot be used together", Quoted(.0), Quoted(.1))]
     Conflict(String, String),
+    /// A required parameter is missing (what to write, with an example).
+    #[error("needs {0}")]
+    Needs(&'static str),
     /// A parameter that only makes sense with another one (argument quoted, then the requirement).
     #[error("\"{}\" requires {}", Quoted(.0), .1)]
     Requires(String, &'static str),
@@ -341,8 +346,8 @@ pub struct ZoneParams {
     pub size: usize,
     /// `store=shm|redis`, default shm.
     pub store: StoreKind,
-    /// `redis=HOST:PORT`, as written (validated; split it with [`parse_host_port`]).
-    pub redis: Option<String>,
+    /// How to reach Redis (`redis=`, `redis_user=`, `redis_tls=`, `sentinel=`, ...).
+    pub redis: RedisParams,
     /// `prefix=`, Redis key prefix, default "smart_limit".
     pub prefix: String,
     /// `max_active=`, distinct active admitted sessions, default 100.
@@ -374,6 +379,10 @@ pub struct ZoneParams {
     /// `max_line=N`: most places in a Redis line (default 1000000; the shm line is bounded by
     /// `size=`).
     pub max_line: u64,
+    /// `sync=TIME` (with `store=redis`): every request is decided on this node's shared memory,
+    /// and the node meets the fleet in Redis once per TIME (100ms..60s). None: every decision
+    /// is one Redis call (exact FIFO across the fleet).
+    pub sync_ms: Option<u64>,
 }
 
 /// A rate with a burst, as written: `rate=10r/s` (or `r/m`) and `..._burst=N`.
@@ -392,11 +401,11 @@ impl RateParam {
 
 impl Eq for RateParam {}
 
-/// Parameter names, for duplicate detection and "needs a value" messages.
+/// Parameter names, for duplicate detection and "needs a value" messages (the Redis
+/// connection's are [`REDIS_PARAMS`]).
 const PARAMS: &[(&str, &str)] = &[
     ("size", "size=10m"),
     ("store", "store=redis"),
-    ("redis", "redis=127.0.0.1:6379"),
     ("prefix", "prefix=smart_limit"),
     ("max_active", "max_active=100"),
     ("new_per_minute", "new_per_minute=60"),
@@ -414,6 +423,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("poll", "poll=2r/s"),
     ("poll_burst", "poll_burst=10"),
     ("max_line", "max_line=1000000"),
+    ("sync", "sync=1s"),
 ];
 
 /// Checks a zone name: 1 to 64 characters from `A-Z a-z 0-9 _ -`. The same rule applies to
@@ -439,7 +449,7 @@ impl ZoneParams {
             name: name.to_string(),
             size: DEFAULT_SIZE,
             store: StoreKind::Shm,
-            redis: None,
+            redis: RedisParams::default(),
             prefix: DEFAULT_PREFIX.to_string(),
             max_active: DEFAULT_MAX_ACTIVE,
             new_per_minute: None,
@@ -453,6 +463,7 @@ impl ZoneParams {
             session_rate: Some(DEFAULT_SESSION_RATE),
             poll: Some(DEFAULT_POLL),
             max_line: DEFAULT_MAX_LINE,
+            sync_ms: None,
         }
     }
 
@@ -489,10 +500,7 @@ impl ZoneParams {
         match param {
             "size" => self.size = zone_size(value)?,
             "store" => self.store = store_kind(value)?,
-            "redis" => {
-                parse_host_port(value).map_err(|e| e.to_string())?;
-                self.redis = Some(value.to_string());
-            }
+            p if RedisParams::knows(p) => self.redis.set(p, value)?,
             "prefix" => self.prefix = key_prefix(value)?,
             "max_active" => self.max_active = positive(value)?,
             "new_per_minute" => self.new_per_minute = Some(positive(value)?),
@@ -512,6 +520,7 @@ impl ZoneParams {
             "poll" => self.poll = rate_or_off(value, self.poll, DEFAULT_POLL)?,
             "poll_burst" => set_burst(&mut self.poll, value)?,
             "max_line" => self.max_line = positive(value)?,
+            "sync" => self.sync_ms = Some(sync_interval(value)?),
             // Unreachable: `param` comes from PARAMS, and every entry is handled above.
             _ => return Err("unknown parameter".to_string()),
         }
@@ -519,26 +528,29 @@ impl ZoneParams {
     }
 
     /// Rules between parameters, once all are read.
-    fn check_combination(&self, seen: &[(&str, &str)]) -> Result<(), ConfError> {
+    fn check_combination(&mut self, seen: &[(&str, &str)]) -> Result<(), ConfError> {
         let arg_of = |k: &str| seen.iter().find(|(p, _)| *p == k).map(|(_, a)| *a);
         let store_redis = self.store == StoreKind::Redis;
-        if store_redis && self.redis.is_none() {
+        if store_redis && !self.redis.configured() {
             let store_arg = arg_of("store").unwrap_or("store=redis");
             return Err(ConfError::Requires(
                 store_arg.to_string(),
-                "redis=HOST:PORT",
+                "redis=HOST:PORT or sentinel=HOST:PORT with master=NAME",
             ));
         }
         if !store_redis {
             // Redis-only settings without the Redis store are most likely a mistake (a
             // forgotten store=redis); refuse rather than silently run node-local.
-            let redis_only = arg_of("redis")
+            let redis_only = RedisParams::first_arg(arg_of)
                 .or_else(|| arg_of("prefix"))
-                .or_else(|| arg_of("max_line"));
+                .or_else(|| arg_of("max_line"))
+                .or_else(|| arg_of("sync"));
             if let Some(a) = redis_only {
                 return Err(ConfError::Requires(a.to_string(), "store=redis"));
             }
         }
+        self.redis.check(arg_of)?;
+        self.check_sync(arg_of)?;
         // A burst or key for a limit that is off is a contradiction, whatever the order.
         for (burst, limit, on) in [
             ("flood_burst", "flood", self.flood.is_some()),
@@ -554,6 +566,33 @@ impl ZoneParams {
         Ok(())
     }
 
+    /// `sync=`: a sync that has not answered by `timeout=` is abandoned, and the next one starts
+    /// an interval later, so the timeout must be shorter than the interval (then two syncs of a
+    /// node never overlap). A zone without `timeout=` gets the shorter of its default and 9/10
+    /// of the interval.
+    fn check_sync<'a>(
+        &mut self,
+        arg_of: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<(), ConfError> {
+        let Some(sync_ms) = self.sync_ms else {
+            return Ok(());
+        };
+        match arg_of("timeout") {
+            Some(arg) if self.timeout_ms >= sync_ms => Err(ConfError::Invalid {
+                param: "timeout",
+                value: arg.trim_start_matches("timeout=").to_string(),
+                reason: format!(
+                    "must be shorter than sync= ({sync_ms} ms), so that two syncs never overlap"
+                ),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.timeout_ms = self.timeout_ms.min(sync_ms * 9 / 10).max(1);
+                Ok(())
+            }
+        }
+    }
+
     /// The admitted period in ms, whichever mode it is.
     pub fn admit_ms(&self) -> u64 {
         match self.admit {
@@ -563,7 +602,7 @@ impl ZoneParams {
 }
 
 /// A positive integer parameter (>= 1).
-fn positive(value: &str) -> Result<u64, String> {
+pub(crate) fn positive(value: &str) -> Result<u64, String> {
     match parse_digits(value) {
         Ok(0) => Err("must be at least 1".to_string()),
         Ok(n) => Ok(n),
@@ -573,7 +612,7 @@ fn positive(value: &str) -> Result<u64, String> {
 }
 
 /// A time parameter that must be greater than zero.
-fn positive_time(value: &str) -> Result<u64, String> {
+pub(crate) fn positive_time(value: &str) -> Result<u64, String> {
     match parse_time_ms(value) {
         Ok(0) => Err("must be greater than 0".to_string()),
         Ok(ms) => Ok(ms),
@@ -584,8 +623,21 @@ fn positive_time(value: &str) -> Result<u64, String> {
 /// `key=value` split, with the parameter's canonical name; a known parameter without a value
 /// gets an example.
 fn split_param(arg: &str) -> Result<(&'static str, &str), ConfError> {
+    split_param_in(PARAMS, arg).or_else(|e| match e {
+        ConfError::Unknown(_) => split_param_in(REDIS_PARAMS, arg),
+        e => Err(e),
+    })
+}
+
+/// `key=value` split against a directive's table of `(name, example)`: the parameter's
+/// canonical name and its value; an unknown parameter, or a known one without a value (with
+/// an example), is an error.
+pub(crate) fn split_param_in<'a>(
+    table: &[(&'static str, &'static str)],
+    arg: &'a str,
+) -> Result<(&'static str, &'a str), ConfError> {
     let Some((key, value)) = arg.split_once('=') else {
-        return Err(match PARAMS.iter().find(|(k, _)| *k == arg) {
+        return Err(match table.iter().find(|(k, _)| *k == arg) {
             Some(&(_, example)) => ConfError::MissingValue {
                 param: arg.to_string(),
                 example,
@@ -593,7 +645,7 @@ fn split_param(arg: &str) -> Result<(&'static str, &str), ConfError> {
             None => ConfError::Unknown(arg.to_string()),
         });
     };
-    match PARAMS.iter().find(|(k, _)| *k == key) {
+    match table.iter().find(|(k, _)| *k == key) {
         Some(&(param, _)) => Ok((param, value)),
         None => Err(ConfError::Unknown(arg.to_string())),
     }
@@ -627,7 +679,7 @@ fn store_kind(value: &str) -> Result<StoreKind, String> {
     }
 }
 
-fn key_prefix(value: &str) -> Result<String, String> {
+pub(crate) fn key_prefix(value: &str) -> Result<String, String> {
     let ok = !value.is_empty()
         && value.len() <= MAX_PREFIX_LEN
         && value
@@ -643,10 +695,19 @@ fn key_prefix(value: &str) -> Result<String, String> {
     Ok(value.to_string())
 }
 
-fn store_timeout(value: &str) -> Result<u64, String> {
+pub(crate) fn store_timeout(value: &str) -> Result<u64, String> {
     let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
     if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
         return Err("must be between 1ms and 60s".to_string());
+    }
+    Ok(ms)
+}
+
+/// `sync=`: 100ms to 60s.
+fn sync_interval(value: &str) -> Result<u64, String> {
+    let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
+    if !(crate::fleet_rate::MIN_INTERVAL_MS..=crate::fleet_rate::MAX_INTERVAL_MS).contains(&ms) {
+        return Err("must be between 100ms and 60s".to_string());
     }
     Ok(ms)
 }
@@ -866,7 +927,7 @@ mod tests {
         assert_eq!(z, ZoneParams::defaults("shop"));
         assert_eq!(z.size, 10 * 1024 * 1024);
         assert_eq!(z.store, StoreKind::Shm);
-        assert_eq!(z.redis, None);
+        assert!(!z.redis.configured());
         assert_eq!(z.prefix, "smart_limit");
         assert_eq!(z.max_active, 100);
         assert_eq!(z.new_per_minute, None);
@@ -898,7 +959,7 @@ mod tests {
         assert_eq!(z.name, "shop-2_b");
         assert_eq!(z.size, 32 * 1024);
         assert_eq!(z.store, StoreKind::Redis);
-        assert_eq!(z.redis.as_deref(), Some("10.0.0.5:6380"));
+        assert_eq!(z.redis.describe(), "10.0.0.5:6380");
         assert_eq!(z.prefix, "sl:prod");
         assert_eq!(z.max_active, 5);
         assert_eq!(z.new_per_minute, Some(60));
@@ -930,6 +991,42 @@ mod tests {
 
     fn err(args: &[&str]) -> String {
         ZoneParams::parse(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn zone_sync() {
+        let redis = ["z", "store=redis", "redis=h:1"];
+        let with = |extra: &[&'static str]| {
+            let mut a = redis.to_vec();
+            a.extend_from_slice(extra);
+            a
+        };
+        assert_eq!(ZoneParams::parse(&redis).unwrap().sync_ms, None);
+        let z = ZoneParams::parse(&with(&["sync=1s"])).unwrap();
+        assert_eq!((z.sync_ms, z.timeout_ms), (Some(1000), 200));
+        // Without timeout=, a short interval gets a shorter timeout.
+        let z = ZoneParams::parse(&with(&["sync=100ms"])).unwrap();
+        assert_eq!((z.sync_ms, z.timeout_ms), (Some(100), 90));
+        let z = ZoneParams::parse(&with(&["timeout=2s", "sync=5s"])).unwrap();
+        assert_eq!(z.timeout_ms, 2000);
+        assert_eq!(
+            err(&with(&["sync=1s", "timeout=1s"])),
+            "invalid timeout \"1s\": must be shorter than sync= (1000 ms), so that two syncs \
+             never overlap"
+        );
+        assert_eq!(
+            err(&with(&["sync=50ms"])),
+            "invalid sync \"50ms\": must be between 100ms and 60s"
+        );
+        assert_eq!(
+            err(&with(&["sync=2m"])),
+            "invalid sync \"2m\": must be between 100ms and 60s"
+        );
+        assert_eq!(err(&["z", "sync=1s"]), "\"sync=1s\" requires store=redis");
+        assert_eq!(
+            err(&with(&["sync"])),
+            "parameter \"sync\" needs a value, e.g. sync=1s"
+        );
     }
 
     #[test]
@@ -1072,7 +1169,7 @@ mod tests {
         );
         assert_eq!(
             err(&["z", "store=redis"]),
-            "\"store=redis\" requires redis=HOST:PORT"
+            "\"store=redis\" requires redis=HOST:PORT or sentinel=HOST:PORT with master=NAME"
         );
         assert_eq!(
             err(&["z", "redis=127.0.0.1:6379"]),

@@ -72,6 +72,15 @@ pub fn u64() -> Result<u64, RandomError> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// The next number of a fast generator (wyrand) for draws that need no secrecy, only speed
+/// and an even spread: the fleet rate's pass-or-limit draw on every request. `state` is the
+/// generator (per process; seed it from [`u64`] after fork).
+pub fn fast_next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0xa076_1d64_78bd_642f);
+    let t = u128::from(*state) * u128::from(*state ^ 0xe703_7ed1_a0b4_28db);
+    ((t >> 64) as u64) ^ (t as u64)
+}
+
 /// Forgets buffered bytes: called in every new worker process.
 pub fn after_fork() {
     BUFFER.with(|b| {
@@ -121,6 +130,18 @@ mod tests {
                 "child repeated the parent's bytes"
             );
         }
+    }
+
+    #[test]
+    fn fast_draws_spread_evenly() {
+        let mut state = 42;
+        let mut below = 0;
+        for _ in 0..100_000 {
+            if fast_next(&mut state) < u64::MAX / 4 {
+                below += 1;
+            }
+        }
+        assert!((24_000..26_000).contains(&below), "{below}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`Room`](crate::room::Room).
 
 use core::fmt;
+use std::net::{IpAddr, SocketAddr};
 
 use crate::resp::Value;
 use crate::room::{Mirror, Place, Refusal, Verdict, Visit};
@@ -207,7 +208,7 @@ fn server_error(v: &Value) -> Option<ReplyError> {
 }
 
 /// The integers of an array reply of exactly `n` integers.
-fn ints(v: &Value, n: usize) -> Result<Vec<i64>, ReplyError> {
+pub(crate) fn ints(v: &Value, n: usize) -> Result<Vec<i64>, ReplyError> {
     if let Some(e) = server_error(v) {
         return Err(e);
     }
@@ -226,7 +227,7 @@ fn ints(v: &Value, n: usize) -> Result<Vec<i64>, ReplyError> {
         .collect()
 }
 
-fn count(x: i64) -> Result<u64, ReplyError> {
+pub(crate) fn count(x: i64) -> Result<u64, ReplyError> {
     u64::try_from(x).map_err(|_| ReplyError::Shape("negative count"))
 }
 
@@ -311,6 +312,59 @@ pub fn check_load(v: &Value, sha: &str) -> Result<(), ReplyError> {
     }
 }
 
+/// `AUTH [user] password`: an ACL user (Redis 6+), or the `requirepass` password alone.
+pub fn auth_command(user: Option<&str>, password: &str) -> Vec<u8> {
+    let mut cmd = ::redis::cmd("AUTH");
+    if let Some(u) = user {
+        cmd.arg(u);
+    }
+    cmd.arg(password);
+    cmd.get_packed_command()
+}
+
+/// `ASKING`, sent before a command a cluster node redirected with `ASK`.
+pub fn asking_command() -> Vec<u8> {
+    ::redis::cmd("ASKING").get_packed_command()
+}
+
+/// `SENTINEL get-master-addr-by-name NAME`.
+pub fn master_query(master: &str) -> Vec<u8> {
+    ::redis::cmd("SENTINEL")
+        .arg("get-master-addr-by-name")
+        .arg(master)
+        .get_packed_command()
+}
+
+/// The node of a cluster redirection, `MOVED <slot> <ip>:<port>` or `ASK <slot> <ip>:<port>`
+/// (`prefix` is `b"MOVED "` or `b"ASK "`, the error reply's text follows it). Numeric
+/// addresses only, which is what a cluster announces by default: the module resolves no
+/// names at run time.
+pub fn redirection(error: &[u8], prefix: &[u8]) -> Option<SocketAddr> {
+    let rest = error.strip_prefix(prefix)?;
+    let text = core::str::from_utf8(rest).ok()?;
+    let (slot, node) = text.trim().split_once(' ')?;
+    slot.parse::<u16>().ok()?;
+    let (host, port) = node.rsplit_once(':')?;
+    let ip: IpAddr = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    Some(SocketAddr::new(ip, port.parse().ok()?))
+}
+
+/// A Sentinel's answer to [`master_query`]: `[ip, port]` (nil when it does not know the
+/// master).
+pub fn master_address(v: &Value) -> Option<SocketAddr> {
+    let Value::Array(items) = v else { return None };
+    let [Value::Bulk(ip), Value::Bulk(port)] = items.as_slice() else {
+        return None;
+    };
+    let ip: IpAddr = core::str::from_utf8(ip).ok()?.parse().ok()?;
+    let port: u16 = core::str::from_utf8(port).ok()?.parse().ok()?;
+    Some(SocketAddr::new(ip, port))
+}
+
 /// Reconnect delays: from `first_ms`, doubling up to `max_ms`, back to the start after a
 /// success. A failed connection is not retried before its delay is over; the decisions in
 /// between take the failure policy at once instead of waiting for a timeout each.
@@ -323,7 +377,16 @@ pub struct Backoff {
     pub retry_at: u64,
 }
 
+/// First and largest delay before reconnecting to Redis after a failure.
+pub const BACKOFF_FIRST_MS: u64 = 100;
+pub const BACKOFF_MAX_MS: u64 = 3_000;
+
 impl Backoff {
+    /// The client's reconnect delays: [`BACKOFF_FIRST_MS`] doubling to [`BACKOFF_MAX_MS`].
+    pub const fn reconnect() -> Backoff {
+        Backoff::new(BACKOFF_FIRST_MS, BACKOFF_MAX_MS)
+    }
+
     pub const fn new(first_ms: u64, max_ms: u64) -> Backoff {
         Backoff {
             first_ms,
@@ -414,6 +477,7 @@ mod tests {
             qnum: 0,
             draw: 7,
             flood_key: None,
+            arrival: 0,
         }
     }
 
@@ -526,6 +590,42 @@ mod tests {
         assert!(check_load(&Value::Bulk(sha.clone().into_bytes()), &sha).is_ok());
         assert!(check_load(&Value::Bulk(b"0000".to_vec()), &sha).is_err());
         assert!(check_load(&Value::Error(b"ERR no scripts".to_vec()), &sha).is_err());
+    }
+
+    #[test]
+    fn cluster_redirections_and_sentinel_answers() {
+        let a = redirection(b"MOVED 3999 127.0.0.1:6381", b"MOVED ").unwrap();
+        assert_eq!(a, "127.0.0.1:6381".parse().unwrap());
+        let a = redirection(b"ASK 12 ::1:7002", b"ASK ").unwrap();
+        assert_eq!(a, "[::1]:7002".parse().unwrap());
+        assert_eq!(redirection(b"MOVED 3999 127.0.0.1:6381", b"ASK "), None);
+        assert_eq!(redirection(b"MOVED x 127.0.0.1:6381", b"MOVED "), None);
+        assert_eq!(redirection(b"MOVED 1 redis-a:6381", b"MOVED "), None);
+        assert_eq!(redirection(b"MOVED 1 127.0.0.1:99999", b"MOVED "), None);
+        assert_eq!(redirection(b"MOVED 1", b"MOVED "), None);
+        let ok = Value::Array(vec![
+            Value::Bulk(b"127.0.0.1".to_vec()),
+            Value::Bulk(b"6380".to_vec()),
+        ]);
+        assert_eq!(master_address(&ok), Some("127.0.0.1:6380".parse().unwrap()));
+        for bad in [
+            Value::Nil,
+            Value::Array(vec![]),
+            Value::Array(vec![Value::Bulk(b"x".to_vec()), Value::Bulk(b"1".to_vec())]),
+            Value::Error(b"ERR no such master".to_vec()),
+        ] {
+            assert_eq!(master_address(&bad), None);
+        }
+        let auth = auth_command(Some("u"), "p w");
+        let (v, _) = crate::resp::parse(&auth).unwrap().unwrap();
+        assert_eq!(
+            v,
+            Value::Array(vec![
+                Value::Bulk(b"AUTH".to_vec()),
+                Value::Bulk(b"u".to_vec()),
+                Value::Bulk(b"p w".to_vec())
+            ])
+        );
     }
 
     #[test]

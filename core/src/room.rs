@@ -194,6 +194,9 @@ pub struct Visit {
     /// Flood control: the hash of the client's address key, when taking a place must be paid
     /// from that address's budget (a client without a place yet). None: no check.
     pub flood_key: Option<u64>,
+    /// When the client first came (its ticket's `issued_at`, ms): the fleet's line is ordered by
+    /// it (`sync=`); a room in one place orders by queue number instead.
+    pub arrival: u64,
 }
 
 /// The room's answer to a waiting client.
@@ -1090,6 +1093,7 @@ mod tests {
                 qnum,
                 draw: 0,
                 flood_key: None,
+                arrival: 0,
             },
             now,
             l,
@@ -1464,6 +1468,7 @@ mod tests {
                     qnum: 0,
                     draw: 0,
                     flood_key: Some(key),
+                    arrival: 0,
                 },
                 now,
                 &l,

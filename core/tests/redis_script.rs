@@ -4,106 +4,14 @@
 //! Needs `redis-server` on the PATH (Debian package `redis-server`); without it the tests
 //! print a note and pass. Each test starts its own server on a free loopback port.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
+
+use support::{packed, start, Client};
 
 use smart_limit_core::redis::{self, Form, Script};
-use smart_limit_core::resp::{self, Value};
+use smart_limit_core::resp::Value;
 use smart_limit_core::room::{Room, Verdict, Visit};
 use smart_limit_core::rules::{Limits, Mode};
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start() -> Option<Server> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args(["--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(child) = child else {
-        eprintln!("redis-server not found: skipping the script tests");
-        return None;
-    };
-    let server = Server { child, port };
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(10) {
-        // A server still starting may accept and then reset: keep asking until it answers.
-        if let Ok(mut c) = Client::connect(port) {
-            if c.try_cmd(&packed(&["PING"])).ok() == Some(Value::Status(b"PONG".to_vec())) {
-                return Some(server);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("redis-server did not start on port {port}");
-}
-
-struct Client {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    fn connect(port: u16) -> std::io::Result<Client> {
-        let s = TcpStream::connect(("127.0.0.1", port))?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        Ok(Client { s, buf: vec![] })
-    }
-
-    fn cmd(&mut self, bytes: &[u8]) -> Value {
-        self.try_cmd(bytes).unwrap()
-    }
-
-    fn try_cmd(&mut self, bytes: &[u8]) -> std::io::Result<Value> {
-        self.s.write_all(bytes)?;
-        loop {
-            if let Some((v, used)) = resp::parse(&self.buf).map_err(std::io::Error::other)? {
-                self.buf.drain(..used);
-                return Ok(v);
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.s.read(&mut chunk)?;
-            if n == 0 {
-                return Err(std::io::Error::other("redis closed the connection"));
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-/// One command, encoded by the redis crate.
-fn packed(args: &[&str]) -> Vec<u8> {
-    let mut c = ::redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.get_packed_command()
-}
 
 struct Mem(Vec<u64>);
 impl Mem {
@@ -144,6 +52,7 @@ impl Twin<'_> {
             qnum,
             draw,
             flood_key: None,
+            arrival: 0,
         };
         let expected = self.room.visit(v, now, &self.limits);
         let reply = self.redis.cmd(&self.script.visit(Form::Text, &v, now));

@@ -18,6 +18,14 @@
 #                   contact: a ticket sealed, and the cookie check, 307 back to the same URL)
 #   plain_proxy     proxy_pass to an origin server block in the same nginx (`return 200`)
 #   admitted_pass   the same location gated by `smart_limit`, with an admitted ticket
+#   wait_json_redis, new_arrival_redis
+#                   wait_json and new_arrival on a room in Redis (store=redis: every decision
+#                   is one script call to a redis-server the bench starts on loopback)
+#   wait_json_sync, new_arrival_sync
+#                   the same on a synced room (store=redis sync=1s: decided on the node's
+#                   shared memory, one sync a second)
+# For the Redis variants the table also gives the script calls Redis counted (INFO
+# commandstats) per request answered.
 #
 # Every request of a variant carries the same headers as its baseline's (a browser's Accept and
 # Accept-Language, and a Cookie of the same length): a ratio compares handling, not request
@@ -64,7 +72,8 @@ cost_main() {
     : "${SL_NGINX:?SL_NGINX is not set}"
     : "${SL_MODULE:?SL_MODULE is not set}"
 
-    local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass)
+    local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass
+                    wait_json_redis new_arrival_redis wait_json_sync new_arrival_sync)
     if [ -n "$only" ]; then
         local keep_v=() v
         for v in "${variants[@]}"; do
@@ -85,6 +94,15 @@ cost_main() {
     local ncpu worker_cpu=0 wrk_cpu=1
     ncpu="$(nproc)"
     [ "$ncpu" -ge 2 ] || wrk_cpu=0
+    # The Redis stores' server, on loopback, beside wrk (it answers the central store's calls
+    # during its runs: it gets wrk's CPU, not nginx's).
+    local rport rpid
+    rport="$(sl_free_port)"
+    while [ "$rport" = "$port" ] || [ "$rport" = "$origin" ]; do rport="$(sl_free_port)"; done
+    taskset -c "$wrk_cpu" redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
+        >"$prefix/logs/redis.log" 2>&1 &
+    rpid=$!
+    for i in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
     cat >"$prefix/conf/nginx.conf" <<EOF
 load_module $prefix/modules/ngx_http_smart_limit_module.so;
 worker_processes 1;
@@ -118,6 +136,16 @@ http {
     # session_rate=off: wrk replays one admitted ticket at full speed; with the session's
     # request rate (on by default) nearly every request would be a 429.
     smart_limit_zone adm size=1m max_active=10 grant=1h active_window=1h session_rate=off;
+    # The same rooms in Redis: every decision one script call (central), or decided here and
+    # synced once a second.
+    smart_limit_zone wait_r size=16m max_active=1 grant=1h active_window=1h presence=1h poll=off
+                     store=redis redis=127.0.0.1:$rport;
+    smart_limit_zone arrive_r size=16m max_active=1 grant=1h active_window=1h presence=1s
+                     flood=off store=redis redis=127.0.0.1:$rport;
+    smart_limit_zone wait_s size=16m max_active=1 grant=1h active_window=1h presence=1h poll=off
+                     store=redis redis=127.0.0.1:$rport sync=1s;
+    smart_limit_zone arrive_s size=16m max_active=1 grant=1h active_window=1h presence=1s
+                     flood=off store=redis redis=127.0.0.1:$rport sync=1s;
 
     server {
         listen 127.0.0.1:$port;
@@ -140,6 +168,26 @@ http {
         location @arrive { smart_limit arrive; proxy_pass http://origin; }
         location = /plain { proxy_pass http://origin; }
         location = /adm { smart_limit adm; proxy_pass http://origin; }
+        location = /wait_r {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @wait_r;
+            proxy_pass http://origin;
+        }
+        location @wait_r { smart_limit wait_r; proxy_pass http://origin; }
+        location = /arrive_r {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @arrive_r;
+            proxy_pass http://origin;
+        }
+        location @arrive_r { smart_limit arrive_r; proxy_pass http://origin; }
+        location = /wait_s {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @wait_s;
+            proxy_pass http://origin;
+        }
+        location @wait_s { smart_limit wait_s; proxy_pass http://origin; }
+        location = /arrive_s {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @arrive_s;
+            proxy_pass http://origin;
+        }
+        location @arrive_s { smart_limit arrive_s; proxy_pass http://origin; }
     }
 }
 EOF
@@ -149,7 +197,7 @@ EOF
     "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr >"$prefix/logs/stderr.log" 2>&1 &
     local pid=$!
     # shellcheck disable=SC2064
-    trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null; [ $keep = 1 ] || rm -rf '$prefix'" EXIT
+    trap "kill $pid $rpid 2>/dev/null; wait $pid $rpid 2>/dev/null; [ $keep = 1 ] || rm -rf '$prefix'" EXIT
     local i
     for i in $(seq 100); do
         curl -s -o /dev/null "http://127.0.0.1:$port/plain" && break
@@ -163,12 +211,27 @@ EOF
     curl -s -o /dev/null -L -b "$jar_a" -c "$jar_a" "$base/wait"   # overflow: admitted (fills)
     curl -s -o /dev/null -L -b "$jar_b" -c "$jar_b" "$base/wait"   # overflow: waits, position 1
     curl -s -o /dev/null -L -b "$jar_adm" -c "$jar_adm" "$base/adm"
+    # The same in the Redis rooms (the synced ones once the node has met the fleet).
+    local jar_ar="$prefix/ar.jar" jar_br="$prefix/br.jar" jar_as="$prefix/as.jar" jar_bs="$prefix/bs.jar"
+    curl -s -o /dev/null "$base/wait_r"; curl -s -o /dev/null "$base/wait_s"
+    curl -s -o /dev/null "$base/arrive_r"; curl -s -o /dev/null "$base/arrive_s"
+    sleep 1.5
+    curl -s -o /dev/null -L -b "$jar_ar" -c "$jar_ar" "$base/wait_r"
+    curl -s -o /dev/null -L -b "$jar_br" -c "$jar_br" "$base/wait_r"
+    curl -s -o /dev/null -L -b "$jar_as" -c "$jar_as" "$base/wait_s"
+    sleep 1.5
+    curl -s -o /dev/null -L -b "$jar_bs" -c "$jar_bs" "$base/wait_s"
+    sleep 1.5
     curl -s -o /dev/null "$base/limit_req_503"
     curl -s -o /dev/null "$base/arrive"                            # under limit_req: origin
     local cookie_b cookie_adm
     cookie_b="$(awk '$6 ~ /^smart_limit_/ {print $6 "=" $7}' "$jar_b")"
     cookie_adm="$(awk '$6 ~ /^smart_limit_/ {print $6 "=" $7}' "$jar_adm")"
     [ -n "$cookie_b" ] && [ -n "$cookie_adm" ] || { echo "bench --cost: no tickets" >&2; return 1; }
+    local cookie_br cookie_bs
+    cookie_br="$(awk '$6 ~ /^smart_limit_/ {print $6 "=" $7}' "$jar_br")"
+    cookie_bs="$(awk '$6 ~ /^smart_limit_/ {print $6 "=" $7}' "$jar_bs")"
+    [ -n "$cookie_br" ] && [ -n "$cookie_bs" ] || { echo "bench --cost: no Redis tickets" >&2; return 1; }
     # Check that each variant answers what it is meant to measure.
     check() {
         local want="$1" got; shift
@@ -200,6 +263,13 @@ EOF
     check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
     grep -q '"position":1' "$prefix/check.body" || { echo "bench --cost: JSON has no position 1" >&2; return 1; }
     check 307 "$base/arrive" || return 1
+    local rv
+    for rv in r s; do
+        local ck="$cookie_br"; [ "$rv" = s ] && ck="$cookie_bs"
+        check 503 -H "Cookie: $ck" -H 'Accept: application/json' "$base/wait_$rv" || return 1
+        grep -q '"position":1' "$prefix/check.body" || { echo "bench --cost: /wait_$rv: no position 1" >&2; cat "$prefix/check.body" >&2; return 1; }
+        check 307 "$base/arrive_$rv" || return 1
+    done
     check 200 "$base/plain" || return 1
     check 200 -H "Cookie: $cookie_adm" "$base/adm" || return 1
 
@@ -219,18 +289,34 @@ EOF
             new_arrival) url="$base/arrive"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             plain_proxy) url="$base/plain"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             admitted_pass) url="$base/adm"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            wait_json_redis) url="$base/wait_r"; args=(-H "Cookie: $cookie_br" -H 'Accept: application/json;q=1.0, text/plain;q=0.5, */*;q=0.1' -H "Accept-Language: $lang") ;;
+            wait_json_sync) url="$base/wait_s"; args=(-H "Cookie: $cookie_bs" -H 'Accept: application/json;q=1.0, text/plain;q=0.5, */*;q=0.1' -H "Accept-Language: $lang") ;;
+            new_arrival_redis) url="$base/arrive_r"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            new_arrival_sync) url="$base/arrive_s"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
         esac
-        taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${args[@]}" "$url" 2>&1 \
-            | awk '/^Requests\/sec:/ {print $2}'
+        local before after out
+        before="$(script_calls)"
+        out="$(taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${args[@]}" "$url" 2>&1)"
+        after="$(script_calls)"
+        # "req/s total_requests script_calls"
+        awk -v c="$((after - before))" '/ requests in / {n=$1} /^Requests\/sec:/ {r=$2} END {print r, n, c}' <<<"$out"
     }
-    declare -A runs
-    local r v rps
+    script_calls() {
+        redis-cli -p "$rport" info commandstats \
+            | awk -F'[=,:]' '/^cmdstat_eval(sha)?:/ {n += $3} END {print n + 0}'
+    }
+    declare -A runs reqs calls
+    local r v rps line
     for r in $(seq "$rounds"); do
         for v in "${variants[@]}"; do
-            rps="$(run_wrk "$v")"
+            line="$(run_wrk "$v")"
+            rps="${line%% *}"
             [ -n "$rps" ] || { echo "bench --cost: wrk gave no figure for $v" >&2; return 1; }
             runs[$v]+="$rps "
-            printf 'round %d  %-14s %10s req/s\n' "$r" "$v" "$rps" >&2
+            line="${line#* }"
+            reqs[$v]=$(( ${reqs[$v]:-0} + ${line%% *} ))
+            calls[$v]=$(( ${calls[$v]:-0} + ${line#* } ))
+            printf 'round %d  %-18s %10s req/s\n' "$r" "$v" "$rps" >&2
         done
     done
     # The waiting client must still be waiting at position 1 (nothing drifted during the run).
@@ -247,23 +333,29 @@ EOF
     declare -A med
     for v in "${variants[@]}"; do med[$v]="$(median "${runs[$v]}")"; done
     echo
-    echo "| path | req/s (median of $rounds) | rounds | baseline | ratio |"
-    echo "| --- | ---: | --- | --- | ---: |"
+    echo "| path | req/s (median of $rounds) | rounds | baseline | ratio | Redis calls per request |"
+    echo "| --- | ---: | --- | --- | ---: | ---: |"
     local b row
+    per_call() {
+        case "$1" in
+            *_redis|*_sync) awk -v c="${calls[$1]}" -v n="${reqs[$1]}" 'BEGIN {printf "%.6f", n ? c / n : 0}' ;;
+            *) printf -- '-' ;;
+        esac
+    }
     row() {
-        printf '| %s | %.0f | %s| %s | **%.2f** |\n' "$1" "${med[$1]}" "${runs[$1]}" "$2" \
-            "$(awk -v a="${med[$1]}" -v c="${med[$2]}" 'BEGIN {print a / c}')"
+        printf '| %s | %.0f | %s| %s | **%.2f** | %s |\n' "$1" "${med[$1]}" "${runs[$1]}" "$2" \
+            "$(awk -v a="${med[$1]}" -v c="${med[$2]}" 'BEGIN {print a / c}')" "$(per_call "$1")"
     }
     for v in "${variants[@]}"; do
         case "$v" in
-            wait_html|wait_json|new_arrival) b=limit_req_503 ;;
+            wait_html|wait_json|new_arrival|wait_json_*|new_arrival_*) b=limit_req_503 ;;
             admitted_pass) b=plain_proxy ;;
             *) b="" ;;
         esac
         if [ -n "$b" ] && [ -n "${med[$b]:-}" ]; then
             row "$v" "$b"
         else
-            printf '| %s | %.0f | %s| (baseline) | 1 |\n' "$v" "${med[$v]}" "${runs[$v]}"
+            printf '| %s | %.0f | %s| (baseline) | 1 | - |\n' "$v" "${med[$v]}" "${runs[$v]}"
         fi
     done
     if [ -n "${med[wait_html]:-}" ] && [ -n "${med[page_floor]:-}" ]; then

@@ -20,11 +20,13 @@ use ngx::ngx_conf_log_error;
 use smart_limit_core::page::Template;
 use smart_limit_core::ticket::Keyring;
 
+use crate::rate::RateZone;
 use crate::store::Zone;
 use crate::Module;
 
 pub mod directive;
 pub mod location;
+pub mod rate;
 pub mod zone;
 
 pub use directive::Setter;
@@ -42,9 +44,26 @@ pub struct MainConf {
     /// Keys from `smart_limit_secret`; without it each zone keeps a random key in its shared
     /// memory (it survives reloads, not restarts).
     pub keys: Option<Keyring>,
+    /// Every `smart_limit_rate_zone`, allocated in the cycle pool like the rooms.
+    pub rate_zones: Vec<NonNull<RateZone>>,
 }
 
 impl MainConf {
+    /// The module's http configuration of a cycle (None without an http block), for the
+    /// process hooks.
+    pub fn of_cycle(cycle: *mut ngx::ffi::ngx_cycle_t) -> Option<&'static MainConf> {
+        use ngx::http::{HttpModule, HttpModuleConfExt};
+        // SAFETY: nginx passes the live cycle to init_process/exit_process; its http main
+        // configuration for this module is a MainConf (create_main_conf), or absent without
+        // http. It lives as long as the cycle.
+        unsafe {
+            let conf = cycle
+                .as_ref()?
+                .http_main_conf_unchecked::<MainConf>(Module::module())?;
+            Some(&*conf.as_ptr())
+        }
+    }
+
     /// The zones, in declaration order.
     pub fn zones(&self) -> impl Iterator<Item = &'static Zone> + '_ {
         // SAFETY: zones live in the cycle pool for as long as this configuration, which
@@ -54,6 +73,12 @@ impl MainConf {
 
     pub fn zone(&self, name: &str) -> Option<&'static Zone> {
         self.zones().find(|z| z.params.name == name)
+    }
+
+    /// The fleet rate zones, in declaration order.
+    pub fn rate_zones(&self) -> impl Iterator<Item = &'static RateZone> + '_ {
+        // SAFETY: rate zones live in the cycle pool for as long as this configuration.
+        self.rate_zones.iter().map(|z| unsafe { z.as_ref() })
     }
 }
 
@@ -107,6 +132,12 @@ pub struct LocConf {
     /// `smart_limit_poll`: the module answers admitted visitors itself ("admitted").
     pub poll: bool,
     pub dry_run: DryRun,
+    /// `smart_limit_rate NAME | off`: the fleet rate zone (an index into
+    /// `MainConf::rate_zones`, resolved when locations merge).
+    pub rate: RoomRef,
+    pub rate_name: Option<String>,
+    /// `smart_limit_rate_status`: the status of a request the rate limits (default 503).
+    pub rate_status: Option<u16>,
 }
 
 impl Default for LocConf {
@@ -121,12 +152,16 @@ impl Default for LocConf {
             endpoint: Endpoint::None,
             poll: false,
             dry_run: DryRun::Unset,
+            rate: RoomRef::Unset,
+            rate_name: None,
+            rate_status: None,
         }
     }
 }
 
 pub const DEFAULT_STATUS: u16 = 503;
 pub const DEFAULT_REFRESH_SECS: u64 = 10;
+pub const DEFAULT_RATE_STATUS: u16 = 503;
 
 impl LocConf {
     pub fn zone(&self, mcf: &MainConf) -> Option<&'static Zone> {
@@ -135,6 +170,18 @@ impl LocConf {
             RoomRef::Named(i) => mcf.zones.get(i).map(|z| unsafe { z.as_ref() }),
             _ => None,
         }
+    }
+
+    pub fn rate_zone(&self, mcf: &MainConf) -> Option<&'static RateZone> {
+        match self.rate {
+            // SAFETY: rate zones live in the cycle pool for as long as this configuration.
+            RoomRef::Named(i) => mcf.rate_zones.get(i).map(|z| unsafe { z.as_ref() }),
+            _ => None,
+        }
+    }
+
+    pub fn rate_status(&self) -> u16 {
+        self.rate_status.unwrap_or(DEFAULT_RATE_STATUS)
     }
 
     pub fn status(&self) -> u16 {
@@ -169,6 +216,12 @@ impl LocConf {
         }
         if self.dry_run == DryRun::Unset {
             self.dry_run = prev.dry_run;
+        }
+        if self.rate == RoomRef::Unset {
+            self.rate = prev.rate;
+        }
+        if self.rate_status.is_none() {
+            self.rate_status = prev.rate_status;
         }
     }
 }
@@ -233,6 +286,8 @@ pub unsafe extern "C" fn merge_loc_conf(
         // The parent may be the http or server level, whose own name was never merged.
         resolve(cf, mcf, prev)?;
         resolve(cf, mcf, conf)?;
+        rate::resolve(cf, mcf, prev)?;
+        rate::resolve(cf, mcf, conf)?;
         conf.merge(prev);
         Ok(())
     })

@@ -9,7 +9,9 @@ use ngx::ffi::{
     ngx_conf_t, ngx_http_request_t, ngx_int_t, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_NOT_ALLOWED,
 };
 use ngx::http::{HttpModuleMainConf, Request};
-use smart_limit_core::metrics::{render_prometheus, RoomFigures, PROMETHEUS_CONTENT_TYPE};
+use smart_limit_core::metrics::{
+    render_prometheus, render_rate_prometheus, RateFigures, RoomFigures, PROMETHEUS_CONTENT_TYPE,
+};
 use smart_limit_core::parse::StoreKind;
 use smart_limit_core::rules::Mode;
 
@@ -51,7 +53,20 @@ pub fn figures(zone: &Zone, now: u64) -> RoomFigures<'_> {
         new_per_minute: zone.limits.new_per_minute,
         admission: zone.admission,
         snapshot,
+        fleet: zone.fleet_snapshot(now),
     }
+}
+
+/// Figures of every fleet rate zone, in declaration order.
+pub fn rate_figures(mcf: &MainConf, now: u64) -> Vec<RateFigures<'static>> {
+    mcf.rate_zones()
+        .map(|z| RateFigures {
+            zone: &z.params.name,
+            fleet: z.cfg.fleet,
+            rate_milli: z.params.rate_milli,
+            snapshot: z.snapshot(now),
+        })
+        .collect()
 }
 
 /// Figures of every zone, in declaration order.
@@ -73,6 +88,8 @@ fn serve(r: &mut Request) -> ngx_int_t {
     let Some(mcf) = Module::main_conf(r) else {
         return INTERNAL_ERROR;
     };
-    let text = render_prometheus(&all_figures(mcf, now_ms()));
+    let now = now_ms();
+    let mut text = render_prometheus(&all_figures(mcf, now));
+    text.push_str(&render_rate_prometheus(&rate_figures(mcf, now)));
     answer::text(r, 200, PROMETHEUS_CONTENT_TYPE, &text)
 }

@@ -12,15 +12,16 @@
 use core::ffi::c_void;
 use core::ptr;
 use std::io;
+use std::net::SocketAddr;
 
 use ngx::ffi::{
     getsockopt, ngx_close_connection, ngx_conf_t, ngx_connection_log_error_e_NGX_ERROR_INFO,
     ngx_connection_t, ngx_event_connect_peer, ngx_event_get_peer, ngx_event_handler_pt,
     ngx_event_t, ngx_handle_read_event, ngx_handle_write_event, ngx_int_t, ngx_log_t,
     ngx_parse_url, ngx_peer_connection_t, ngx_str_t, ngx_tcp_nodelay, ngx_url_t, socklen_t,
-    NGX_AGAIN, NGX_LOG_CRIT, NGX_LOG_DEBUG, NGX_OK, SOL_SOCKET, SO_ERROR,
+    NGX_AGAIN, NGX_LOG_ALERT, NGX_OK, SOL_SOCKET, SO_ERROR,
 };
-use ngx::ffi::{ngx_add_timer, ngx_del_timer};
+use ngx::ffi::{ngx_add_timer, ngx_create_pool, ngx_del_timer, ngx_destroy_pool};
 
 /// A resolved peer address, kept for the life of the configuration (it lives in the zone,
 /// which lives in the cycle pool), so the pointers handed to nginx stay valid.
@@ -30,6 +31,8 @@ pub struct Addr {
     /// "host:port" as configured, for log lines; `name` points into it.
     text: String,
     name: ngx_str_t,
+    /// The host alone (a name or an address): what TLS verifies without `redis_tls_name=`.
+    host: String,
 }
 
 impl Addr {
@@ -64,23 +67,85 @@ impl Addr {
         // SAFETY: `sockaddr` holds `socklen` bytes (set together by ngx_parse_url).
         let bytes =
             unsafe { core::slice::from_raw_parts(a.sockaddr as *const u8, a.socklen as usize) };
+        let host = u
+            .host
+            .to_str()
+            .unwrap_or_default()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let text = a.name.to_str().unwrap_or(text).to_string();
+        Ok(Addr::new(bytes.to_vec(), a.socklen, text, host))
+    }
+
+    fn new(sockaddr: Vec<u8>, socklen: socklen_t, text: String, host: String) -> Addr {
         let mut addr = Addr {
-            sockaddr: bytes.to_vec(),
-            socklen: a.socklen,
+            sockaddr,
+            socklen,
             text,
             name: ngx_str_t::empty(),
+            host,
         };
         addr.name = ngx_str_t {
             len: addr.text.len(),
             data: addr.text.as_ptr() as *mut u8,
         };
-        Ok(addr)
+        addr
+    }
+
+    /// An address learnt at run time (a cluster redirect, a Sentinel's answer): numeric only,
+    /// so no resolver is needed on the event loop.
+    pub fn from_socket(sa: SocketAddr) -> Addr {
+        let (bytes, len) = match sa {
+            SocketAddr::V4(v4) => {
+                // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
+                let mut s: libc::sockaddr_in = unsafe { core::mem::zeroed() };
+                s.sin_family = libc::AF_INET as libc::sa_family_t;
+                s.sin_port = v4.port().to_be();
+                s.sin_addr.s_addr = u32::from_ne_bytes(v4.ip().octets());
+                (as_bytes(&s), core::mem::size_of::<libc::sockaddr_in>())
+            }
+            SocketAddr::V6(v6) => {
+                // SAFETY: as above.
+                let mut s: libc::sockaddr_in6 = unsafe { core::mem::zeroed() };
+                s.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                s.sin6_port = v6.port().to_be();
+                s.sin6_addr.s6_addr = v6.ip().octets();
+                (as_bytes(&s), core::mem::size_of::<libc::sockaddr_in6>())
+            }
+        };
+        Addr::new(bytes, len as socklen_t, sa.to_string(), sa.ip().to_string())
     }
 
     pub fn text(&self) -> &str {
         &self.text
     }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn same(&self, other: &Addr) -> bool {
+        self.sockaddr == other.sockaddr
+    }
+}
+
+impl Clone for Addr {
+    fn clone(&self) -> Addr {
+        Addr::new(
+            self.sockaddr.clone(),
+            self.socklen,
+            self.text.clone(),
+            self.host.clone(),
+        )
+    }
+}
+
+/// The bytes of a plain C struct.
+fn as_bytes<T: Copy>(v: &T) -> Vec<u8> {
+    // SAFETY: `T` is a plain C struct (sockaddr_in/in6) read as its own size in bytes.
+    unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), core::mem::size_of::<T>()) }
+        .to_vec()
 }
 
 /// How a connect attempt went.
@@ -145,13 +210,12 @@ impl Peer {
     ) -> Connect {
         self.close();
         // A copy of the cycle's log, so log lines about this connection go where nginx's go.
-        // nginx's own error lines about this connection ("connect() failed") are capped at
-        // crit: the client writes one line per failure burst instead of one per attempt.
+        // nginx's own error lines about this connection ("connect() failed", an SSL alert
+        // logged as crit) are capped at alert: the client writes one line per failure burst,
+        // with the reason, instead of one per attempt.
         // SAFETY: the cycle's log is a live ngx_log_t for the whole life of the worker.
         *self.log = unsafe { *crate::log::cycle_log() };
-        if self.log.log_level < NGX_LOG_DEBUG as usize {
-            self.log.log_level = self.log.log_level.min(NGX_LOG_CRIT as usize);
-        }
+        self.log.log_level = self.log.log_level.min(NGX_LOG_ALERT as usize);
         self.log.handler = None;
         self.log.data = ptr::null_mut();
         self.log.action = ptr::null_mut();
@@ -181,7 +245,14 @@ impl Peer {
             return Connect::Failed(io::Error::other("no connection"));
         };
         c.data = owner;
-        c.pool = ptr::null_mut();
+        // A pool of the connection's own: nginx's SSL layer allocates its state and buffers
+        // from it; it goes with the connection (close).
+        // SAFETY: the log lives in the Peer for as long as the connection.
+        c.pool = unsafe { ngx_create_pool(1024, c.log) };
+        if c.pool.is_null() {
+            self.close();
+            return Connect::Failed(io::Error::other("out of memory"));
+        }
         // SAFETY: a connection from ngx_event_connect_peer has its read and write events.
         unsafe {
             (*c.read).handler = read;
@@ -263,6 +334,12 @@ impl Peer {
             Io::Closed
         } else if n == NGX_AGAIN as isize {
             Io::Again
+        } else if !c.ssl.is_null() {
+            // nginx's SSL layer read the reason (it is below this connection's log level).
+            Io::Failed(io::Error::other(
+                "TLS read failed (the server ended the session: e.g. it wants a client \
+                 certificate, redis_tls_cert=)",
+            ))
         } else {
             let e = io::Error::last_os_error();
             Io::Failed(match e.raw_os_error() {
@@ -349,11 +426,41 @@ impl Peer {
 
     pub fn close(&mut self) {
         if let Some(c) = self.conn() {
+            let pool = c.pool;
+            if !c.ssl.is_null() {
+                // Without waiting for the peer's close_notify (as nginx closes upstreams).
+                // SAFETY: the connection's SSL state, set by ngx_ssl_create_connection.
+                unsafe {
+                    (*c.ssl).set_no_wait_shutdown(1);
+                    ngx::ffi::ngx_ssl_shutdown(c);
+                }
+            }
             // SAFETY: the connection is ours; ngx_close_connection deletes its timers and
-            // posted events and frees it.
+            // posted events and frees it (not its pool: destroyed next, with the SSL state).
             unsafe { ngx_close_connection(c) };
+            if !pool.is_null() {
+                // SAFETY: the pool connect() made for this connection, now closed.
+                unsafe { ngx_destroy_pool(pool) };
+            }
         }
         self.pc.connection = ptr::null_mut();
+    }
+
+    /// The live connection, for the TLS layer.
+    pub fn connection(&mut self) -> Option<&mut ngx_connection_t> {
+        self.conn()
+    }
+
+    /// Points the connection's event handlers at the owner's again (after a TLS handshake,
+    /// during which nginx's SSL code had them).
+    pub fn set_handlers(&mut self, read: ngx_event_handler_pt, write: ngx_event_handler_pt) {
+        if let Some(c) = self.conn() {
+            // SAFETY: a live connection has its read and write events.
+            unsafe {
+                (*c.read).handler = read;
+                (*c.write).handler = write;
+            }
+        }
     }
 }
 

@@ -1,21 +1,34 @@
-//! A Redis (RESP2) client on nginx's event loop.
+//! A Redis (RESP2) client on nginx's event loop, for Redis as operators run it ([S17]).
 //!
 //! One keepalive connection per worker and zone, opened on first use and reused by every
-//! request. Commands are pipelined: each caller appends its command to the output buffer and
-//! takes a place in a FIFO of waiters; Redis answers in order, so the read handler hands each
-//! reply to the oldest waiter. Many decisions on one worker are thus in flight together and
-//! none waits for another's round trip.
+//! request. Commands are pipelined: each caller appends its command and takes a place in a
+//! FIFO of waiters; Redis answers in order, so the read handler hands each reply to the oldest
+//! waiter. Many decisions on one worker are thus in flight together.
+//!
+//! Where the connection goes ([`Route`]):
+//! - `redis=HOST:PORT[,...]`: the first seed that answers; a Redis Cluster's `MOVED` points the
+//!   client at the node that holds the room's slot (all of a room's keys share one slot), `ASK`
+//!   sends one command there behind `ASKING`, `TRYAGAIN` (a slot half-migrated) is retried a
+//!   moment later ([`Client::request`]); a failed node sends the client back to the seeds;
+//! - `sentinel=HOST:PORT[,...] master=NAME`: before connecting, a Sentinel is asked for the
+//!   master (`SENTINEL get-master-addr-by-name`), the next Sentinel when one does not answer;
+//!   any failure (a dead master, a demoted one answering `READONLY`) makes the next connection
+//!   ask again, and reconnection is retried every `timeout` at most, so decisions resume on the
+//!   new master within the failover and about one timeout.
+//!
+//! Every new connection (after TLS, when configured: [`super::tls`]) first sends `AUTH` when a
+//! password is configured (a refusal fails the connection, logged once per burst; the password
+//! is never written anywhere), then `SCRIPT LOAD` of the zone's script.
 //!
 //! Time is bounded by one timer on the connection's read event, armed for the oldest waiter's
 //! deadline (enqueue time + `timeout`). When it fires, Redis is deemed sick: the connection is
-//! closed and every waiter gets an error at once. After any failure (connect refused, timeout,
-//! reset, garbage) new connections are not tried until a backoff delay has passed (doubling,
-//! up to a few seconds); callers ask [`Client::available`] first and, while it says no, apply
-//! their failure policy without touching the network. The first reply its caller finds good
-//! ([`Client::reply_was_good`]) ends the "burst": one error line when a burst starts (and a
-//! reminder a minute), one line when Redis answers again. Error replies and replies of the
-//! wrong shape do not end it; the latter count as failures ([`Client::reply_was_bad`]), so a
-//! sick server that answers nonsense is retried ever more slowly, not every 100 ms.
+//! closed and every waiter gets an error at once. After any failure new connections are not
+//! tried until a backoff delay has passed (doubling, up to a few seconds); callers ask
+//! [`Client::available`] first and, while it says no, apply their failure policy without
+//! touching the network. The first reply its caller finds good ([`Client::reply_was_good`])
+//! ends the "burst": one error line when a burst starts (and a reminder a minute), one line
+//! when Redis answers again. Replies of the wrong shape count as failures
+//! ([`Client::reply_was_bad`]).
 //!
 //! Nothing here blocks and nothing panics across FFI: the event handlers catch panics, replies
 //! are parsed fallibly ([`smart_limit_core::resp`]), and callers are woken only after the
@@ -30,25 +43,29 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::time::Duration;
 
 use ngx::ffi::{
-    ngx_connection_t, ngx_delete_posted_event, ngx_event_t, ngx_post_event, ngx_posted_events,
-    NGX_LOG_ERR, NGX_LOG_WARN,
+    ngx_conf_full_name, ngx_conf_t, ngx_connection_t, ngx_delete_posted_event, ngx_event_t,
+    ngx_post_event, ngx_posted_events, ngx_str_t, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN,
 };
 use ngx::ngx_log_error;
-use smart_limit_core::redis::Backoff;
+use smart_limit_core::redis::{self, Backoff, Form, BACKOFF_FIRST_MS, BACKOFF_MAX_MS};
+use smart_limit_core::redis_params::{HostPort, RedisParams};
 use smart_limit_core::resp::{self, Value};
 
 use super::peer::{Addr, Connect, Io, Peer};
+use super::tls::{Handshake, Tls};
 use crate::clock::now_ms;
 
-/// First and largest delay before reconnecting after a failure.
-const BACKOFF_FIRST_MS: u64 = 100;
-const BACKOFF_MAX_MS: u64 = 3_000;
 /// A failure burst logs a reminder this often while it lasts.
 const REMIND_MS: u64 = 60_000;
 /// Unparsed input beyond this is garbage (the module's replies are tiny).
 const MAX_INBUF: usize = 4 << 20;
+/// Redirections one request follows before it gives up.
+const MAX_REDIRECTS: u32 = 5;
+/// Wait before retrying a `TRYAGAIN` (a slot being migrated key by key).
+const TRYAGAIN_MS: u64 = 20;
 
 /// Why a call got no reply.
 #[derive(Debug, Clone)]
@@ -63,6 +80,17 @@ pub enum ClientError {
     Io(Rc<str>),
     /// Bytes that are not RESP, or a reply nobody asked for.
     Protocol(Rc<str>),
+    /// TLS: the handshake failed or the certificate did not verify.
+    Tls(Rc<str>),
+    /// `AUTH` was refused: Redis's words (never the password).
+    Auth(Rc<str>),
+    /// No Sentinel named the master.
+    Discovery(Rc<str>),
+    /// The connection moved to another node (a cluster redirect) before the reply came: the
+    /// request is sent again ([`Client::request`]).
+    Redirected,
+    /// The room's slot kept moving between cluster nodes for longer than the timeout.
+    Migrating,
     /// The worker is shutting down.
     Shutdown,
 }
@@ -76,9 +104,113 @@ impl fmt::Display for ClientError {
             ClientError::Closed => f.write_str("connection closed by redis"),
             ClientError::Io(e) => write!(f, "connection error: {e}"),
             ClientError::Protocol(e) => write!(f, "garbage from redis: {e}"),
+            ClientError::Tls(e) => write!(f, "TLS: {e}"),
+            ClientError::Auth(e) => write!(f, "authentication refused: {e}"),
+            ClientError::Discovery(e) => write!(f, "no master from the sentinels: {e}"),
+            ClientError::Redirected => f.write_str("moved to another cluster node"),
+            ClientError::Migrating => f.write_str("the room's cluster slot is being migrated"),
             ClientError::Shutdown => f.write_str("worker shutting down"),
         }
     }
+}
+
+/// Where connections go.
+pub enum Route {
+    /// `redis=`: a server, or a cluster's seeds (tried in turn).
+    Seeds(Vec<Addr>),
+    /// `sentinel=` and `master=`.
+    Sentinel {
+        sentinels: Vec<Addr>,
+        master: String,
+    },
+}
+
+/// Everything a client needs, made at configuration time from the zone's parameters.
+pub struct ClientConfig {
+    pub route: Route,
+    /// `AUTH [user] password` (the only copy of the secret; never logged), first on every
+    /// new data connection when configured: an error reply fails the connection.
+    pub auth: Option<Vec<u8>>,
+    /// `SCRIPT LOAD` of the zone's script(s), next (their replies are not needed: a server
+    /// that refuses them answers the scripts' calls with the reason, which their callers log).
+    pub scripts: Vec<Vec<u8>>,
+    pub tls: Option<Tls>,
+    pub timeout_ms: u64,
+    /// Start of log lines, e.g. `smart_limit zone "shop": redis 127.0.0.1:6379`.
+    pub label: String,
+    /// What decisions do meanwhile, for the log line, e.g. `on_error=local`.
+    pub policy: String,
+    /// Longest wait before a new connection is tried after failures (the backoff's cap).
+    pub retry_max_ms: u64,
+}
+
+impl ClientConfig {
+    /// Resolves the addresses (like upstream servers), reads the password file and makes the
+    /// TLS context. Errors name the parameter.
+    pub fn new(
+        cf: &mut ngx_conf_t,
+        p: &RedisParams,
+        timeout_ms: u64,
+        scripts: Vec<Vec<u8>>,
+        zone_label: &str,
+        policy: &str,
+    ) -> Result<ClientConfig, String> {
+        let resolve = |cf: &mut ngx_conf_t, what: &str, list: &[HostPort]| {
+            list.iter()
+                .map(|h| Addr::resolve(cf, &h.text).map_err(|e| format!("{what}={}: {e}", h.text)))
+                .collect::<Result<Vec<Addr>, String>>()
+        };
+        let route = match &p.master {
+            Some(master) if !p.sentinels.is_empty() => Route::Sentinel {
+                sentinels: resolve(cf, "sentinel", &p.sentinels)?,
+                master: master.clone(),
+            },
+            _ => Route::Seeds(resolve(cf, "redis", &p.seeds)?),
+        };
+        let auth = match &p.password_file {
+            Some(file) => Some(auth_command(cf, p.user.as_deref(), file)?),
+            None => None,
+        };
+        Ok(ClientConfig {
+            route,
+            auth,
+            scripts,
+            tls: Tls::new(cf, p)?,
+            timeout_ms,
+            label: format!("{zone_label}: redis {}", p.describe()),
+            policy: policy.to_string(),
+            retry_max_ms: BACKOFF_MAX_MS,
+        })
+    }
+
+    /// For a client that calls once an interval (a sync): after failures it tries again at the
+    /// next interval at the latest, so a fleet is back within an interval of Redis's return.
+    pub fn retry_within(mut self, interval_ms: u64) -> ClientConfig {
+        self.retry_max_ms = interval_ms.clamp(BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
+        self
+    }
+}
+
+/// `AUTH [user] password` from `redis_password_file=` (its first line; relative to the
+/// configuration's prefix, as nginx's own files). The error never quotes the file's content.
+fn auth_command(cf: &mut ngx_conf_t, user: Option<&str>, file: &str) -> Result<Vec<u8>, String> {
+    // SAFETY: the configuration's pool is live while it is parsed.
+    let mut name =
+        unsafe { ngx_str_t::from_bytes(cf.pool, file.as_bytes()) }.ok_or("out of memory")?;
+    // SAFETY: the cycle being configured; nginx may replace `name` with a pool string.
+    if unsafe { ngx_conf_full_name(cf.cycle, &mut name, 1) } != 0 {
+        return Err(format!("redis_password_file=\"{file}\": bad file name"));
+    }
+    let path = name.to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("redis_password_file=\"{path}\": cannot read it: {e}"))?;
+    let password = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if password.is_empty() {
+        return Err(format!(
+            "redis_password_file=\"{path}\": the first line (the password) is empty"
+        ));
+    }
+    Ok(redis::auth_command(user, password))
 }
 
 /// Where a reply goes: filled by the client, taken by the caller's future.
@@ -88,9 +220,18 @@ struct Slot {
     waker: Cell<Option<Waker>>,
 }
 
+/// What a reply is for.
+enum Expect {
+    /// A caller's command.
+    Caller(Rc<Slot>),
+    /// `AUTH`: an error reply fails the connection.
+    Auth,
+    /// `SCRIPT LOAD`, or `ASKING` before a redirected command: the reply is dropped.
+    Ignore,
+}
+
 struct Waiter {
-    /// None: nobody waits for this reply (the connection's SCRIPT LOAD).
-    slot: Option<Rc<Slot>>,
+    expect: Expect,
     deadline: u64,
 }
 
@@ -98,7 +239,17 @@ struct Waiter {
 enum Phase {
     Closed,
     Connecting,
+    Handshaking,
     Ready,
+}
+
+/// What the connection in progress is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// Commands: the server, a cluster node, the master.
+    Data,
+    /// Asking a Sentinel for the master.
+    Discover,
 }
 
 struct Burst {
@@ -109,8 +260,23 @@ struct Burst {
 struct State {
     peer: Peer,
     phase: Phase,
+    purpose: Purpose,
+    /// The address of the connection in progress (it must outlive the connection).
+    connected_to: Option<Addr>,
+    /// The data node to use: the master a Sentinel named, or a cluster redirect's node.
+    /// None: the next seed (or ask a Sentinel).
+    target: Option<Addr>,
+    /// The node the last `MOVED` named (logged when it changes).
+    slot_node: Option<Addr>,
+    seed: usize,
+    sentinel: usize,
+    /// Sentinels tried in this round of discovery.
+    sentinels_tried: usize,
+    /// Bytes to write on the connection; `sent` of them are written.
     out: Vec<u8>,
     sent: usize,
+    /// Callers' commands not yet on a ready data connection.
+    queued: Vec<u8>,
     inbuf: Vec<u8>,
     waiters: VecDeque<Waiter>,
     backoff: Backoff,
@@ -121,14 +287,7 @@ struct State {
 /// The client of one zone in one worker. It must not move once used: the connection keeps a
 /// pointer to it (it lives in the zone, allocated in the cycle pool).
 pub struct Client {
-    addr: Addr,
-    timeout_ms: u64,
-    /// Sent first on every new connection (the zone's `SCRIPT LOAD`); its reply is dropped.
-    prelude: Vec<u8>,
-    /// Start of log lines, e.g. `smart_limit zone "shop": redis 127.0.0.1:6379`.
-    label: String,
-    /// What decisions do meanwhile, for the log line, e.g. `on_error=local`.
-    policy: String,
+    cfg: ClientConfig,
     st: RefCell<State>,
     /// Posted when a command is queued: the output is written once at the end of the event
     /// loop's round, so the commands of every request handled in that round leave in one
@@ -137,33 +296,45 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(
-        addr: Addr,
-        timeout_ms: u64,
-        prelude: Vec<u8>,
-        label: String,
-        policy: String,
-    ) -> Client {
+    pub fn new(cfg: ClientConfig) -> Client {
+        // With Sentinels, a failure is retried soon: the new master may be named any moment.
+        let backoff = match cfg.route {
+            Route::Sentinel { .. } => Backoff::new(
+                BACKOFF_FIRST_MS,
+                cfg.timeout_ms
+                    .clamp(BACKOFF_FIRST_MS, BACKOFF_MAX_MS)
+                    .min(cfg.retry_max_ms),
+            ),
+            Route::Seeds(_) => Backoff::new(BACKOFF_FIRST_MS, cfg.retry_max_ms),
+        };
         Client {
-            addr,
-            timeout_ms,
-            prelude,
-            label,
-            policy,
+            cfg,
             st: RefCell::new(State {
                 peer: Peer::default(),
                 phase: Phase::Closed,
+                purpose: Purpose::Data,
+                connected_to: None,
+                target: None,
+                slot_node: None,
+                seed: 0,
+                sentinel: 0,
+                sentinels_tried: 0,
                 out: Vec::new(),
                 sent: 0,
+                queued: Vec::new(),
                 inbuf: Vec::new(),
                 waiters: VecDeque::new(),
-                backoff: Backoff::new(BACKOFF_FIRST_MS, BACKOFF_MAX_MS),
+                backoff,
                 burst: None,
                 last_error: Rc::from(""),
             }),
             // SAFETY: an all-zero ngx_event_t is an idle event; it is set up on first use.
             flush_ev: UnsafeCell::new(unsafe { core::mem::zeroed() }),
         }
+    }
+
+    pub fn label(&self) -> &str {
+        &self.cfg.label
     }
 
     /// Asks for a flush at the end of this event loop round (once, however many commands).
@@ -204,10 +375,6 @@ impl Client {
         wake.into_iter().for_each(Waker::wake);
     }
 
-    pub fn addr(&self) -> &str {
-        self.addr.text()
-    }
-
     /// False while backing off after a failure: a call now would fail at once, so the caller
     /// applies its failure policy without waiting.
     pub fn available(&self, now: u64) -> bool {
@@ -217,31 +384,86 @@ impl Client {
         }
     }
 
-    /// Sends `cmd` (one encoded command) and resolves with its reply, or an error within the
-    /// timeout.
-    pub fn call(&self, cmd: Vec<u8>) -> Call {
+    /// One script call: `EVALSHA` (built by `build(Form::Sha)`), and again with the script's
+    /// text (`build(Form::Text)`) when the server lost its script cache since the
+    /// connection's `SCRIPT LOAD`.
+    pub async fn eval(&self, build: impl Fn(Form) -> Vec<u8>) -> Result<Value, ClientError> {
+        let reply = self.request(build(Form::Sha)).await?;
+        match &reply {
+            Value::Error(e) if e.starts_with(b"NOSCRIPT") => self.request(build(Form::Text)).await,
+            _ => Ok(reply),
+        }
+    }
+
+    /// Sends `cmd` and resolves with its reply, following a cluster's redirections (`MOVED`,
+    /// `ASK`, a few at most) and retrying while the room's slot is half-migrated (`TRYAGAIN`,
+    /// every few ms within the timeout); an error within the timeout otherwise. A slot that
+    /// keeps moving for longer is [`ClientError::Migrating`]: the caller's policy decides,
+    /// but the connection is not blamed (no reconnect delay).
+    pub async fn request(&self, cmd: Vec<u8>) -> Result<Value, ClientError> {
+        let started = now_ms();
+        let mut asking = false;
+        let mut redirects = 0;
+        loop {
+            let reply = self.send(cmd.clone(), asking).await;
+            asking = false;
+            let in_time = now_ms().saturating_sub(started) < self.cfg.timeout_ms;
+            match &reply {
+                Ok(Value::Error(e)) => {
+                    let moved = redis::redirection(e, b"MOVED ").map(|a| (a, true));
+                    let ask = || redis::redirection(e, b"ASK ").map(|a| (a, false));
+                    if let Some((addr, permanent)) = moved.or_else(ask) {
+                        redirects += 1;
+                        if redirects > MAX_REDIRECTS || !in_time {
+                            return Err(ClientError::Migrating);
+                        }
+                        self.redirect(Addr::from_socket(addr), permanent);
+                        asking = !permanent;
+                    } else if e.starts_with(b"TRYAGAIN") {
+                        if !in_time {
+                            return Err(ClientError::Migrating);
+                        }
+                        ngx::async_::sleep(Duration::from_millis(TRYAGAIN_MS)).await;
+                    } else {
+                        return reply;
+                    }
+                }
+                Err(ClientError::Redirected) => {
+                    redirects += 1;
+                    if redirects > MAX_REDIRECTS || !in_time {
+                        return Err(ClientError::Migrating);
+                    }
+                }
+                _ => return reply,
+            }
+        }
+    }
+
+    /// One command (behind `ASKING` when asked to).
+    fn send(&self, cmd: Vec<u8>, asking: bool) -> Call {
         let slot = Rc::new(Slot::default());
-        if let Err(e) = self.submit(cmd, Some(slot.clone())) {
+        let mut wake = Vec::new();
+        let res = match self.st.try_borrow_mut() {
+            Ok(mut st) => if asking {
+                self.submit(&mut st, redis::asking_command(), Expect::Ignore, &mut wake)
+            } else {
+                Ok(())
+            }
+            .and_then(|()| self.submit(&mut st, cmd, Expect::Caller(slot.clone()), &mut wake)),
+            Err(_) => Err(ClientError::Io(Rc::from("client busy"))),
+        };
+        wake.into_iter().for_each(Waker::wake);
+        if let Err(e) = res {
             slot.result.set(Some(Err(e)));
         }
         Call { slot }
     }
 
-    fn submit(&self, cmd: Vec<u8>, slot: Option<Rc<Slot>>) -> Result<(), ClientError> {
-        let mut wake = Vec::new();
-        let res = match self.st.try_borrow_mut() {
-            Ok(mut st) => self.submit_locked(&mut st, cmd, slot, &mut wake),
-            Err(_) => Err(ClientError::Io(Rc::from("client busy"))),
-        };
-        wake.into_iter().for_each(Waker::wake);
-        res
-    }
-
-    fn submit_locked(
+    fn submit(
         &self,
         st: &mut State,
         cmd: Vec<u8>,
-        slot: Option<Rc<Slot>>,
+        expect: Expect,
         wake: &mut Vec<Waker>,
     ) -> Result<(), ClientError> {
         let now = now_ms();
@@ -249,44 +471,134 @@ impl Client {
             if !st.backoff.may_try(now) {
                 return Err(ClientError::Unavailable(st.last_error.clone()));
             }
-            let owner = self as *const Client as *mut c_void;
-            // SAFETY: the client outlives its connection (it closes it when dropped) and does
-            // not move; we run in the worker's event loop.
-            let started = unsafe {
-                st.peer
-                    .connect(&self.addr, owner, Some(on_event), Some(on_event))
-            };
-            match started {
-                Connect::Done => st.phase = Phase::Ready,
-                Connect::InProgress => st.phase = Phase::Connecting,
-                Connect::Failed(e) => {
-                    let err = ClientError::Connect(Rc::from(e.to_string()));
-                    self.fail(st, err.clone(), now, wake);
-                    return Err(err);
-                }
+            st.sentinels_tried = 0;
+            self.open(st, now, wake);
+            if st.phase == Phase::Closed {
+                return Err(ClientError::Unavailable(st.last_error.clone()));
             }
-            st.out.clear();
-            st.sent = 0;
-            st.inbuf.clear();
-            st.out.extend_from_slice(&self.prelude);
-            st.waiters.push_back(Waiter {
-                slot: None,
-                deadline: now + self.timeout_ms,
-            });
         }
-        st.out.extend_from_slice(&cmd);
+        st.queued.extend_from_slice(&cmd);
         st.waiters.push_back(Waiter {
-            slot,
-            deadline: now + self.timeout_ms,
+            expect,
+            deadline: now + self.cfg.timeout_ms,
         });
         st.peer.set_idle(false);
         if !st.peer.timer_set() {
             self.arm(st, now);
         }
-        if st.phase == Phase::Ready {
+        if st.phase == Phase::Ready && st.purpose == Purpose::Data {
             self.post_flush();
         }
         Ok(())
+    }
+
+    /// Opens the next connection: to the data node (the target, else the next seed), or to
+    /// the next Sentinel when the master is not known. A failure to start is a failure of the
+    /// burst (logged), or, for a Sentinel, a move to the next one.
+    fn open(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+        let (addr, purpose) = match (&self.cfg.route, &st.target) {
+            (_, Some(t)) => (t.clone(), Purpose::Data),
+            (Route::Seeds(seeds), None) => match seeds.get(st.seed % seeds.len().max(1)) {
+                Some(a) => (a.clone(), Purpose::Data),
+                None => return,
+            },
+            (Route::Sentinel { sentinels, .. }, None) => {
+                match sentinels.get(st.sentinel % sentinels.len().max(1)) {
+                    Some(a) => (a.clone(), Purpose::Discover),
+                    None => return,
+                }
+            }
+        };
+        st.out.clear();
+        st.sent = 0;
+        st.inbuf.clear();
+        st.purpose = purpose;
+        let owner = self as *const Client as *mut c_void;
+        let a = st.connected_to.insert(addr);
+        // SAFETY: the client outlives its connection (it closes it when dropped) and does
+        // not move; `a` lives in the state until the next connection; event loop thread.
+        let started = unsafe { st.peer.connect(a, owner, Some(on_event), Some(on_event)) };
+        match started {
+            Connect::Done => self.connected(st, now, wake),
+            Connect::InProgress => st.phase = Phase::Connecting,
+            Connect::Failed(e) => {
+                st.phase = Phase::Connecting; // so that fail() treats it as a failed attempt
+                self.fail(st, ClientError::Connect(Rc::from(e.to_string())), now, wake);
+            }
+        }
+    }
+
+    /// The TCP connection is up: TLS first when configured, then the connection's purpose.
+    fn connected(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+        let Some(tls) = &self.cfg.tls else {
+            self.secured(st, now, wake);
+            return;
+        };
+        let host = st
+            .connected_to
+            .as_ref()
+            .map(|a| a.host().to_string())
+            .unwrap_or_default();
+        let Some(c) = st.peer.connection() else {
+            self.fail(st, ClientError::Io(Rc::from("no connection")), now, wake);
+            return;
+        };
+        match tls.start(c, &host, Some(on_tls_done)) {
+            Handshake::Done => self.handshaken(st, now, wake),
+            Handshake::Again => st.phase = Phase::Handshaking,
+            Handshake::Failed(e) => self.fail(st, ClientError::Tls(Rc::from(e)), now, wake),
+        }
+    }
+
+    /// A TLS handshake ended (at once, or through nginx's SSL handler).
+    fn handshaken(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+        st.peer.set_handlers(Some(on_event), Some(on_event));
+        let verdict = match (&self.cfg.tls, st.peer.connection()) {
+            (Some(tls), Some(c)) => tls.verified(c),
+            _ => Err("no TLS connection".to_string()),
+        };
+        match verdict {
+            Ok(()) => self.secured(st, now, wake),
+            Err(e) => self.fail(st, ClientError::Tls(Rc::from(e)), now, wake),
+        }
+    }
+
+    /// The connection is ready for its purpose: the master's name to a Sentinel, or the
+    /// setup commands and every queued command to the data node.
+    fn secured(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+        st.phase = Phase::Ready;
+        match (&self.cfg.route, st.purpose) {
+            (Route::Sentinel { master, .. }, Purpose::Discover) => {
+                st.out = redis::master_query(master);
+            }
+            _ => {
+                // Setup replies come first: their waiters go in front of the callers'.
+                let deadline = now + self.cfg.timeout_ms;
+                for _ in &self.cfg.scripts {
+                    st.waiters.push_front(Waiter {
+                        expect: Expect::Ignore,
+                        deadline,
+                    });
+                }
+                st.out.clear();
+                if let Some(auth) = &self.cfg.auth {
+                    st.waiters.push_front(Waiter {
+                        expect: Expect::Auth,
+                        deadline,
+                    });
+                    st.out.extend_from_slice(auth);
+                }
+                st.out.extend_from_slice(&self.cfg.scripts.concat());
+                let queued = core::mem::take(&mut st.queued);
+                st.out.extend_from_slice(&queued);
+            }
+        }
+        st.sent = 0;
+        if let Err(e) = self.flush(st) {
+            self.fail(st, e, now, wake);
+            return;
+        }
+        self.wait_for_more(st, now, wake);
     }
 
     /// Arms the timer for the oldest waiter's deadline, or clears it when nobody waits.
@@ -297,8 +609,13 @@ impl Client {
         }
     }
 
-    /// Writes as much of the output buffer as the socket takes.
+    /// Writes as much of the output as the socket takes (callers' commands join it once the
+    /// data connection is ready).
     fn flush(&self, st: &mut State) -> Result<(), ClientError> {
+        if st.purpose == Purpose::Data && !st.queued.is_empty() {
+            let queued = core::mem::take(&mut st.queued);
+            st.out.extend_from_slice(&queued);
+        }
         while st.sent < st.out.len() {
             match st.peer.send(&st.out[st.sent..]) {
                 Io::Done(n) => st.sent += n,
@@ -320,56 +637,93 @@ impl Client {
         Ok(())
     }
 
-    /// Closes the connection and fails every waiter; no new connection before the backoff.
-    fn fail(&self, st: &mut State, err: ClientError, now: u64, wake: &mut Vec<Waker>) {
+    /// Closes the connection and drops what it carried.
+    fn close(&self, st: &mut State) {
         self.cancel_flush();
         st.peer.close();
         st.phase = Phase::Closed;
         st.out.clear();
         st.sent = 0;
         st.inbuf.clear();
+    }
+
+    /// Every waiter gets `err`.
+    fn fail_waiters(st: &mut State, err: &ClientError, wake: &mut Vec<Waker>) {
+        st.queued.clear();
         for w in st.waiters.drain(..) {
-            if let Some(slot) = w.slot {
+            if let Expect::Caller(slot) = w.expect {
                 slot.result.set(Some(Err(err.clone())));
                 if let Some(k) = slot.waker.take() {
                     wake.push(k);
                 }
             }
         }
+    }
+
+    /// A failure: a Sentinel that does not answer makes way for the next (while some are
+    /// untried in this round); anything else closes the connection, fails every waiter, and
+    /// no new connection is tried before the backoff. The next connection goes back to the
+    /// seeds, or asks the Sentinels again.
+    fn fail(&self, st: &mut State, err: ClientError, now: u64, wake: &mut Vec<Waker>) {
+        let discovering = st.purpose == Purpose::Discover && st.phase != Phase::Closed;
+        self.close(st);
+        match &self.cfg.route {
+            Route::Sentinel { sentinels, .. } => {
+                st.target = None;
+                if discovering {
+                    st.sentinel = st.sentinel.wrapping_add(1);
+                    st.sentinels_tried += 1;
+                    if st.sentinels_tried < sentinels.len() {
+                        self.open(st, now, wake);
+                        return;
+                    }
+                }
+            }
+            Route::Seeds(seeds) => {
+                if st.target.take().is_none() && seeds.len() > 1 {
+                    st.seed = st.seed.wrapping_add(1);
+                }
+            }
+        }
+        Self::fail_waiters(st, &err, wake);
         let delay = st.backoff.failed(now);
         st.last_error = Rc::from(err.to_string());
+        self.log_failure(st, &err, now, delay);
+    }
+
+    /// One line when a burst of failures starts, a reminder a minute while it lasts.
+    fn log_failure(&self, st: &mut State, err: &ClientError, now: u64, delay: u64) {
         let log = crate::log::cycle_log();
+        if log.is_null() {
+            return;
+        }
         match st.burst.as_mut() {
             None => {
                 st.burst = Some(Burst {
                     since: now,
                     reminded_at: now,
                 });
-                if !log.is_null() {
-                    ngx_log_error!(
-                        NGX_LOG_ERR,
-                        log,
-                        "{}: {}; decisions follow {} until it answers again (next try in {} ms)",
-                        self.label,
-                        err,
-                        self.policy,
-                        delay
-                    );
-                }
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    log,
+                    "{}: {}; decisions follow {} until it answers again (next try in {} ms)",
+                    self.cfg.label,
+                    err,
+                    self.cfg.policy,
+                    delay
+                );
             }
             Some(b) if now.saturating_sub(b.reminded_at) >= REMIND_MS => {
                 b.reminded_at = now;
-                if !log.is_null() {
-                    ngx_log_error!(
-                        NGX_LOG_ERR,
-                        log,
-                        "{}: still failing for {} s: {}; decisions follow {}",
-                        self.label,
-                        now.saturating_sub(b.since) / 1000,
-                        err,
-                        self.policy
-                    );
-                }
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    log,
+                    "{}: still failing for {} s: {}; decisions follow {}",
+                    self.cfg.label,
+                    now.saturating_sub(b.since) / 1000,
+                    err,
+                    self.cfg.policy
+                );
             }
             Some(_) => {}
         }
@@ -377,20 +731,37 @@ impl Client {
 
     /// Closes without blaming Redis: an idle connection it closed, or a worker shutting down.
     fn close_quietly(&self, st: &mut State, wake: &mut Vec<Waker>) {
-        self.cancel_flush();
-        st.peer.close();
-        st.phase = Phase::Closed;
-        st.out.clear();
-        st.sent = 0;
-        st.inbuf.clear();
-        for w in st.waiters.drain(..) {
-            if let Some(slot) = w.slot {
-                slot.result.set(Some(Err(ClientError::Shutdown)));
-                if let Some(k) = slot.waker.take() {
-                    wake.push(k);
+        self.close(st);
+        Self::fail_waiters(st, &ClientError::Shutdown, wake);
+    }
+
+    /// A cluster redirection: the room's slot is on `addr` (`MOVED`: from now on; `ASK`: for
+    /// the command about to be sent again). The connection moves there; the commands in flight
+    /// on the old one are sent again by their callers.
+    fn redirect(&self, addr: Addr, moved: bool) {
+        let mut wake = Vec::new();
+        if let Ok(mut st) = self.st.try_borrow_mut() {
+            if moved && !st.slot_node.as_ref().is_some_and(|t| t.same(&addr)) {
+                st.slot_node = Some(addr.clone());
+                let log = crate::log::cycle_log();
+                if !log.is_null() {
+                    ngx_log_error!(
+                        NGX_LOG_NOTICE,
+                        log,
+                        "{}: the room's slot is served by {} (cluster MOVED)",
+                        self.cfg.label,
+                        addr.text()
+                    );
                 }
             }
+            let here = st.connected_to.as_ref().is_some_and(|a| a.same(&addr));
+            if !(here && st.phase != Phase::Closed) {
+                self.close(&mut st);
+                Self::fail_waiters(&mut st, &ClientError::Redirected, &mut wake);
+                st.target = Some(addr);
+            }
         }
+        wake.into_iter().for_each(Waker::wake);
     }
 
     /// An event on the connection: connect finished, socket readable or writable, timer.
@@ -398,6 +769,23 @@ impl Client {
         let mut wake = Vec::new();
         if let Ok(mut st) = self.st.try_borrow_mut() {
             self.drive(&mut st, timer, &mut wake);
+        }
+        wake.into_iter().for_each(Waker::wake);
+    }
+
+    /// A TLS handshake that went on in the background is over (or timed out).
+    fn on_tls_done(&self, timed_out: bool) {
+        let mut wake = Vec::new();
+        if let Ok(mut st) = self.st.try_borrow_mut() {
+            let now = now_ms();
+            if st.phase == Phase::Handshaking {
+                if timed_out {
+                    let e = ClientError::Tls(Rc::from("handshake timed out"));
+                    self.fail(&mut st, e, now, &mut wake);
+                } else {
+                    self.handshaken(&mut st, now, &mut wake);
+                }
+            }
         }
         wake.into_iter().for_each(Waker::wake);
     }
@@ -414,7 +802,14 @@ impl Client {
             self.on_timer(st, now, wake);
             return;
         }
-        if self.finish_connect(st, now, wake).is_err() || st.phase != Phase::Ready {
+        if st.phase == Phase::Connecting {
+            match st.peer.connect_result() {
+                Ok(()) => self.connected(st, now, wake),
+                Err(e) => self.fail(st, ClientError::Connect(Rc::from(e.to_string())), now, wake),
+            }
+            return;
+        }
+        if st.phase != Phase::Ready {
             return;
         }
         if let Err(e) = self.flush(st) {
@@ -428,13 +823,20 @@ impl Client {
                 return;
             }
         };
-        let answered = match self.hand_out_replies(st, wake) {
+        let handled = match st.purpose {
+            Purpose::Discover => self.discovered(st, now, wake),
+            Purpose::Data => self.hand_out_replies(st, wake),
+        };
+        let answered = match handled {
             Ok(n) => n,
             Err(e) => {
                 self.fail(st, e, now, wake);
                 return;
             }
         };
+        if st.phase != Phase::Ready {
+            return; // the connection moved on (discovery done) or failed
+        }
         if answered {
             self.arm(st, now);
         }
@@ -450,21 +852,9 @@ impl Client {
     fn on_timer(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         match st.waiters.front() {
             Some(w) if w.deadline > now => self.arm(st, now),
-            Some(_) => self.fail(st, ClientError::Timeout(self.timeout_ms), now, wake),
+            Some(_) => self.fail(st, ClientError::Timeout(self.cfg.timeout_ms), now, wake),
             None => {}
         }
-    }
-
-    /// A connect in progress signalled: it succeeded (the connection is ready) or failed.
-    fn finish_connect(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) -> Result<(), ()> {
-        if st.phase == Phase::Connecting {
-            if let Err(e) = st.peer.connect_result() {
-                self.fail(st, ClientError::Connect(Rc::from(e.to_string())), now, wake);
-                return Err(());
-            }
-            st.phase = Phase::Ready;
-        }
-        Ok(())
     }
 
     /// Reads everything the socket has into the input buffer. Ok(true): the peer closed.
@@ -489,6 +879,32 @@ impl Client {
         }
     }
 
+    /// A Sentinel's answer: the master's address, and on to it. Ok(false): not complete yet.
+    fn discovered(
+        &self,
+        st: &mut State,
+        now: u64,
+        wake: &mut Vec<Waker>,
+    ) -> Result<bool, ClientError> {
+        let Some((value, _)) =
+            resp::parse(&st.inbuf).map_err(|e| ClientError::Protocol(Rc::from(e.to_string())))?
+        else {
+            return Ok(false);
+        };
+        let addr = redis::master_address(&value)
+            .map(Addr::from_socket)
+            .ok_or_else(|| {
+                ClientError::Discovery(Rc::from(match value.error_text() {
+                    Some(e) => format!("a sentinel answered: {e}"),
+                    None => "a sentinel does not know the master".to_string(),
+                }))
+            })?;
+        self.close(st);
+        st.target = Some(addr);
+        self.open(st, now, wake);
+        Ok(true)
+    }
+
     /// Hands each complete reply to the oldest waiter. Ok(true): at least one was answered.
     fn hand_out_replies(&self, st: &mut State, wake: &mut Vec<Waker>) -> Result<bool, ClientError> {
         let mut used = 0;
@@ -501,11 +917,19 @@ impl Client {
                         break Err(ClientError::Protocol(Rc::from("a reply nobody asked for")));
                     };
                     answered = true;
-                    if let Some(slot) = w.slot {
-                        slot.result.set(Some(Ok(value)));
-                        if let Some(k) = slot.waker.take() {
-                            wake.push(k);
+                    match w.expect {
+                        Expect::Caller(slot) => {
+                            slot.result.set(Some(Ok(value)));
+                            if let Some(k) = slot.waker.take() {
+                                wake.push(k);
+                            }
                         }
+                        Expect::Auth => {
+                            if let Some(e) = value.error_text() {
+                                break Err(ClientError::Auth(Rc::from(e)));
+                            }
+                        }
+                        Expect::Ignore => {}
                     }
                 }
                 Ok(None) => break Ok(answered),
@@ -552,11 +976,13 @@ impl Client {
         }
     }
 
-    /// The caller found a reply it cannot use (wrong shape or type): Redis is not well. The
-    /// connection is closed and the reconnect delay grows, as after any failure.
+    /// The caller found a reply it cannot use (wrong shape or type, an error such as a
+    /// demoted master's `READONLY`): Redis is not well. The connection is closed and the
+    /// reconnect delay grows, as after any failure.
     pub fn reply_was_bad(&self, what: &str) {
         let mut wake = Vec::new();
         if let Ok(mut st) = self.st.try_borrow_mut() {
+            st.purpose = Purpose::Data;
             let e = ClientError::Protocol(Rc::from(what));
             self.fail(&mut st, e, now_ms(), &mut wake);
         }
@@ -573,7 +999,7 @@ impl Client {
                     NGX_LOG_WARN,
                     log,
                     "{}: answers again after {} ms of failures",
-                    self.label,
+                    self.cfg.label,
                     now.saturating_sub(b.since)
                 );
             }
@@ -603,6 +1029,22 @@ unsafe extern "C" fn on_event(ev: *mut ngx_event_t) {
     }));
 }
 
+/// nginx's SSL layer: the handshake of the client's connection is over (or timed out).
+unsafe extern "C" fn on_tls_done(c: *mut ngx_connection_t) {
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: nginx passes the client's connection, whose data is the Client.
+        let (timed_out, client) = unsafe {
+            let Some(c) = c.as_ref() else { return };
+            let Some(client) = c.data.cast::<Client>().as_ref() else {
+                return;
+            };
+            let timed_out = c.read.as_ref().is_some_and(|r| r.timedout() != 0);
+            (timed_out, client)
+        };
+        client.on_tls_done(timed_out);
+    }));
+}
+
 /// The client's posted flush event.
 unsafe extern "C" fn on_flush(ev: *mut ngx_event_t) {
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -620,7 +1062,7 @@ impl Drop for Client {
     }
 }
 
-/// The reply to one [`Client::call`].
+/// The reply to one command.
 pub struct Call {
     slot: Rc<Slot>,
 }

@@ -22,6 +22,7 @@ use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 
 use crate::log::LogThrottle;
 
+pub mod fleet;
 pub mod redis;
 pub mod shm;
 
@@ -49,6 +50,9 @@ pub struct Zone {
     /// `store=redis`: the fleet's room in Redis (this node's shm room then serves metrics and
     /// `on_error=local`).
     pub redis: Option<redis::RedisStore>,
+    /// `store=redis sync=TIME`: the fleet's room decided on this node's shared memory, met in
+    /// Redis once an interval (then `redis` is None).
+    pub fleet: Option<fleet::FleetStore>,
     /// Per worker: tickets opened recently, by their cookie bytes.
     opened: RefCell<Option<OpenCache>>,
     /// Per worker: places of waiting tickets answered recently, and their poll budgets.
@@ -72,6 +76,8 @@ pub enum StoreError {
     #[error("the zone's shared memory does not hold a room: {0}")]
     Layout(#[from] smart_limit_core::room::LayoutError),
     #[error("{0}")]
+    Fleet(#[from] smart_limit_core::fleet_room::NotAFleetNode),
+    #[error("{0}")]
     Redis(String),
 }
 
@@ -91,9 +97,10 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         AdmitMode::Grant(ms) => Admission::Grant { ms },
         AdmitMode::Session(ms) => Admission::Session { ms },
     };
-    let redis = match params.store {
-        StoreKind::Redis => Some(redis::RedisStore::new(cf, &params, limits)?),
-        StoreKind::Shm => None,
+    let (redis, fleet) = match (params.store, params.sync_ms) {
+        (StoreKind::Redis, Some(ms)) => (None, Some(fleet::FleetStore::new(cf, &params, ms)?)),
+        (StoreKind::Redis, None) => (Some(redis::RedisStore::new(cf, &params, limits)?), None),
+        (StoreKind::Shm, _) => (None, None),
     };
     let size = params.size;
     let name = params.name.clone();
@@ -109,6 +116,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         problems: LogThrottle::default(),
         floods: LogThrottle::default(),
         redis,
+        fleet,
         opened: RefCell::new(None),
         polls: RefCell::new(None),
         poll_budget,
@@ -181,6 +189,9 @@ impl Zone {
                 return Answer::Now(Ok(Verdict::Wait(place).into()));
             }
         }
+        if let Some(fs) = &self.fleet {
+            return Answer::Now(self.fleet_visit(fs, v, now));
+        }
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
             None => Answer::Now(self.shm.with_room(|room| {
@@ -188,6 +199,22 @@ impl Zone {
                 self.remember(&verdict, v.sid, now);
                 verdict.into()
             })),
+        }
+    }
+
+    /// Flood control ([S15]), this node's (its shared memory), before any store is asked: a
+    /// client taking a place faster than its address's budget allows gets no place this time.
+    fn flood_refused(&self, v: &Visit, now: u64) -> Option<Verdict> {
+        let key = v.flood_key?;
+        let allowed = self
+            .shm
+            .with_room(|room| room.flood_check(key, now, &self.limits));
+        match allowed {
+            Ok(Err(retry_ms)) => Some(Verdict::Throttled {
+                retry_ms,
+                queue_len: self.snapshot(now).map_or(0, |s| s.queue_len),
+            }),
+            _ => None,
         }
     }
 
@@ -232,6 +259,9 @@ impl Zone {
     /// A valid admitted ticket: one look at the room (under one lock) for its mode and the
     /// session's request rate, and the session counted as active.
     pub fn pass(&'static self, sid: u64, now: u64) -> Result<PassVerdict, StoreError> {
+        if let Some(fs) = &self.fleet {
+            return self.fleet_pass(fs, sid, now);
+        }
         let pass = self
             .shm
             .with_room(|room| room.pass(sid, now, &self.limits))?;

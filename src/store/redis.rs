@@ -30,8 +30,7 @@ use smart_limit_core::rules::{Limits, Mode};
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
-use crate::net::peer::Addr;
-use crate::net::redis::{Client, ClientError};
+use crate::net::redis::{Client, ClientConfig};
 
 /// The Redis side of a zone. Per worker after fork: the connection, the touch log.
 pub struct RedisStore {
@@ -41,50 +40,31 @@ pub struct RedisStore {
 }
 
 impl RedisStore {
-    /// Resolves `redis=HOST:PORT` (at configuration time, like upstream servers).
+    /// Resolves the Redis addresses (at configuration time, like upstream servers), reads
+    /// the password file and makes the TLS context.
     pub fn new(
         cf: &mut ngx_conf_t,
         params: &ZoneParams,
         limits: Limits,
     ) -> Result<RedisStore, String> {
-        let text = params
-            .redis
-            .as_deref()
-            .ok_or("store=redis needs redis=HOST:PORT")?;
-        let addr = Addr::resolve(cf, text).map_err(|e| format!("redis={text}: {e}"))?;
-        let label = format!(
-            "smart_limit zone \"{}\": redis {}",
-            params.name,
-            addr.text()
-        );
         let policy = match params.on_error {
             OnError::Open => "on_error=open (admitted)",
             OnError::Closed => "on_error=closed (told to wait)",
             OnError::Local => "on_error=local (this node decides alone)",
         };
+        let cfg = ClientConfig::new(
+            cf,
+            &params.redis,
+            params.timeout_ms,
+            vec![Script::load_command()],
+            &format!("smart_limit zone \"{}\"", params.name),
+            policy,
+        )?;
         Ok(RedisStore {
-            client: Client::new(
-                addr,
-                params.timeout_ms,
-                Script::load_command(),
-                label,
-                policy.to_string(),
-            ),
+            client: Client::new(cfg),
             script: Script::new(&params.prefix, &params.name, limits, params.max_line),
             touches: RefCell::new(TouchLog::default()),
         })
-    }
-
-    /// One script call: `EVALSHA`, and `EVAL` with the text if the server does not know the
-    /// script (its cache was flushed since the connection's `SCRIPT LOAD`).
-    async fn eval(&self, build: impl Fn(Form) -> Vec<u8>) -> Result<Value, ClientError> {
-        let reply = self.client.call(build(Form::Sha)).await?;
-        match &reply {
-            Value::Error(e) if e.starts_with(b"NOSCRIPT") => {
-                self.client.call(build(Form::Text)).await
-            }
-            _ => Ok(reply),
-        }
     }
 }
 
@@ -95,25 +75,15 @@ impl Zone {
         v: Visit,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
-        if let Some(key) = v.flood_key {
-            // Flood control is this node's (its shared memory), before Redis is asked.
-            let allowed = self
-                .shm
-                .with_room(|room| room.flood_check(key, now, &self.limits));
-            if let Ok(Err(retry_ms)) = allowed {
-                return Answer::Now(Ok(Verdict::Throttled {
-                    retry_ms,
-                    queue_len: self.snapshot(now).map_or(0, |s| s.queue_len),
-                }
-                .into()));
-            }
+        if let Some(throttled) = self.flood_refused(&v, now) {
+            return Answer::Now(Ok(throttled.into()));
         }
         if !rs.client.available(now) {
             // Backing off after a failure: decide now, without the network.
             return Answer::Now(self.store_failed(v, now, None));
         }
         Answer::Later(Box::pin(async move {
-            let reply = rs.eval(|form| rs.script.visit(form, &v, 0)).await;
+            let reply = rs.client.eval(|form| rs.script.visit(form, &v, 0)).await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {
                 Ok(Ok(o)) => {
@@ -163,7 +133,7 @@ impl Zone {
     }
 
     /// [S10]: Redis did not decide; the zone's policy does.
-    fn store_failed(
+    pub(super) fn store_failed(
         &self,
         v: Visit,
         now: u64,
@@ -239,9 +209,14 @@ impl Zone {
             Err(_) => false,
         };
         if due {
-            let reply = rs.client.call(rs.script.touch(Form::Sha, sid, 0));
+            let cmd = rs.script.touch(Form::Sha, sid, 0);
             ngx::async_::spawn(async move {
-                if let Ok(m) = reply.await.map(|v| redis::touch_outcome(&v)) {
+                if let Ok(m) = rs
+                    .client
+                    .request(cmd)
+                    .await
+                    .map(|v| redis::touch_outcome(&v))
+                {
                     self.mirror_figures(rs, m);
                 }
             })
@@ -254,9 +229,14 @@ impl Zone {
         if !rs.client.available(now_ms()) {
             return;
         }
-        let reply = rs.client.call(rs.script.revoke(Form::Sha, sid, 0));
+        let cmd = rs.script.revoke(Form::Sha, sid, 0);
         ngx::async_::spawn(async move {
-            if let Ok(r) = reply.await.map(|v| redis::revoke_outcome(&v)) {
+            if let Ok(r) = rs
+                .client
+                .request(cmd)
+                .await
+                .map(|v| redis::revoke_outcome(&v))
+            {
                 self.mirror_figures(rs, r.map(|(_, m)| m));
             }
         })
@@ -282,12 +262,12 @@ impl Zone {
     ) -> Answer<Result<(), StoreError>> {
         if !rs.client.available(now_ms()) {
             return Answer::Now(Err(StoreError::Redis(format!(
-                "redis {} is not answering",
-                rs.client.addr()
+                "{} is not answering",
+                rs.client.label()
             ))));
         }
         Answer::Later(Box::pin(async move {
-            let reply = rs.eval(|form| rs.script.set_mode(form, mode)).await;
+            let reply = rs.client.eval(|form| rs.script.set_mode(form, mode)).await;
             match reply {
                 Ok(Value::Array(_)) => {
                     rs.client.reply_was_good();

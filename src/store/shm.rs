@@ -12,6 +12,7 @@ use ngx::ffi::{
     ngx_slab_alloc_locked, ngx_slab_pool_t, ngx_str_t, NGX_LOG_EMERG, NGX_LOG_NOTICE,
 };
 use ngx::ngx_log_error;
+use smart_limit_core::fleet_room::FleetNode;
 use smart_limit_core::room::{LayoutError, Room};
 use smart_limit_core::ticket::Keyring;
 
@@ -26,7 +27,16 @@ struct Shared {
     key: [u8; 32],
     room: *mut u8,
     room_len: usize,
+    /// `sync=`: this node's side of the fleet's room (null without `sync=`).
+    fleet: *mut u8,
+    fleet_len: usize,
 }
+
+/// With `sync=`, the part of `size=` that holds the node's side of the fleet's room (its
+/// reports between two syncs: about 96 bytes per session reported), within these bounds.
+const FLEET_SHARE: usize = 4;
+const FLEET_MIN_BYTES: usize = 256 << 10;
+const FLEET_MAX_BYTES: usize = 16 << 20;
 
 /// The zone's handle on its shared memory.
 pub struct ShmRoom {
@@ -66,6 +76,32 @@ impl ShmRoom {
         let mem = unsafe { core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len) };
         let mut room = Room::attach(mem)?;
         Ok(f(&mut room))
+    }
+
+    /// `sync=`: runs `f` on the room and the node's side of the fleet's room, under the
+    /// zone's one lock.
+    pub fn with_fleet<R>(
+        &self,
+        f: impl FnOnce(&mut Room, &mut FleetNode) -> R,
+    ) -> Result<R, StoreError> {
+        let slab = self.slab().ok_or(LayoutError::NotARoom)?;
+        let shared = self.shared.get();
+        // SAFETY: null, or the header init_zone set up (see with_room).
+        if shared.is_null() || unsafe { (*shared).fleet.is_null() } {
+            return Err(LayoutError::NotARoom.into());
+        }
+        let _locked = slab.lock();
+        // SAFETY: as in with_room; the fleet block is another region of the same zone, set up
+        // by init_zone, guarded by the same lock.
+        let (mem, fleet) = unsafe {
+            (
+                core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len),
+                core::slice::from_raw_parts_mut((*shared).fleet, (*shared).fleet_len),
+            )
+        };
+        let mut room = Room::attach(mem)?;
+        let mut node = FleetNode::attach(fleet)?;
+        Ok(f(&mut room, &mut node))
     }
 }
 
@@ -122,8 +158,9 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     };
     let log = shm_zone.shm.log;
     let name = zone.params.name.as_str();
+    let sync = zone.params.sync_ms.is_some();
     let shared = if reused || shm_zone.shm.exists != 0 {
-        match existing_room(shm_zone.shm.addr.cast()) {
+        match existing_room(shm_zone.shm.addr.cast(), sync) {
             Ok(s) => s,
             Err(e) => {
                 ngx_log_error!(
@@ -138,7 +175,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
             }
         }
     } else {
-        match format_zone(shm_zone) {
+        match format_zone(shm_zone, sync) {
             Ok((s, capacity)) => {
                 ngx_log_error!(
                     NGX_LOG_NOTICE,
@@ -158,6 +195,21 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     };
     zone.shm.zone.set(shm_zone);
     zone.shm.shared.set(shared);
+    if let Some(fs) = &zone.fleet {
+        // A reload's workers take the fleet's sync over from the previous configuration's.
+        let reload = reused || shm_zone.shm.exists != 0;
+        let generation = zone.shm.with_fleet(|_, node| match reload {
+            true => node.leadership().next_generation(),
+            false => node.leadership().generation(),
+        });
+        match generation {
+            Ok(g) => fs.generation.set(g),
+            Err(e) => {
+                ngx_log_error!(NGX_LOG_EMERG, log, "smart_limit_zone \"{}\": {}", name, e);
+                return Status::NGX_ERROR;
+            }
+        }
+    }
     // SAFETY: `shared` points at the zone's header (checked or written above).
     let key = unsafe { (*shared).key };
     // The same seed in every worker (they fork from here), and secret.
@@ -173,23 +225,37 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     Status::NGX_OK
 }
 
-/// The room an earlier configuration left in the zone, checked.
-fn existing_room(pool: *mut ngx_slab_pool_t) -> Result<*mut Shared, LayoutError> {
+/// The room an earlier configuration left in the zone, checked (and, with `sync=`, its side of
+/// the fleet's room: a zone that had no `sync=` before cannot take it on without a restart).
+fn existing_room(pool: *mut ngx_slab_pool_t, sync: bool) -> Result<*mut Shared, String> {
     // SAFETY: the zone's memory starts with the slab pool nginx set up.
     let shared = unsafe { (*pool).data }.cast::<Shared>();
     if shared.is_null() {
-        return Err(LayoutError::NotARoom);
+        return Err(LayoutError::NotARoom.to_string());
     }
     // SAFETY: `data` was set by format_zone of an earlier configuration to its Shared header
     // and room, which stay mapped while the zone is reused; the master is alone here.
     let mem = unsafe { core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len) };
-    Room::attach(mem)?;
+    Room::attach(mem).map_err(|e| e.to_string())?;
+    // SAFETY: as above.
+    let (fleet, fleet_len) = unsafe { ((*shared).fleet, (*shared).fleet_len) };
+    match (sync, fleet.is_null()) {
+        (true, true) => return Err("sync= was added".to_string()),
+        (true, false) => {
+            // SAFETY: the fleet block format_zone set up in the same zone, as above.
+            let block = unsafe { core::slice::from_raw_parts_mut(fleet, fleet_len) };
+            FleetNode::attach(block).map_err(|e| e.to_string())?;
+        }
+        // sync= was removed: the block stays unused until the zone is made anew.
+        (false, _) => {}
+    }
     Ok(shared)
 }
 
-/// Lays out a fresh zone: the shared header with a random key, then the room over all the
-/// memory that is left. Returns the header and how many sessions the room holds.
-fn format_zone(shm_zone: &ngx_shm_zone_t) -> Result<(*mut Shared, usize), String> {
+/// Lays out a fresh zone: the shared header with a random key, with `sync=` the node's side of
+/// the fleet's room (with a random node id), then the room over all the memory that is left.
+/// Returns the header and how many sessions the room holds.
+fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, usize), String> {
     let mut key = [0u8; 32];
     smart_limit_core::random::fill(&mut key).map_err(|e| e.to_string())?;
     // SAFETY: the master initialises the zone alone, after nginx set up its slab pool.
@@ -202,6 +268,10 @@ fn format_zone(shm_zone: &ngx_shm_zone_t) -> Result<(*mut Shared, usize), String
     if shared.is_null() {
         return Err("zone is too small".into());
     }
+    let (fleet, fleet_len) = match sync {
+        true => fleet_block(pool, shm_zone.shm.size)?,
+        false => (ptr::null_mut(), 0),
+    };
     let (mem, len) = largest_block(pool)?;
     // SAFETY: `mem` is a fresh slab block of `len` bytes, ours alone.
     let slice = unsafe { core::slice::from_raw_parts_mut(mem, len) };
@@ -215,11 +285,32 @@ fn format_zone(shm_zone: &ngx_shm_zone_t) -> Result<(*mut Shared, usize), String
                 key,
                 room: mem,
                 room_len: len,
+                fleet,
+                fleet_len,
             },
         );
         (*pool).data = shared.cast();
     }
     Ok((shared, smart_limit_core::room::capacity_for(len)))
+}
+
+/// `sync=`: a block for the node's side of the fleet's room, formatted with a random node id.
+/// The pool must be locked.
+fn fleet_block(pool: *mut ngx_slab_pool_t, zone_size: usize) -> Result<(*mut u8, usize), String> {
+    let len = (zone_size / FLEET_SHARE).clamp(FLEET_MIN_BYTES, FLEET_MAX_BYTES);
+    // SAFETY: the locked pool.
+    let mem = unsafe { ngx_slab_alloc_locked(pool, len) }.cast::<u8>();
+    if mem.is_null() {
+        return Err(format!(
+            "zone is too small for sync=: it needs at least {} bytes more",
+            FLEET_MIN_BYTES
+        ));
+    }
+    let node_id = smart_limit_core::random::u64().map_err(|e| e.to_string())?;
+    // SAFETY: a fresh slab block of `len` bytes (page-aligned), ours alone.
+    let block = unsafe { core::slice::from_raw_parts_mut(mem, len) };
+    FleetNode::format(block, node_id).map_err(|e| e.to_string())?;
+    Ok((mem, len))
 }
 
 /// The largest block the slab allocator gives (free pages minus one for its own use),

@@ -5,16 +5,18 @@
 //! The input goes whole to `parse_size`, `parse_time_ms`, `parse_status`,
 //! `parse_host_port`, `Keyring::parse` (a key file), `check_template` and
 //! `Template::compile` (a page template); split on spaces or NULs into arguments, to
-//! `ZoneParams::parse` (a `smart_limit_zone` line) and each argument again to the value
-//! parsers. Every error is formatted (messages quote user text).
+//! `ZoneParams::parse` (a `smart_limit_zone` line), `RateZoneParams::parse` (a
+//! `smart_limit_rate_zone` line) and each argument again to the value parsers. Every error is formatted (messages quote user text).
 //!
 //! Properties: a parsed HOST:PORT has a port >= 1 and a non-empty host borrowed from the
 //! input; a status is one of 200/202/429/503; a parsed zone keeps its first argument as a
-//! valid name; a compiled template never renders more than `max_len` promises (the module
+//! valid name; a parsed rate zone has a rate and a sync timeout below its interval; a
+//! compiled template never renders more than `max_len` promises (the module
 //! sizes the response buffer with it), in either language, for the largest figures.
 
 use std::hint::black_box;
 
+use smart_limit_core::fleet_rate::RateZoneParams;
 use smart_limit_core::page::{check_template, Lang, Template, ViewStatus, WaitView};
 use smart_limit_core::parse::{
     check_zone_name, parse_host_port, parse_size, parse_status, parse_time_ms, ZoneParams,
@@ -63,6 +65,15 @@ fn main() {
                     check_zone_name(&z.name).is_ok(),
                     "invalid zone name accepted"
                 );
+            }
+            Err(e) => drop(black_box(e.to_string())),
+        }
+
+        match RateZoneParams::parse(&args) {
+            Ok(z) => {
+                assert_eq!(Some(&z.name.as_str()), args.first(), "zone name changed");
+                assert!(z.rate_milli > 0, "a zone without a rate");
+                assert!(z.timeout_ms < z.interval_ms, "a sync timeout not below the interval");
             }
             Err(e) => drop(black_box(e.to_string())),
         }

@@ -262,6 +262,13 @@ sub _run_block {
             },
         );
     }
+    # Every instance's port, in every instance (a tool run by `sh` that talks to all nodes):
+    # $TEST_NGINX_PORT_N1, $TEST_NGINX_PORT_N2, ... and $TEST_NGINX_PORTS ("p1,p2,...").
+    my @ports = map { $_->{vars}{TEST_NGINX_PORT} } @inst;
+    for my $n (@inst) {
+        $n->{vars}{"TEST_NGINX_PORT_N$_"} = $ports[$_ - 1] for 1 .. @ports;
+        $n->{vars}{TEST_NGINX_PORTS} = join ',', @ports;
+    }
     $st->{instances} = \@inst;
     File::Path::remove_tree($base) if -e $base;
 

@@ -1,0 +1,398 @@
+//! The synced room's script (`fleet_room.lua`) as plain Rust: the same rules over in-memory
+//! sets, for the simulator (`sim/`), which runs millions of clients on a virtual clock, and
+//! held to the script's answers by `tests/fleet_script.rs` on a real `redis-server`.
+//!
+//! The fleet's line is a Fenwick tree over arrival times (milliseconds from `base_ms`, within a
+//! horizon), so the cursor and the samples of the line are order statistics in O(log n), as
+//! `ZRANGE` by rank is in Redis.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::fenwick;
+#[cfg(test)]
+use crate::fleet_room::Sighting;
+use crate::fleet_room::{FleetConfig, Report, RoomPicture, Sample, KEEP_PPM, MAX_SAMPLES};
+
+/// Most waiters one call drops from the line (the script's EXPIRE_STEP; the active set is
+/// trimmed whole).
+const EXPIRE_STEP: usize = 256;
+const FIRST_RANKS: u64 = 32;
+const SAMPLES: u64 = 96;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Node {
+    seen: u64,
+    grant: u64,
+    draws: u64,
+    alloc: u64,
+    polls: u64,
+    carry: u64,
+}
+
+/// A member's place among equal scores: Redis orders them by the member's bytes (its decimal
+/// digits), so "12" < "123" < "13". Each digit d becomes the nibble d + 1, left-aligned, so
+/// the numbers compare as their digit strings do.
+fn lex(sid: u64) -> u128 {
+    let digits = sid.to_string();
+    let mut key = 0u128;
+    for (i, d) in digits.bytes().enumerate() {
+        key |= u128::from(d - b'0' + 1) << (4 * (31 - i));
+    }
+    key
+}
+
+/// A sorted set by last sight: member -> score, and the order for expiry (by score, then as
+/// Redis orders equal scores).
+#[derive(Debug, Default)]
+struct BySight {
+    score: HashMap<u64, u64>,
+    order: BTreeSet<(u64, u128, u64)>,
+}
+
+impl BySight {
+    fn add(&mut self, sid: u64, at: u64) {
+        if let Some(old) = self.score.insert(sid, at) {
+            self.order.remove(&(old, lex(sid), sid));
+        }
+        self.order.insert((at, lex(sid), sid));
+    }
+
+    /// `ZADD GT`: adds, or moves to a later sight only. True when the member is new.
+    fn add_later(&mut self, sid: u64, at: u64) -> bool {
+        match self.score.get(&sid) {
+            Some(&old) if old >= at => false,
+            Some(_) => {
+                self.add(sid, at);
+                false
+            }
+            None => {
+                self.add(sid, at);
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, sid: u64) -> bool {
+        match self.score.remove(&sid) {
+            Some(old) => {
+                self.order.remove(&(old, lex(sid), sid));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Up to `n` members last seen at or before `older_than`, oldest first.
+    fn oldest(&self, older_than: u64, n: usize) -> Vec<u64> {
+        self.order
+            .iter()
+            .take_while(|(t, _, _)| *t <= older_than)
+            .take(n)
+            .map(|(_, _, s)| *s)
+            .collect()
+    }
+
+    fn len(&self) -> u64 {
+        self.score.len() as u64
+    }
+
+    /// Members last seen in `from..to`.
+    fn count(&self, from: u64, to: u64) -> u64 {
+        self.order.range((from, 0, 0)..(to, 0, 0)).count() as u64
+    }
+}
+
+/// The fleet's state in "Redis".
+pub struct FleetModel {
+    cfg: FleetConfig,
+    base_ms: u64,
+    reserved: u64,
+    win: u64,
+    free_w: u64,
+    polls_w: u64,
+    given_w: u64,
+    nodes: HashMap<u64, Node>,
+    active: BySight,
+    present: BySight,
+    /// Waiters' arrival, and the line as counts per millisecond of arrival.
+    arrival: HashMap<u64, u64>,
+    line: Vec<u32>,
+    queue_len: u64,
+    /// Script calls made (syncs and draws).
+    pub calls: u64,
+}
+
+impl FleetModel {
+    /// `base_ms`: the earliest arrival; `horizon_ms`: how far after it arrivals may come.
+    pub fn new(cfg: FleetConfig, base_ms: u64, horizon_ms: u64) -> FleetModel {
+        FleetModel {
+            cfg,
+            base_ms,
+            reserved: 0,
+            win: 0,
+            free_w: 0,
+            polls_w: 0,
+            given_w: 0,
+            nodes: HashMap::new(),
+            active: BySight::default(),
+            present: BySight::default(),
+            arrival: HashMap::new(),
+            line: vec![0; horizon_ms as usize + 1],
+            queue_len: 0,
+            calls: 0,
+        }
+    }
+
+    fn slot(&self, arrival: u64) -> usize {
+        (arrival.saturating_sub(self.base_ms) as usize).min(self.line.len() - 1)
+    }
+
+    fn leave_line(&mut self, sid: u64) {
+        self.present.remove(sid);
+        if let Some(a) = self.arrival.remove(&sid) {
+            let ix = self.slot(a);
+            fenwick::add(&mut self.line, ix, -1);
+            self.queue_len -= 1;
+        }
+    }
+
+    /// The arrival of the waiter at 0-based `rank` in the line.
+    fn at_rank(&self, rank: u64) -> Option<u64> {
+        let ix = fenwick::find(&self.line, rank + 1)?;
+        Some(self.base_ms + ix as u64)
+    }
+
+    /// The script's "draw": up to `want` places.
+    pub fn draw(&mut self, node_id: u64, now: u64, want: u64) -> u64 {
+        self.calls += 1;
+        for sid in self
+            .active
+            .oldest(now.saturating_sub(self.cfg.active_window_ms), usize::MAX)
+        {
+            self.active.remove(sid);
+        }
+        let active = self.active.len();
+        let me = self.nodes.entry(node_id).or_insert(Node {
+            seen: now,
+            ..Node::default()
+        });
+        me.seen = now;
+        let left = (self.cfg.max_active as i128 - active as i128 - self.reserved as i128).max(0);
+        let granted = (want as i128).min(left) as u64;
+        self.reserved += granted;
+        me.draws += granted;
+        granted
+    }
+
+    /// The script's "sync".
+    pub fn sync(&mut self, node_id: u64, window: u64, now: u64, r: &Report) -> RoomPicture {
+        self.calls += 1;
+        let cfg = self.cfg;
+        let mut me = self.nodes.get(&node_id).copied().unwrap_or(Node {
+            seen: now,
+            ..Node::default()
+        });
+        self.reserved = self.reserved.saturating_sub(me.grant + me.draws);
+        me.grant = 0;
+        me.draws = 0;
+        me.seen = now;
+        me.polls = r.polls;
+        // The script gets ages (node_now - at) and scores now - age: with one clock, `at`.
+        let seen_at = |at: u64| at.min(now);
+        // Waiters first: an admitted session never joins the line again.
+        for w in &r.waiters {
+            if !self.present.add_later(w.sid, seen_at(w.at)) {
+                continue;
+            }
+            if self.active.score.contains_key(&w.sid) {
+                self.present.remove(w.sid);
+                continue;
+            }
+            if let std::collections::hash_map::Entry::Vacant(e) = self.arrival.entry(w.sid) {
+                e.insert(w.arrival);
+                let ix = self.slot(w.arrival);
+                fenwick::add(&mut self.line, ix, 1);
+                self.queue_len += 1;
+            }
+        }
+        for e in &r.active {
+            self.active.add_later(e.sid, seen_at(e.at));
+        }
+        for e in &r.admitted {
+            self.active.add_later(e.sid, seen_at(e.at));
+            self.leave_line(e.sid);
+        }
+        for sid in self
+            .present
+            .oldest(now.saturating_sub(cfg.presence_ms), EXPIRE_STEP)
+        {
+            self.leave_line(sid);
+        }
+        for sid in self
+            .active
+            .oldest(now.saturating_sub(cfg.active_window_ms), usize::MAX)
+        {
+            self.active.remove(sid);
+        }
+        let mut nodes = 1u64;
+        let mut polls = me.polls;
+        let stale = cfg.stale_ms();
+        let mut gone = Vec::new();
+        for (&id, n) in &self.nodes {
+            if id == node_id {
+                continue;
+            }
+            if now.saturating_sub(n.seen) > stale {
+                gone.push(id);
+            } else {
+                nodes += 1;
+                polls += n.polls;
+            }
+        }
+        for id in gone {
+            if let Some(n) = self.nodes.remove(&id) {
+                self.reserved = self.reserved.saturating_sub(n.grant + n.draws);
+            }
+        }
+        let active = self.active.len();
+        let queue_len = self.queue_len;
+        let since = now.saturating_sub(cfg.active_window_ms);
+        let expiring = self.active.count(since, since + cfg.interval_ms);
+        let leaving = self.active.count(since, since + cfg.horizon_ms());
+        let free_now = |reserved: u64| {
+            (cfg.max_active as i128 - active as i128 - reserved as i128 + expiring as i128).max(0)
+                as u64
+        };
+        let free_then = free_now(self.reserved);
+        if self.win != window {
+            self.win = window;
+            self.free_w = free_then;
+            self.polls_w = polls;
+            self.given_w = 0;
+        } else {
+            self.free_w = self.free_w.max(free_then + self.given_w);
+        }
+        let mut quota = 0;
+        if me.alloc != window {
+            let share = if self.polls_w > 0 {
+                (me.polls as f64 / self.polls_w as f64).min(1.0)
+            } else {
+                1.0 / nodes as f64
+            };
+            let millionths =
+                (self.free_w as f64 * share * KEEP_PPM as f64).floor() as u64 + me.carry;
+            quota = millionths / 1_000_000;
+            me.carry = millionths - quota * 1_000_000;
+            quota = quota.min(free_now(self.reserved));
+            self.reserved += quota;
+            self.given_w += quota;
+            me.grant = quota;
+            me.alloc = window;
+        }
+        let places = cfg.max_active as i128 - active as i128 + expiring as i128;
+        let cursor = if places <= 0 {
+            0
+        } else if places as u64 >= queue_len {
+            u64::MAX
+        } else {
+            self.at_rank(places as u64 - 1).unwrap_or(0)
+        };
+        self.nodes.insert(node_id, me);
+        let mut samples = Vec::new();
+        let (mut rank, mut step) = (0u64, 1u64);
+        for _ in 0..SAMPLES {
+            if rank >= queue_len {
+                break;
+            }
+            let Some(a) = self.at_rank(rank) else { break };
+            samples.push(Sample { rank, arrival: a });
+            if rank >= FIRST_RANKS {
+                step = step.max(queue_len / SAMPLES);
+            }
+            rank += step;
+        }
+        if queue_len > 0 && queue_len - 1 > rank.saturating_sub(step) {
+            if let Some(a) = self.at_rank(queue_len - 1) {
+                samples.push(Sample {
+                    rank: queue_len - 1,
+                    arrival: a,
+                });
+            }
+        }
+        samples.truncate(MAX_SAMPLES);
+        RoomPicture {
+            fleet_active: active,
+            queue_len,
+            cursor,
+            quota,
+            nodes,
+            window_ms: window,
+            free: self.free_w,
+            expiring,
+            leaving,
+            samples,
+        }
+    }
+
+    /// The fleet's active sessions as the model counts them.
+    pub fn active(&self) -> u64 {
+        self.active.len()
+    }
+
+    pub fn queue_len(&self) -> u64 {
+        self.queue_len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is reserved is what the nodes hold (grants and draws not yet reported).
+    fn check(m: &FleetModel) {
+        let held: u64 = m.nodes.values().map(|n| n.grant + n.draws).sum();
+        assert_eq!(
+            m.reserved, held,
+            "reserved drifted from the nodes' grants and draws"
+        );
+    }
+
+    #[test]
+    fn reservations_are_what_the_nodes_hold() {
+        let cfg = FleetConfig {
+            interval_ms: 1000,
+            max_active: 300,
+            active_window_ms: 12_000,
+            presence_ms: 20_000,
+        };
+        let base = 1_800_000_000_000;
+        let mut m = FleetModel::new(cfg, base, 3_600_000);
+        let mut x: u64 = 0x9e37_79b9;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut now = base + 100;
+        let mut sid = 1;
+        for _ in 0..20_000 {
+            now += next(300);
+            let node = 1 + next(3);
+            if next(3) == 0 {
+                m.draw(node, now, 1 + next(5));
+            } else {
+                let mut r = Report {
+                    polls: next(40),
+                    ..Report::default()
+                };
+                for _ in 0..next(5) {
+                    sid += 1;
+                    r.admitted.push(Sighting { sid, at: now });
+                }
+                m.sync(node, now / 1000 * 1000, now, &r);
+            }
+            check(&m);
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The synced room's script (core/src/fleet_room.lua) against a real `redis-server`, side by
+//! side with its Rust twin [`FleetModel`] (what the simulator runs): the same syncs and draws
+//! at the same times must give the same pictures and grants. Also the rules themselves: the
+//! cursor takes the oldest waiters, grants never exceed `max_active`, a client seen on two
+//! nodes is counted once.
+//!
+//! Needs `redis-server` on the PATH; without it the tests print a note and pass.
+
+mod support;
+
+use smart_limit_core::fleet_model::FleetModel;
+use smart_limit_core::fleet_room::{
+    draw_reply, picture_reply, FleetConfig, FleetScript, Report, RoomPicture, Sighting,
+    WaiterSighting,
+};
+use smart_limit_core::redis::Form;
+use smart_limit_core::resp::Value;
+use support::{start, Client};
+
+const BASE: u64 = 1_800_000_000_000;
+
+fn cfg(max_active: u64) -> FleetConfig {
+    FleetConfig {
+        interval_ms: 1000,
+        max_active,
+        active_window_ms: 10_000,
+        presence_ms: 5_000,
+    }
+}
+
+struct Twin {
+    redis: Client,
+    script: FleetScript,
+    model: FleetModel,
+}
+
+impl Twin {
+    fn new(port: u16, room: &str, c: FleetConfig) -> Twin {
+        let mut redis = Client::connect(port).unwrap();
+        let script = FleetScript::new("test", room, c);
+        let v = redis.cmd(&FleetScript::load_command());
+        assert_eq!(v, Value::Bulk(script.sha.clone().into_bytes()));
+        Twin {
+            redis,
+            script,
+            model: FleetModel::new(c, BASE, 3_600_000),
+        }
+    }
+
+    fn sync(&mut self, node: u64, now: u64, r: &Report) -> RoomPicture {
+        let window = now / 1000 * 1000;
+        let v = self
+            .redis
+            .cmd(&self.script.sync(Form::Sha, node, window, now, now, r));
+        let got = picture_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
+        let want = self.model.sync(node, window, now, r);
+        assert_eq!(got, want, "sync of node {node} at {now}");
+        got
+    }
+
+    fn draw(&mut self, node: u64, now: u64, want: u64) -> u64 {
+        let v = self.redis.cmd(
+            &self
+                .script
+                .draw(Form::Sha, node, now / 1000 * 1000, now, want),
+        );
+        let got = draw_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
+        assert_eq!(
+            got,
+            self.model.draw(node, now, want),
+            "draw of node {node} at {now}"
+        );
+        got
+    }
+}
+
+/// Waiters (sid, arrival ms after BASE), seen as the report is sent.
+fn waiters(list: &[(u64, u64)]) -> Report {
+    Report {
+        polls: list.len() as u64,
+        waiters: list.iter().map(|&(s, a)| waiter(s, a, u64::MAX)).collect(),
+        ..Report::default()
+    }
+}
+
+fn waiter(sid: u64, arrival: u64, at: u64) -> WaiterSighting {
+    WaiterSighting {
+        sid,
+        arrival: BASE + arrival,
+        at,
+    }
+}
+
+fn sighting(sid: u64, at: u64) -> Sighting {
+    Sighting { sid, at }
+}
+
+#[test]
+fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "rules", cfg(3));
+    let now = BASE + 10_000;
+    // Node 1 saw waiters who arrived at 1, 5, 9 s; node 2 at 2, 6 s.
+    t.sync(1, now, &waiters(&[(11, 1000), (15, 5000), (19, 9000)]));
+    let p = t.sync(2, now + 5, &waiters(&[(22, 2000), (26, 6000)]));
+    assert_eq!(p.queue_len, 5);
+    // 3 free places: the 3 oldest (1, 2, 5 s): the cursor is at 5 s, whichever node saw them.
+    assert_eq!(p.cursor, BASE + 5000);
+    // The first interval shared its 3 free places out by the polls seen so far (node 1's 3),
+    // 80 % of them: 2 to node 1; node 2, reporting later, got 1. Both are reserved.
+    assert_eq!(p.quota, 1);
+    // Next interval: node 1 reports (its grant is released, it admitted nobody); node 2's is
+    // still reserved until it reports: 2 free places, shared by the polls (node 2's).
+    let p1 = t.sync(1, now + 1000, &waiters(&[]));
+    assert_eq!((p1.free, p1.quota), (2, 0));
+    // Node 2 reports (its grant released); it answered no polls this time: no share.
+    let p2 = t.sync(2, now + 1001, &waiters(&[]));
+    assert_eq!(p2.quota, 0);
+    // The pool: grants and draws never exceed the free places (3), then none.
+    assert_eq!(t.draw(2, now + 1002, 1), 1);
+    assert_eq!(t.draw(2, now + 1002, 5), 2);
+    assert_eq!(t.draw(1, now + 1003, 1), 0);
+    // Node 1 admitted waiter 11 (its grant): reported, it is active and out of the line;
+    // node 2's grants and draws are released by its report too.
+    let r = Report {
+        admitted: vec![sighting(11, now + 1500)],
+        ..Report::default()
+    };
+    let p = t.sync(1, now + 2000, &r);
+    assert_eq!((p.fleet_active, p.queue_len), (1, 4));
+}
+
+#[test]
+fn a_session_seen_on_every_node_counts_once() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "once", cfg(10));
+    let now = BASE + 10_000;
+    let seen = |sids: &[u64], at: u64| Report {
+        active: sids.iter().map(|&s| sighting(s, at)).collect(),
+        ..Report::default()
+    };
+    t.sync(1, now, &seen(&[1, 2, 3], now));
+    t.sync(2, now + 1, &seen(&[2, 3, 4], now + 1));
+    let p = t.sync(3, now + 2, &seen(&[1, 4], now + 2));
+    assert_eq!(p.fleet_active, 4);
+    // Unseen for the active window: gone.
+    let p = t.sync(1, now + 10_003, &seen(&[1], now + 10_003));
+    assert_eq!(p.fleet_active, 1);
+}
+
+#[test]
+fn a_late_report_keeps_the_time_of_its_sightings() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "late", cfg(10));
+    let now = BASE + 10_000;
+    let seen = |sids: &[u64], at: u64| Report {
+        active: sids.iter().map(|&s| sighting(s, at)).collect(),
+        ..Report::default()
+    };
+    // Session 1 was seen at `now` but reported 9 s later (a sync that failed, given back);
+    // session 2 was seen just before that report. Another node's older sighting of 2 does not
+    // move it back.
+    t.sync(1, now + 9_000, &seen(&[1, 2], now));
+    t.sync(2, now + 9_001, &seen(&[2], now + 8_999));
+    let p = t.sync(2, now + 9_500, &seen(&[2], now + 100));
+    assert_eq!(p.fleet_active, 2);
+    // Its window ends 10 s after it was seen, not after it was reported.
+    let p = t.sync(1, now + 10_001, &seen(&[], now));
+    assert_eq!(p.fleet_active, 1);
+    let p = t.sync(1, now + 19_000, &seen(&[], now));
+    assert_eq!(p.fleet_active, 0);
+}
+
+#[test]
+fn an_admitted_session_never_rejoins_the_line() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "rejoin", cfg(10));
+    let now = BASE + 10_000;
+    // Client 7 waits on node 1 and node 2; node 2 admits it and reports first; node 1's late
+    // report of it waiting does not put it back in the line.
+    t.sync(1, now, &waiters(&[(7, 1000), (8, 2000)]));
+    let admitted = Report {
+        admitted: vec![sighting(7, now + 5)],
+        waiters: vec![waiter(7, 1000, now)],
+        ..Report::default()
+    };
+    let p = t.sync(2, now + 10, &admitted);
+    assert_eq!((p.fleet_active, p.queue_len), (1, 1));
+    let p = t.sync(1, now + 1000, &waiters(&[(7, 1000)]));
+    assert_eq!((p.fleet_active, p.queue_len), (1, 1));
+    assert_eq!(p.samples[0].arrival, BASE + 2000);
+}
+
+#[test]
+fn random_syncs_and_draws_match_the_model() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "random", cfg(20));
+    let mut x: u64 = 0x1234_5678;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    // Sightings are up to a few seconds old when reported (some much older: given back).
+    let at = |now: u64, r: u64| now - r % 2_000 - if r.is_multiple_of(20) { 20_000 } else { 0 };
+    let mut now = BASE + 60_000;
+    let mut sid = 100u64;
+    let mut waiting: Vec<(u64, u64)> = Vec::new();
+    let mut active: Vec<u64> = Vec::new();
+    for _ in 0..400 {
+        now += 37 + next(400);
+        let node = 1 + next(3);
+        if next(10) == 0 {
+            t.draw(node, now, 1 + next(4));
+            continue;
+        }
+        let mut r = Report {
+            polls: next(50),
+            ..Report::default()
+        };
+        for _ in 0..next(6) {
+            sid += 1;
+            let arrival = now - BASE - next(30_000);
+            waiting.push((sid, arrival));
+        }
+        // Some of the waiting are seen again, some admitted, some vanish.
+        // Sightings are up to a few seconds old when reported (some much older: given back).
+        for &(s, a) in waiting.iter() {
+            if next(3) == 0 {
+                r.waiters.push(waiter(s, a, at(now, next(1 << 30))));
+            }
+        }
+        if !waiting.is_empty() && next(2) == 0 {
+            let (s, _) = waiting.remove(next(waiting.len() as u64) as usize);
+            r.admitted.push(sighting(s, at(now, next(1 << 30))));
+            active.push(s);
+        }
+        if next(4) == 0 && !waiting.is_empty() {
+            waiting.remove(0);
+        }
+        for &s in &active {
+            if next(3) == 0 {
+                r.active.push(sighting(s, at(now, next(1 << 30))));
+            }
+        }
+        t.sync(node, now, &r);
+    }
+}

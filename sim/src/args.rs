@@ -1,0 +1,478 @@
+//! Command line: every flag, its default, and the parsing (hand-rolled, to keep the crate free
+//! of dependencies besides the core it simulates).
+
+use std::fmt;
+
+/// How arrivals are spread over `--arrive`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Curve {
+    /// A constant rate.
+    Flat,
+    /// A rate growing linearly from zero (the crowd builds up before a sale).
+    Ramp,
+    /// 70 % of the clients in the first 5 % of the period, the rest evenly after (a sale
+    /// opening, a link posted).
+    Spike,
+}
+
+/// How a client's requests pick a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing {
+    /// One node for the client's life, chosen by the node weights (a sticky load balancer).
+    Sticky,
+    /// Each request to the next node (a global round-robin load balancer).
+    RoundRobin,
+}
+
+/// What a node does with the report of a sync that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutageReport {
+    /// Puts it back in its batches (`give_back`), so it reaches the fleet when Redis returns:
+    /// what the module does.
+    Kept,
+    /// Drops it.
+    Lost,
+}
+
+/// The simulation's parameters; times in milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub nodes: usize,
+    pub clients: usize,
+    pub arrive_ms: u64,
+    pub curve: Curve,
+    pub routing: Routing,
+    /// Relative weights of node groups (sticky routing); empty: equal.
+    pub weights: Vec<f64>,
+    pub refresh_ms: u64,
+    pub active_every_ms: u64,
+    pub stay_ms: u64,
+    pub abandon: f64,
+    pub max_active: u64,
+    pub interval_ms: u64,
+    pub active_window_ms: u64,
+    pub presence_ms: u64,
+    /// (start, length) from the start of the run.
+    pub outage: Option<(u64, u64)>,
+    pub outage_report: OutageReport,
+    pub seconds_ms: u64,
+    pub seed: u64,
+    /// Shared memory per node, in MiB (the zone's `size=`).
+    pub zone_mb: usize,
+    /// Period of the time series table; 0: no table.
+    pub series_ms: u64,
+}
+
+impl Default for Args {
+    fn default() -> Args {
+        Args {
+            nodes: 3,
+            clients: 100_000,
+            arrive_ms: 60_000,
+            curve: Curve::Ramp,
+            routing: Routing::Sticky,
+            weights: Vec::new(),
+            refresh_ms: 10_000,
+            active_every_ms: 5_000,
+            stay_ms: 60_000,
+            abandon: 0.1,
+            max_active: 5000,
+            interval_ms: 1000,
+            active_window_ms: 20_000,
+            presence_ms: 20_000,
+            outage: None,
+            outage_report: OutageReport::Kept,
+            seconds_ms: 600_000,
+            seed: 1,
+            zone_mb: 10,
+            series_ms: 30_000,
+        }
+    }
+}
+
+pub const HELP: &str = "\
+smart-limit-sim: the synced room (core::fleet_room + core::fleet_model) on a virtual clock
+
+Runs the very decision code of the nginx module's nodes (FleetNode over a block of memory)
+and of its Redis script (FleetModel, the script's rules in Rust) for N nodes and M clients,
+without sleeping, nginx or Redis, and prints markdown tables.
+
+USAGE:
+    smart-limit-sim [FLAGS]
+
+Times are in seconds unless the flag says _ms; decimals are accepted (e.g. 0.5).
+Both --flag VALUE and --flag=VALUE work.
+
+WORKLOAD
+    --clients N           clients in all [default: 100000]
+    --arrive SECONDS      clients arrive over this long from the start [default: 60]
+    --curve C             flat | ramp | spike [default: ramp]
+                            flat:  a constant arrival rate
+                            ramp:  a rate growing linearly from zero
+                            spike: 70% of the clients in the first 5% of --arrive,
+                                   the rest evenly over the remainder
+    --refresh SECONDS     a waiting client polls this often, +-20% jitter [default: 10]
+    --active-every SECONDS
+                          an admitted client requests this often, +-20% jitter [default: 5]
+    --stay SECONDS        an admitted client stays this long, +-20% jitter, then stops
+                          requesting [default: 60]
+    --abandon P           probability that a client gives up waiting (stops polling), at a
+                          time uniform between its arrival and the end of the run
+                          [default: 0.1]
+
+FLEET
+    --nodes N             nodes [default: 3]
+    --routing R           sticky | round-robin [default: sticky]
+                            sticky:      one node for the client's life, by --weights
+                            round-robin: each request to the next node (one global counter)
+    --weights W1,W2,...   sticky only: relative weights of node groups. With as many weights
+                          as nodes, one per node; otherwise the nodes are split into that
+                          many consecutive groups as evenly as possible (the first groups
+                          take the extra nodes) and a group's weight is shared equally by
+                          its nodes: 10 nodes with 60,30,10 are 4+3+3 nodes of 15,10,3.3
+                          [default: equal]
+    --zone-mb MB          shared memory per node (the zone's size=; it sizes the report
+                          batches) [default: 10]
+
+ROOM
+    --max-active N        admitted sessions at most [default: 5000]
+    --interval-ms MS      sync interval; ticks on multiples of it [default: 1000]
+    --active-window-ms MS an admitted session counts this long after its last request
+                          [default: 20000]
+    --presence-ms MS      a waiter unseen this long leaves the fleet's line [default: 20000]
+
+RUN
+    --seconds SECONDS     length of the run [default: 600]
+    --outage START,SECONDS
+                          Redis unreachable from START for SECONDS: syncs fail (nodes age
+                          their picture) and draws are refused [default: none]
+    --outage-report R     kept | lost: what a node does with the report of a failed sync
+                            kept: gives it back to its batches (give_back), as the module
+                                  does, so it reaches Redis when Redis returns
+                            lost: drops it [default: kept]
+    --seed N              random seed; a run is reproducible [default: 1]
+    --series SECONDS      period of the time series table, 0 for none [default: 30]
+    -h, --help            this text
+";
+
+/// A command line that cannot be run, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ArgError> {
+    Err(ArgError(msg.into()))
+}
+
+/// Seconds (decimals allowed) to milliseconds.
+pub fn secs_ms(flag: &str, v: &str) -> Result<u64, ArgError> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..1e12).contains(&s) => Ok((s * 1000.0).round() as u64),
+        _ => err(format!("{flag}: expected seconds, got \"{v}\"")),
+    }
+}
+
+fn int<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, ArgError> {
+    v.trim()
+        .parse()
+        .or_else(|_| err(format!("{flag}: expected a whole number, got \"{v}\"")))
+}
+
+/// Parses the arguments (without the program name). `Ok(None)`: help was asked for.
+pub fn parse<I, S>(argv: I) -> Result<Option<Args>, ArgError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut a = Args::default();
+    let mut it = argv.into_iter();
+    while let Some(arg) = it.next() {
+        let arg = arg.as_ref();
+        if arg == "-h" || arg == "--help" {
+            return Ok(None);
+        }
+        let Some(body) = arg.strip_prefix("--") else {
+            return err(format!("unexpected argument \"{arg}\" (see --help)"));
+        };
+        // Both "--flag value" and "--flag=value".
+        let (flag, value) = match body.split_once('=') {
+            Some((f, v)) => (f.to_string(), v.to_string()),
+            None => match it.next() {
+                Some(v) => (body.to_string(), v.as_ref().to_string()),
+                None => return err(format!("--{body}: missing value")),
+            },
+        };
+        let f = format!("--{flag}");
+        let v = value.as_str();
+        match flag.as_str() {
+            "nodes" => a.nodes = int(&f, v)?,
+            "clients" => a.clients = int(&f, v)?,
+            "arrive" => a.arrive_ms = secs_ms(&f, v)?,
+            "curve" => {
+                a.curve = match v {
+                    "flat" => Curve::Flat,
+                    "ramp" => Curve::Ramp,
+                    "spike" => Curve::Spike,
+                    _ => return err(format!("{f}: expected flat, ramp or spike, got \"{v}\"")),
+                }
+            }
+            "routing" => {
+                a.routing = match v {
+                    "sticky" => Routing::Sticky,
+                    "round-robin" | "rr" => Routing::RoundRobin,
+                    _ => return err(format!("{f}: expected sticky or round-robin, got \"{v}\"")),
+                }
+            }
+            "weights" => {
+                a.weights = v
+                    .split(',')
+                    .map(|w| match w.trim().parse::<f64>() {
+                        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+                        _ => err(format!("{f}: expected weights like 60,30,10, got \"{v}\"")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "refresh" => a.refresh_ms = secs_ms(&f, v)?,
+            "active-every" => a.active_every_ms = secs_ms(&f, v)?,
+            "stay" => a.stay_ms = secs_ms(&f, v)?,
+            "abandon" => {
+                a.abandon = match v.trim().parse::<f64>() {
+                    Ok(p) if (0.0..=1.0).contains(&p) => p,
+                    _ => return err(format!("{f}: expected a probability in 0..1, got \"{v}\"")),
+                }
+            }
+            "max-active" => a.max_active = int(&f, v)?,
+            "interval-ms" => a.interval_ms = int(&f, v)?,
+            "active-window-ms" => a.active_window_ms = int(&f, v)?,
+            "presence-ms" => a.presence_ms = int(&f, v)?,
+            "outage" => {
+                let Some((s, l)) = v.split_once(',') else {
+                    return err(format!("{f}: expected START,SECONDS, got \"{v}\""));
+                };
+                a.outage = Some((secs_ms(&f, s)?, secs_ms(&f, l)?));
+            }
+            "outage-report" => {
+                a.outage_report = match v {
+                    "kept" => OutageReport::Kept,
+                    "lost" => OutageReport::Lost,
+                    _ => return err(format!("{f}: expected kept or lost, got \"{v}\"")),
+                }
+            }
+            "seconds" => a.seconds_ms = secs_ms(&f, v)?,
+            "seed" => a.seed = int(&f, v)?,
+            "zone-mb" => a.zone_mb = int(&f, v)?,
+            "series" => a.series_ms = secs_ms(&f, v)?,
+            _ => return err(format!("unknown flag {f} (see --help)")),
+        }
+    }
+    a.check()?;
+    Ok(Some(a))
+}
+
+impl Args {
+    /// Values the simulation cannot run with.
+    fn check(&self) -> Result<(), ArgError> {
+        if self.nodes == 0 || self.nodes > usize::from(u16::MAX) {
+            return err("--nodes: expected 1 to 65535");
+        }
+        if self.clients == 0 || self.clients >= u32::MAX as usize {
+            return err("--clients: expected 1 to 4294967294");
+        }
+        if self.interval_ms == 0 {
+            return err("--interval-ms: must be positive");
+        }
+        if self.refresh_ms == 0 || self.active_every_ms == 0 {
+            return err("--refresh and --active-every: must be positive");
+        }
+        if self.seconds_ms == 0 || self.seconds_ms > 7 * 86_400_000 {
+            return err("--seconds: expected more than 0, up to a week");
+        }
+        if self.arrive_ms > self.seconds_ms {
+            return err("--arrive: longer than --seconds");
+        }
+        if self.zone_mb == 0 || self.zone_mb > 4096 {
+            return err("--zone-mb: expected 1 to 4096");
+        }
+        if !self.weights.is_empty() && self.weights.iter().sum::<f64>() <= 0.0 {
+            return err("--weights: at least one must be positive");
+        }
+        if self.weights.len() > self.nodes {
+            return err("--weights: more weights than nodes");
+        }
+        Ok(())
+    }
+
+    /// The full command that reproduces this run (every flag, defaults included).
+    pub fn command(&self) -> String {
+        let s = |ms: u64| format!("{}", ms as f64 / 1000.0);
+        let mut c = format!(
+            "cargo run --release -p smart-limit-sim -- --nodes {} --clients {} --arrive {} \
+             --curve {} --routing {}",
+            self.nodes,
+            self.clients,
+            s(self.arrive_ms),
+            match self.curve {
+                Curve::Flat => "flat",
+                Curve::Ramp => "ramp",
+                Curve::Spike => "spike",
+            },
+            match self.routing {
+                Routing::Sticky => "sticky",
+                Routing::RoundRobin => "round-robin",
+            },
+        );
+        if !self.weights.is_empty() {
+            let w: Vec<String> = self.weights.iter().map(|w| format!("{w}")).collect();
+            c += &format!(" --weights {}", w.join(","));
+        }
+        c += &format!(
+            " --refresh {} --active-every {} --stay {} --abandon {} --max-active {} \
+             --interval-ms {} --active-window-ms {} --presence-ms {} --seconds {} --seed {} \
+             --zone-mb {} --series {}",
+            s(self.refresh_ms),
+            s(self.active_every_ms),
+            s(self.stay_ms),
+            self.abandon,
+            self.max_active,
+            self.interval_ms,
+            self.active_window_ms,
+            self.presence_ms,
+            s(self.seconds_ms),
+            self.seed,
+            self.zone_mb,
+            s(self.series_ms),
+        );
+        if let Some((start, len)) = self.outage {
+            c += &format!(
+                " --outage {},{} --outage-report {}",
+                s(start),
+                s(len),
+                match self.outage_report {
+                    OutageReport::Kept => "kept",
+                    OutageReport::Lost => "lost",
+                }
+            );
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Option<Args>, ArgError> {
+        parse(args.iter().copied())
+    }
+
+    #[test]
+    fn defaults_and_help() {
+        assert_eq!(p(&[]).unwrap(), Some(Args::default()));
+        assert_eq!(p(&["--nodes", "2", "--help"]).unwrap(), None);
+        assert_eq!(p(&["-h"]).unwrap(), None);
+    }
+
+    #[test]
+    fn every_flag_in_both_forms() {
+        let a = p(&[
+            "--nodes",
+            "10",
+            "--clients=1000000",
+            "--arrive",
+            "30.5",
+            "--curve",
+            "spike",
+            "--routing=round-robin",
+            "--weights",
+            "60,30,10",
+            "--refresh",
+            "8",
+            "--active-every",
+            "2",
+            "--stay",
+            "90",
+            "--abandon",
+            "0.25",
+            "--max-active",
+            "100",
+            "--interval-ms",
+            "500",
+            "--active-window-ms",
+            "30000",
+            "--presence-ms",
+            "15000",
+            "--outage",
+            "300,30",
+            "--outage-report",
+            "lost",
+            "--seconds",
+            "120",
+            "--seed",
+            "7",
+            "--zone-mb",
+            "4",
+            "--series",
+            "0",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(a.nodes, 10);
+        assert_eq!(a.clients, 1_000_000);
+        assert_eq!(a.arrive_ms, 30_500);
+        assert_eq!(a.curve, Curve::Spike);
+        assert_eq!(a.routing, Routing::RoundRobin);
+        assert_eq!(a.weights, vec![60.0, 30.0, 10.0]);
+        assert_eq!(
+            (a.refresh_ms, a.active_every_ms, a.stay_ms),
+            (8000, 2000, 90_000)
+        );
+        assert_eq!(a.abandon, 0.25);
+        assert_eq!(
+            (
+                a.max_active,
+                a.interval_ms,
+                a.active_window_ms,
+                a.presence_ms
+            ),
+            (100, 500, 30_000, 15_000)
+        );
+        assert_eq!(a.outage, Some((300_000, 30_000)));
+        assert_eq!(a.outage_report, OutageReport::Lost);
+        assert_eq!(
+            (a.seconds_ms, a.seed, a.zone_mb, a.series_ms),
+            (120_000, 7, 4, 0)
+        );
+        // The printed command parses back to the same run.
+        let cmd = a.command();
+        let tail = cmd.split(" -- ").nth(1).unwrap();
+        assert_eq!(p(&tail.split(' ').collect::<Vec<_>>()).unwrap(), Some(a));
+    }
+
+    #[test]
+    fn refusals_name_the_flag() {
+        for (args, word) in [
+            (&["--nodes", "0"][..], "--nodes"),
+            (&["--curve", "square"][..], "--curve"),
+            (&["--abandon", "1.5"][..], "--abandon"),
+            (&["--outage", "300"][..], "--outage"),
+            (&["--outage-report", "maybe"][..], "--outage-report"),
+            (&["--arrive", "-1"][..], "--arrive"),
+            (&["--bogus", "1"][..], "--bogus"),
+            (&["--nodes"][..], "missing value"),
+            (&["nodes"][..], "unexpected"),
+            (&["--arrive", "700"][..], "--arrive"),
+            (&["--nodes", "2", "--weights", "1,2,3"][..], "--weights"),
+            (&["--weights", "0,0"][..], "--weights"),
+        ] {
+            let e = p(args).unwrap_err();
+            assert!(e.0.contains(word), "{args:?}: {e}");
+        }
+    }
+}

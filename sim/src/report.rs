@@ -1,0 +1,352 @@
+//! The run's tables, in markdown.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::engine::Outcome;
+use crate::stats::{accuracy, quantile, reconverge, Accuracy, Tick, BAND};
+
+/// How long true active must stay in the band to count as settled after an outage.
+const HOLD_MS: u64 = 30_000;
+/// The window before an outage its "usual level" is taken from, and after it its aftermath.
+const AROUND_MS: u64 = 60_000;
+
+fn secs(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", 100.0 * x)
+}
+
+fn opt_secs(x: Option<u64>) -> String {
+    x.map_or_else(|| "never (within the run)".to_string(), secs)
+}
+
+/// Admissions per interval while people wait (how fast the line moves).
+pub fn admissions_per_interval(ticks: &[Tick]) -> f64 {
+    let (mut sum, mut n) = (0u64, 0u64);
+    for w in ticks.windows(2) {
+        if w[0].waiting > 0 {
+            sum += w[1].admitted - w[0].admitted;
+            n += 1;
+        }
+    }
+    if n == 0 {
+        0.0
+    } else {
+        sum as f64 / n as f64
+    }
+}
+
+fn accuracy_rows(s: &mut String, label: &str, a: &Accuracy) {
+    let _ = writeln!(
+        s,
+        "| {label} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {:.3} / {:.3} |",
+        a.ticks,
+        a.max_ratio,
+        a.min_ratio,
+        a.mean_ratio,
+        a.busy_ticks,
+        pct(a.above),
+        pct(a.below),
+        a.room_max_ratio,
+        a.room_min_ratio,
+    );
+}
+
+pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
+    let a = &o.args;
+    let mut s = String::new();
+    let run_s = a.seconds_ms as f64 / 1000.0;
+    let _ = writeln!(s, "## smart-limit-sim\n");
+    let _ = writeln!(s, "command: `{given}`\n");
+    let _ = writeln!(s, "all flags: `{}`\n", a.command());
+    let _ = writeln!(
+        s,
+        "wall time: {:.2} s for {} s of virtual time ({} waiting polls, {} admitted requests)\n",
+        wall.as_secs_f64(),
+        run_s,
+        o.visits,
+        o.active_requests
+    );
+
+    // ---------------------------------------------------------------- accuracy
+    let _ = writeln!(
+        s,
+        "### Fleet accuracy (true active / max_active, per interval)\n"
+    );
+    let _ = writeln!(
+        s,
+        "| ticks | n (people wait) | max | min | mean | n (>= max_active/10 wait) | > 1.02 | \
+         < 0.98 | room's own count max / min |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let all = accuracy(&o.ticks, a.max_active, |_| true);
+    accuracy_rows(&mut s, "all", &all);
+    // The first fill is the arrivals' pace, not the room's accuracy: also from the first
+    // tick the room was (within the band) full.
+    if let Some(full) = o
+        .ticks
+        .iter()
+        .find(|t| t.true_active as f64 >= BAND.0 * a.max_active as f64)
+    {
+        let after = accuracy(&o.ticks, a.max_active, |t| t.t >= full.t);
+        accuracy_rows(
+            &mut s,
+            &format!("from the first fill (t = {})", secs(full.t)),
+            &after,
+        );
+    }
+    if let Some((start, len)) = a.outage {
+        let calm = accuracy(&o.ticks, a.max_active, |t| {
+            t.t + AROUND_MS < start || t.t >= start + len + AROUND_MS
+        });
+        accuracy_rows(&mut s, "outside outage (+60 s after)", &calm);
+    }
+    let _ = writeln!(
+        s,
+        "\n(from the third interval on; \"room's own count\" is the fleet's active set in Redis \
+         over max_active, the number the free places are computed from)\n"
+    );
+
+    // ---------------------------------------------------------------- order
+    let _ = writeln!(
+        s,
+        "### Order (admitted after a client who arrived more than one interval later)\n"
+    );
+    let _ = writeln!(
+        s,
+        "| inversions | share of admissions | worst gap (at t) | during the outage |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} (t = {}) | {} |\n",
+        o.inversions.count,
+        pct(o.inversions.count as f64 / o.admitted.max(1) as f64),
+        secs(o.inversions.worst_gap_ms),
+        secs(o.worst_inversion.0),
+        o.inversions_in_outage
+    );
+
+    // ---------------------------------------------------------------- Redis
+    let _ = writeln!(s, "### Redis calls\n");
+    let _ = writeln!(
+        s,
+        "| syncs/s | draws/s | places drawn: asked -> got | calls/s | calls per decision | failed syncs (outage) | sessions reported/s: waiting, active | biggest report |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| {:.1} | {:.2} | {} -> {} | {:.1} | {:.5} | {} | {:.0}, {:.0} | {} sessions |\n",
+        o.syncs as f64 / run_s,
+        o.draws as f64 / run_s,
+        o.places_asked,
+        o.places_granted,
+        o.calls as f64 / run_s,
+        o.calls as f64 / o.visits.max(1) as f64,
+        o.failed_syncs,
+        o.reported_waiters as f64 / run_s,
+        o.reported_active as f64 / run_s,
+        o.biggest_report,
+    );
+    let _ = writeln!(
+        s,
+        "A decision is a waiting poll (one `visit`); requests on admitted tickets make no call. \
+         Waiting answers: {} \"your turn, come back in a moment\" (the node's share used up), \
+         {} with a refresh shorter than the configured one, {} before the node's first picture.\n",
+        o.come_back_soon, o.early_refreshes, o.unknown
+    );
+
+    // ---------------------------------------------------------------- outage
+    if let Some((start, len)) = a.outage {
+        let end = start + len;
+        let m = a.max_active.max(1) as f64;
+        let ratio = |t: &Tick| t.true_active as f64 / m;
+        let during: Vec<f64> = o
+            .ticks
+            .iter()
+            .filter(|t| t.outage && t.waiting > 0)
+            .map(ratio)
+            .collect();
+        let after: Vec<f64> = o
+            .ticks
+            .iter()
+            .filter(|t| t.t >= end && t.t < end + AROUND_MS && t.waiting > 0)
+            .map(ratio)
+            .collect();
+        let before: Vec<f64> = o
+            .ticks
+            .iter()
+            .filter(|t| t.t + AROUND_MS >= start && t.t < start && t.waiting > 0)
+            .map(ratio)
+            .collect();
+        let range = |v: &[f64]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(0.0, f64::max);
+                format!("{lo:.3} .. {hi:.3}")
+            }
+        };
+        let usual = (!before.is_empty()).then(|| before.iter().sum::<f64>() / before.len() as f64);
+        let (first, settled) = reconverge(&o.ticks, a.max_active, end, BAND, HOLD_MS);
+        let back =
+            usual.map(|u| reconverge(&o.ticks, a.max_active, end, (u - 0.02, u + 0.02), HOLD_MS));
+        let _ = writeln!(
+            s,
+            "### Outage {}..{} (Redis unreachable)\n",
+            secs(start),
+            secs(end)
+        );
+        let _ = writeln!(
+            s,
+            "| true/max 60 s before | during | 60 s after | back in [0.98, 1.02] first / settled 30 s | back to the level before (±0.02) first / settled |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| {} (mean {}) | {} | {} | {} / {} | {} |\n",
+            range(&before),
+            usual.map_or("-".to_string(), |u| format!("{u:.3}")),
+            range(&during),
+            range(&after),
+            opt_secs(first),
+            opt_secs(settled),
+            back.map_or("-".to_string(), |(f, st)| format!(
+                "{} / {}",
+                opt_secs(f),
+                opt_secs(st)
+            )),
+        );
+    }
+
+    // ---------------------------------------------------------------- waiting
+    let n_waits = o.waits_ms.len();
+    let mean_wait = o.waits_ms.iter().sum::<u64>() as f64 / n_waits.max(1) as f64;
+    let p50 = quantile(&mut o.waits_ms, 0.5);
+    let p99 = quantile(&mut o.waits_ms, 0.99);
+    let max = o.waits_ms.last().copied().unwrap_or(0);
+    let _ = writeln!(s, "### Waiting\n");
+    let _ = writeln!(
+        s,
+        "| admitted | abandoned | still waiting at the end | in the room at the end | mean wait | p50 | p99 | max |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        o.admitted,
+        o.abandoned,
+        o.waiting_at_end,
+        o.admitted_at_end,
+        secs(mean_wait as u64),
+        secs(p50),
+        secs(p99),
+        secs(max),
+    );
+
+    // ---------------------------------------------------------------- positions
+    let p = &mut o.positions;
+    let per_interval = admissions_per_interval(&o.ticks);
+    let _ = writeln!(
+        s,
+        "### Positions (answered vs true: present waiters who arrived earlier, + 1)\n"
+    );
+    let _ = writeln!(
+        s,
+        "| samples | mean abs error | mean signed (answered - true) | p50 / p90 abs | relative (sum abs / sum true) | admissions per interval | mean abs error in intervals |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    let n = p.samples.max(1) as f64;
+    let mean_abs = p.sum_abs / n;
+    let _ = writeln!(
+        s,
+        "| {} | {:.1} | {:+.1} | {} / {} | {} | {:.1} | {:.1} |\n",
+        p.samples,
+        mean_abs,
+        p.sum_signed / n,
+        quantile(&mut p.abs, 0.5),
+        quantile(&mut p.abs, 0.9),
+        pct(p.sum_abs / p.sum_true.max(1.0)),
+        per_interval,
+        if per_interval > 0.0 {
+            mean_abs / per_interval
+        } else {
+            0.0
+        },
+    );
+
+    // ---------------------------------------------------------------- series
+    if a.series_ms > 0 {
+        let _ = writeln!(s, "### Over time\n");
+        let _ = writeln!(
+            s,
+            "| t | arrived | waiting | true active | room active | line (Redis) | line - waiting | admitted | abandoned | inversions | free / shared out | waiters at or before the cursor |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for t in o.ticks.iter().filter(|t| t.t % a.series_ms == 0) {
+            let _ = writeln!(
+                s,
+                "| {}{} | {} | {} | {} | {} | {} | {:+} | {} | {} | {} | {} / {} | {} |",
+                t.t / 1000,
+                if t.outage { " (outage)" } else { "" },
+                t.arrived,
+                t.waiting,
+                t.true_active,
+                t.room_active,
+                t.line,
+                t.line as i64 - t.waiting as i64,
+                t.admitted,
+                t.abandoned,
+                t.inversions,
+                t.free,
+                t.granted,
+                t.eligible
+            );
+        }
+        let _ = writeln!(s);
+    }
+
+    // ---------------------------------------------------------------- nodes
+    let total_w: f64 = o.node_weights.iter().sum();
+    let _ = writeln!(s, "### Nodes\n");
+    let _ = writeln!(
+        s,
+        "| node | weight | admitted | draws (places got) | dropped reports |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for (i, n) in o.nodes.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} ({}) | {} |",
+            i + 1,
+            pct(o.node_weights.get(i).copied().unwrap_or(0.0) / total_w.max(1e-12)),
+            n.admitted,
+            n.draws,
+            n.draws_granted,
+            n.dropped
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admissions_per_interval_counts_only_while_people_wait() {
+        let t = |admitted, waiting| Tick {
+            admitted,
+            waiting,
+            ..Tick::default()
+        };
+        let ticks = [t(0, 5), t(10, 5), t(30, 0), t(100, 0), t(101, 1)];
+        // Intervals starting with people waiting: 0->10 and 10->30.
+        assert_eq!(admissions_per_interval(&ticks), 15.0);
+        assert_eq!(admissions_per_interval(&[]), 0.0);
+    }
+}

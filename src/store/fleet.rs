@@ -1,0 +1,389 @@
+//! `store=redis sync=TIME`: the fleet's room, decided on every node's shared memory ([S12]).
+//!
+//! Cloudflare's design: each location decides on its own counters, the fleet's state is
+//! gathered in the background, and a global pool covers what a location's share cannot.
+//! - **The request path** never waits for Redis. It is this node's shared memory: the room
+//!   (mode, flood control, admitted sessions, counters) and, beside it in the same zone and
+//!   under the same lock, the node's side of the fleet's room ([`FleetNode`]: cursor, share,
+//!   positions, what to report). A client whose turn it is (it arrived at or before the
+//!   fleet's cursor) when this node's share of the interval's admissions is used up is told to
+//!   come back in a moment, and the node asks the fleet's pool for places in the background
+//!   (one atomic script call, "draw", at most one in flight per node).
+//! - **The sync**: every worker ticks on the wall clock's multiples of the interval; the one
+//!   that leads (elected in the zone) sends what the node saw since its last sync in one
+//!   script call ("sync") and applies the fleet's picture that comes back. A sync is abandoned
+//!   at `timeout=` (shorter than the interval), so two never overlap; a failed one gives its
+//!   report back for the next and lets the node's picture age (its share moving toward an equal
+//!   split, its cursor moving on at the speed the line last moved).
+//! - **Before the first picture** (a node that has not met the fleet since it started) the
+//!   zone's `on_error` policy decides, as for a central Redis store that does not answer.
+//!
+//! The rules are `smart_limit_core::fleet_room` (pure, unit-tested, simulated in `sim/`) and its
+//! script `fleet_room.lua`.
+
+use core::cell::Cell;
+use core::ffi::c_void;
+
+use ngx::ffi::{ngx_conf_t, ngx_cycle_t, ngx_pid, NGX_LOG_ERR};
+use ngx::ngx_log_error;
+use smart_limit_core::fleet_rate::window_end;
+use smart_limit_core::fleet_room::{
+    draw_reply, picture_reply, FleetConfig, FleetNode, FleetScript, FleetSnapshot, FleetVerdict,
+    RoomPicture,
+};
+use smart_limit_core::leader::Leader;
+use smart_limit_core::parse::ZoneParams;
+use smart_limit_core::redis::ReplyError;
+use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
+use smart_limit_core::rules::Mode;
+
+use super::{Decision, StoreError, Zone};
+use crate::clock::now_ms;
+use crate::conf::MainConf;
+use crate::log::LogThrottle;
+use crate::net::redis::{Client, ClientConfig};
+use crate::ticker::Ticker;
+
+/// The fleet side of a zone with `sync=`. Per worker after fork: the connection, the timer.
+pub struct FleetStore {
+    client: Client,
+    script: FleetScript,
+    pub cfg: FleetConfig,
+    /// Per worker: the interval timer.
+    ticker: Ticker,
+    /// Per worker: a sync is waiting for its reply.
+    in_flight: Cell<bool>,
+    /// The generation of this configuration (set at zone init): a reload's workers take the
+    /// sync over from the previous ones.
+    pub generation: Cell<u32>,
+    /// Per worker: bad sync replies are logged once per burst.
+    problems: LogThrottle,
+}
+
+impl FleetStore {
+    /// Resolves the Redis addresses (at configuration time, like upstream servers), reads the
+    /// password file and makes the TLS context.
+    pub fn new(
+        cf: &mut ngx_conf_t,
+        params: &ZoneParams,
+        interval_ms: u64,
+    ) -> Result<FleetStore, String> {
+        let client = ClientConfig::new(
+            cf,
+            &params.redis,
+            params.timeout_ms,
+            vec![FleetScript::load_command()],
+            &format!("smart_limit zone \"{}\"", params.name),
+            "the node's last picture of the fleet (its part of the sessions leaving)",
+        )?
+        .retry_within(interval_ms);
+        let cfg = FleetConfig {
+            interval_ms,
+            max_active: params.max_active,
+            active_window_ms: params.active_window_ms,
+            presence_ms: params.presence_ms,
+        };
+        Ok(FleetStore {
+            client: Client::new(client),
+            script: FleetScript::new(&params.prefix, &params.name, cfg),
+            cfg,
+            ticker: Ticker::default(),
+            in_flight: Cell::new(false),
+            generation: Cell::new(1),
+            problems: LogThrottle::default(),
+        })
+    }
+
+    fn me(&self) -> Leader {
+        Leader {
+            // SAFETY: a plain global nginx sets once per process.
+            pid: unsafe { ngx_pid } as u32,
+            generation: self.generation.get(),
+        }
+    }
+}
+
+/// What the node's side of the fleet said.
+enum Step {
+    Done(Verdict),
+    /// No picture yet: the zone's on_error policy.
+    Unknown,
+}
+
+impl Zone {
+    /// A client without a valid admitted ticket, decided on this node.
+    pub(super) fn fleet_visit(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
+        if let Some(throttled) = self.flood_refused(&v, now) {
+            return Ok(throttled.into());
+        }
+        let mut draw = None;
+        let step = self.shm.with_fleet(|room, node| {
+            match room.mode(&self.limits) {
+                Mode::Reject => {
+                    room.counters_mut().rejected += 1;
+                    return Step::Done(Verdict::Refuse(Refusal::Closed));
+                }
+                Mode::Passthrough => return Step::Done(admitted(room, v.sid, now)),
+                // Everyone waits: the line is still reported, so positions stay true.
+                Mode::QueueAll => {
+                    return Step::Done(match node.hold(v.sid, v.arrival, now, &fs.cfg) {
+                        FleetVerdict::Wait {
+                            position,
+                            queue_len,
+                            eta_secs,
+                        } => waiting(room, &v, position, queue_len, eta_secs),
+                        _ => waiting(room, &v, 0, 0, None),
+                    });
+                }
+                // The fleet's line is by arrival; the lottery has no fleet-wide form.
+                Mode::Fifo | Mode::Random => {}
+            }
+            let verdict = node.visit(v.sid, v.arrival, now, &fs.cfg);
+            if fs.client.available(now) {
+                draw = node
+                    .take_draw(now, &fs.cfg)
+                    .map(|want| (node.node_id(), want));
+            }
+            match verdict {
+                FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),
+                FleetVerdict::Wait {
+                    position,
+                    queue_len,
+                    eta_secs,
+                } => Step::Done(waiting(room, &v, position, queue_len, eta_secs)),
+                FleetVerdict::Unknown => Step::Unknown,
+            }
+        });
+        if let Some((node_id, want)) = draw {
+            self.fleet_draw(fs, node_id, want, now);
+        }
+        match step? {
+            Step::Done(verdict) => {
+                self.remember(&verdict, v.sid, now);
+                Ok(verdict.into())
+            }
+            Step::Unknown => self.store_failed(v, now, None),
+        }
+    }
+
+    /// The node's share is used up and clients whose turn it is were told to come back in a
+    /// moment: places from the fleet's pool, in the background (no request waits for it). No
+    /// answer is no places, and no more draws this interval.
+    fn fleet_draw(&'static self, fs: &'static FleetStore, node_id: u64, want: u64, now: u64) {
+        let window = window_end(now, fs.cfg.interval_ms);
+        ngx::async_::spawn(async move {
+            let reply = fs
+                .client
+                .eval(|form| fs.script.draw(form, node_id, window, 0, want))
+                .await;
+            let granted = match reply.map(|value| draw_reply(&value)) {
+                Ok(Ok(granted)) => {
+                    fs.client.reply_was_good();
+                    Some(granted)
+                }
+                Ok(Err(e)) => {
+                    bad_reply(self, fs, &e);
+                    None
+                }
+                // No reply: the client has logged the failure burst.
+                Err(_) => None,
+            };
+            let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
+        })
+        .detach();
+    }
+
+    /// A valid admitted ticket: the room's look (mode, request rate, counted as active here),
+    /// and the session reported to the fleet as active (once per half active window).
+    pub(super) fn fleet_pass(
+        &self,
+        fs: &FleetStore,
+        sid: u64,
+        now: u64,
+    ) -> Result<PassVerdict, StoreError> {
+        self.shm.with_fleet(|room, node| {
+            let pass = room.pass(sid, now, &self.limits);
+            if matches!(pass, PassVerdict::Counted | PassVerdict::Uncounted) {
+                node.saw_admitted(sid, now, &fs.cfg);
+            }
+            pass
+        })
+    }
+
+    /// `sync=`: this node's side of the fleet's room, for metrics.
+    pub fn fleet_snapshot(&self, now: u64) -> Option<FleetSnapshot> {
+        self.fleet.as_ref()?;
+        self.shm.with_fleet(|_, node| node.snapshot(now)).ok()
+    }
+
+    /// The fleet's picture came back: the node decides by it, and its metrics show the
+    /// fleet's line and active sessions.
+    fn apply_picture(&self, p: &RoomPicture, now: u64) {
+        let _ = self.shm.with_fleet(|room, node| {
+            node.apply(p, now);
+            room.mirror_remote(
+                &Mirror {
+                    queue_len: Some(p.queue_len),
+                    active: Some(p.fleet_active),
+                    mode_override: None,
+                    version: now.saturating_mul(1000),
+                },
+                now,
+            );
+        });
+    }
+}
+
+/// Admitted here: known to this node's room as an active session (for its request rate and
+/// metrics) and counted.
+fn admitted(room: &mut Room, sid: u64, now: u64) -> Verdict {
+    room.touch(sid, now);
+    room.counters_mut().admitted += 1;
+    Verdict::Admit { sid }
+}
+
+/// Waiting in the fleet's line. The ticket's queue number only says "has a place" (1): the
+/// fleet orders by arrival, which the ticket carries.
+fn waiting(
+    room: &mut Room,
+    v: &Visit,
+    position: u64,
+    queue_len: u64,
+    eta_secs: Option<u64>,
+) -> Verdict {
+    let c = room.counters_mut();
+    c.waited += 1;
+    if v.qnum == 0 {
+        c.queued += 1;
+    }
+    Verdict::Wait(Place {
+        sid: v.sid,
+        qnum: 1,
+        position,
+        queue_len,
+        eta_secs,
+    })
+}
+
+/// A reply that is not the script's: logged once per burst, and the client backs off.
+fn bad_reply(zone: &Zone, fs: &FleetStore, e: &ReplyError) {
+    fs.client.reply_was_bad(&e.to_string());
+    if let Some(repeats) = fs.problems.admit(now_ms()) {
+        ngx_log_error!(
+            NGX_LOG_ERR,
+            crate::log::cycle_log(),
+            "smart_limit zone \"{}\": fleet sync failed: {}; the node decides on its last \
+             picture of the fleet ({} more since the last report)",
+            zone.params.name,
+            e,
+            repeats
+        );
+    }
+}
+
+// ------------------------------------------------------------------------------ the sync
+
+fn synced_zones(
+    cycle: *mut ngx_cycle_t,
+) -> impl Iterator<Item = (&'static Zone, &'static FleetStore)> {
+    MainConf::of_cycle(cycle)
+        .into_iter()
+        .flat_map(|m| m.zones())
+        .filter_map(|z| z.fleet.as_ref().map(|fs| (z, fs)))
+}
+
+/// A worker starts: each synced zone's ticker.
+pub fn start_worker(cycle: *mut ngx_cycle_t) {
+    for (zone, fs) in synced_zones(cycle) {
+        let owner = (zone as *const Zone).cast::<c_void>();
+        fs.ticker.start(owner, on_tick, fs.cfg.interval_ms);
+    }
+}
+
+/// A worker exits: it leads no more, so another one syncs at its next tick.
+pub fn stop_worker(cycle: *mut ngx_cycle_t) {
+    for (zone, fs) in synced_zones(cycle) {
+        resign(zone, fs);
+        fs.ticker.stop();
+    }
+}
+
+fn resign(zone: &Zone, fs: &FleetStore) {
+    let _ = zone
+        .shm
+        .with_fleet(|_, node| node.leadership().resign(fs.me()));
+}
+
+fn on_tick(owner: *const c_void, shutting_down: bool) {
+    // SAFETY: the ticker's owner is the zone start_worker gave it, in the cycle pool.
+    let Some(zone) = (unsafe { owner.cast::<Zone>().as_ref() }) else {
+        return;
+    };
+    let Some(fs) = zone.fleet.as_ref() else {
+        return;
+    };
+    if shutting_down {
+        resign(zone, fs);
+        return;
+    }
+    tick(zone, fs);
+}
+
+/// One tick of one worker: the leader sends the node's report and applies the picture.
+fn tick(zone: &'static Zone, fs: &'static FleetStore) {
+    let now = now_ms();
+    let cfg = fs.cfg;
+    let job = zone.shm.with_fleet(|_, node| {
+        if !node.leadership().lead(fs.me(), now, cfg.stale_ms()) || fs.in_flight.get() {
+            return None;
+        }
+        if !fs.client.available(now) {
+            // Backing off after a failure (the client logged it): the picture ages.
+            node.age(now, &cfg);
+            return None;
+        }
+        let report = node.take_report();
+        let (_, window) = node.next_sync(now, &cfg);
+        Some((node.node_id(), window, report))
+    });
+    let Ok(Some((node_id, window, report))) = job else {
+        return;
+    };
+    fs.in_flight.set(true);
+    let sent_at = now;
+    ngx::async_::spawn(async move {
+        let reply = fs
+            .client
+            .eval(|form| fs.script.sync(form, node_id, window, 0, sent_at, &report))
+            .await;
+        fs.in_flight.set(false);
+        let now = now_ms();
+        let picture = match reply {
+            Ok(value) => picture_reply(&value).map_err(Some),
+            // No reply (timeout, refused, reset): the client has logged the burst.
+            Err(_) => Err(None),
+        };
+        match picture {
+            Ok(p) => {
+                fs.client.reply_was_good();
+                zone.apply_picture(&p, now);
+            }
+            Err(bad) => {
+                if let Some(e) = bad {
+                    bad_reply(zone, fs, &e);
+                }
+                let _ = zone.shm.with_fleet(|_, node: &mut FleetNode| {
+                    node.sync_failed();
+                    node.give_back(&report);
+                    node.age(now, &cfg);
+                });
+            }
+        }
+    })
+    .detach();
+}

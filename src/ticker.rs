@@ -1,0 +1,91 @@
+//! A zone's periodic work in every worker: a timer on nginx's event loop that fires on the
+//! wall clock's multiples of an interval (the same instants on every node), runs the zone's
+//! tick, and stops when the worker shuts down. The timer is cancelable: a pending tick does
+//! not keep a worker that is shutting down alive. The tick itself decides whether this worker
+//! leads (`smart_limit_core::leader`).
+
+use core::cell::{Cell, UnsafeCell};
+use core::ffi::c_void;
+use core::panic::AssertUnwindSafe;
+
+use ngx::ffi::{ngx_add_timer, ngx_del_timer, ngx_event_t, ngx_exiting, ngx_quit, ngx_terminate};
+use smart_limit_core::fleet_rate::next_tick_in;
+
+use crate::clock::now_ms;
+
+/// What a tick runs: the zone (a `&'static` in the cycle pool) and whether the worker is
+/// shutting down (then the work resigns and the timer stops).
+pub type Tick = fn(owner: *const c_void, shutting_down: bool);
+
+/// One zone's timer in one worker. Lives in the zone (cycle pool): it must not move once
+/// started.
+pub struct Ticker {
+    ev: UnsafeCell<ngx_event_t>,
+    job: Cell<Option<(*const c_void, Tick, u64)>>,
+}
+
+impl Default for Ticker {
+    fn default() -> Self {
+        Ticker {
+            // SAFETY: an all-zero ngx_event_t is an idle event; it is set up in start().
+            ev: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            job: Cell::new(None),
+        }
+    }
+}
+
+/// First tick after a worker starts: soon, so a fresh node measures at once.
+const FIRST_TICK_MS: u64 = 100;
+
+impl Ticker {
+    /// Starts ticking every `interval_ms` (the first tick soon), running `tick(owner, _)`.
+    pub fn start(&self, owner: *const c_void, tick: Tick, interval_ms: u64) {
+        self.job.set(Some((owner, tick, interval_ms)));
+        let ev = self.ev.get();
+        // SAFETY: the ticker lives in the zone for the worker's life and does not move; the
+        // event is idle until added here; the worker's only thread.
+        unsafe {
+            (*ev).data = (self as *const Ticker).cast_mut().cast::<c_void>();
+            (*ev).handler = Some(on_tick);
+            (*ev).log = crate::log::cycle_log();
+            (*ev).set_cancelable(1);
+            ngx_add_timer(ev, FIRST_TICK_MS.min(interval_ms) as _);
+        }
+    }
+
+    /// Stops the timer (a worker exiting).
+    pub fn stop(&self) {
+        let ev = self.ev.get();
+        // SAFETY: the ticker's own event, on the worker's thread.
+        unsafe {
+            if (*ev).timer_set() != 0 {
+                ngx_del_timer(ev);
+            }
+        }
+    }
+}
+
+fn shutting_down() -> bool {
+    // SAFETY: plain globals of the worker, read on its only thread.
+    unsafe { ngx_exiting != 0 || ngx_quit != 0 || ngx_terminate != 0 }
+}
+
+unsafe extern "C" fn on_tick(ev: *mut ngx_event_t) {
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the event's data is the Ticker start() armed, which outlives it.
+        let Some(ticker) = (unsafe { (*ev).data.cast::<Ticker>().as_ref() }) else {
+            return;
+        };
+        let Some((owner, tick, interval_ms)) = ticker.job.get() else {
+            return;
+        };
+        if shutting_down() {
+            tick(owner, true);
+            return;
+        }
+        tick(owner, false);
+        let delay = next_tick_in(now_ms(), interval_ms);
+        // SAFETY: the ticker's own event, on the worker's thread.
+        unsafe { ngx_add_timer(ev, delay as _) };
+    }));
+}

@@ -1,0 +1,318 @@
+#!/usr/bin/env perl
+# Plays a crowd against a synced room (smart_limit_zone ... store=redis sync=TIME) on several
+# nginx nodes, and measures the fleet as one room. Bounded in time; loopback only.
+#
+#   perl t/lib/room_probe.pl --ports P1,P2,P3 --redis PORT --zone shop --max N
+#        --active-window S --interval-ms I [--clients C] [--arrive-over S] [--seconds S]
+#        [--weights 60,30,10] [--routing sticky|rr] [--session MIN-MAX] [--every S]
+#        [--stop-redis-at S --stop-for S [--redis-pid PID]] [--check] [--trace FILE]
+#
+# Clients: C clients arrive uniformly over --arrive-over seconds; each first gets its ticket
+# (307), then polls as the waiting answer says (JSON: refresh_seconds), and once admitted makes
+# a request every --every seconds for a session of MIN..MAX seconds, then goes quiet. Routing:
+# sticky (each client keeps one node, nodes chosen by --weights) or rr (every request goes to
+# a node chosen by --weights: a round-robin balancer with uneven nodes).
+#
+# Measured (printed, one "name value" line each; with --check, exits 1 when a bound is broken):
+# - fleet_max, fleet_min_waiting: the fleet's active sessions, as the fleet counts them (the
+#   Redis active set's members seen within the active window: ZCOUNT on Redis's clock),
+#   sampled every 100 ms; the minimum only over samples while clients wait. Both from two
+#   intervals after the room first filled (first_fill_s: the fleet first at 0.98 max). Bounds:
+#   <= 1.02 max, >= 0.98 max.
+# - truth_max, truth_min_waiting: the same from the clients' side (admitted clients whose last
+#   request was within the active window). Printed, not checked (the fleet learns of a session
+#   that went quiet within an interval, and of an admission at the node's next sync).
+# - inversions: a client told to wait more than one interval after a client who arrived more
+#   than one interval after it was admitted. Bound: 0.
+# - position error: |position shown - true position| (true: 1 + clients still waiting who
+#   arrived before it); p50, p99, max; bound (after the first fill): admissions and arrivals in
+#   the last two intervals (the picture is up to an interval old, and newcomers of the last
+#   interval on other nodes are not in it yet) + the spacing of the picture's samples of the
+#   line (1/48 of it) + 3.
+# - redis_calls (script calls, INFO commandstats) against syncs_bound (nodes x intervals) +
+#   draws (the nodes' smart_limit_fleet_draws_total). Bound: calls <= bound + 2 per node.
+# - slowest request (s); with --stop-redis-at: Redis is stopped (SIGSTOP) for --stop-for
+#   seconds; slowest_during_stop must stay < 0.1 s (nothing waits for Redis), reconverged_s
+#   (from SIGCONT until every node has a fresh picture) <= 2 intervals + 0.3 s, and the
+#   clients' count during the stop (and two intervals after) never above 1.02 max
+#   (truth_min_outage / truth_max_outage; the bounds above skip that time).
+
+use strict;
+use warnings;
+use Getopt::Long;
+use HTTP::Tiny;
+use IO::Socket::INET;
+use Time::HiRes qw(time sleep);
+use List::Util qw(sum max min);
+
+my %o = (
+    ports => '', redis => 0, zone => 'shop', max => 0, 'active-window' => 0,
+    'interval-ms' => 1000, clients => 100, 'arrive-over' => 5, seconds => 20,
+    weights => '', routing => 'sticky', session => '20-60', every => 2,
+    'stop-redis-at' => 0, 'stop-for' => 0, 'redis-pid' => 0, check => 0, seed => 1,
+    trace => '',
+);
+GetOptions(\%o, 'ports=s', 'redis=i', 'zone=s', 'max=i', 'active-window=f', 'interval-ms=i',
+    'clients=i', 'arrive-over=f', 'seconds=f', 'weights=s', 'routing=s', 'session=s',
+    'every=f', 'stop-redis-at=f', 'stop-for=f', 'redis-pid=i', 'check', 'seed=i', 'trace=s')
+    or die "bad arguments\n";
+my @ports = grep { length } split /,/, $o{ports};
+die "need --ports, --redis, --max, --active-window\n"
+    unless @ports && $o{redis} && $o{max} && $o{'active-window'};
+my @w = $o{weights} ? split(/,/, $o{weights}) : ((1) x @ports);
+die "--weights needs one weight per port\n" unless @w == @ports;
+my $wsum = sum(@w);
+my ($smin, $smax) = split /-/, $o{session};
+my $interval = $o{'interval-ms'} / 1000;
+my $window = $o{'active-window'};
+srand($o{seed});
+
+# ------------------------------------------------------------------ Redis (RESP, tiny)
+my $rs = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$o{redis}", Timeout => 2)
+    or die "redis: $!\n";
+sub redis_cmd {
+    my @a = @_;
+    my $cmd = '*' . @a . "\r\n" . join('', map { '$' . length($_) . "\r\n$_\r\n" } @a);
+    print $rs $cmd;
+    return read_reply();
+}
+sub read_reply {
+    my $line = <$rs>;
+    die "redis: connection lost\n" unless defined $line;
+    $line =~ s/\r\n$//;
+    my ($t, $rest) = (substr($line, 0, 1), substr($line, 1));
+    return $rest if $t eq '+' || $t eq ':';
+    die "redis: $rest\n" if $t eq '-';
+    if ($t eq '$') {
+        return undef if $rest < 0;
+        my $buf = '';
+        read($rs, $buf, $rest + 2) == $rest + 2 or die "redis: short read\n";
+        return substr($buf, 0, $rest);
+    }
+    if ($t eq '*') { return [map { read_reply() } 1 .. $rest] }
+    die "redis: bad reply $line\n";
+}
+my $active_key = "smart_limit:{$o{zone}}:active";
+# --stop-redis-at without --redis-pid: the redis-server's own process id (it runs on loopback,
+# started by the test).
+if ($o{'stop-redis-at'} && !$o{'redis-pid'}) {
+    ($o{'redis-pid'}) = redis_cmd('INFO', 'server') =~ /^process_id:(\d+)/m
+        or die "redis: no process_id in INFO\n";
+}
+sub fleet_active {
+    my $t = redis_cmd('TIME');
+    my $now_ms = $t->[0] * 1000 + int($t->[1] / 1000);
+    return redis_cmd('ZCOUNT', $active_key, $now_ms - $window * 1000, '+inf');
+}
+sub script_calls {
+    my $info = redis_cmd('INFO', 'commandstats');
+    my $n = 0;
+    $n += $1 while $info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+)/mg;
+    return $n;
+}
+
+# ------------------------------------------------------------------ nodes
+my %http = map { $_ => HTTP::Tiny->new(timeout => 5, keep_alive => 1) } @ports;
+sub metric {
+    my ($port, $name) = @_;
+    my $res = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$port/m");
+    die "node $port: metrics answered $res->{status}\n" unless $res->{success};
+    return $1 if $res->{content} =~ /^smart_limit_\Q$name\E\{room="\Q$o{zone}\E"\} (\S+)$/m;
+    return undef;
+}
+sub pick_node {
+    my $x = rand($wsum);
+    for my $i (0 .. $#ports) { return $ports[$i] if ($x -= $w[$i]) < 0 }
+    return $ports[-1];
+}
+
+# ------------------------------------------------------------------ the crowd
+my $t0 = time;
+my @c = map {
+    { id => $_, at => $t0 + rand($o{'arrive-over'}), state => 'new', node => pick_node() }
+} 1 .. $o{clients};
+my (%stat, @pos_err, @samples, @outage);
+my ($first_admit, $first_fill, $slowest, $slowest_stop, $youngest_admitted) =
+    (undef, undef, 0, 0, 0);
+my @admissions;    # [time, arrival]
+my $cookie_name = "smart_limit_$o{zone}";
+my $trace;
+if ($o{trace}) { open $trace, '>', $o{trace} or die "$o{trace}: $!\n" }
+sub trace { printf $trace "%.3f %s\n", time - $t0, join(' ', @_) if $trace }
+
+sub true_position {
+    my ($me) = @_;
+    return 1 + scalar grep { $_->{state} eq 'waiting' && $_->{arrival} < $me->{arrival} } @c;
+}
+
+my ($stopped, $stop_at, $cont_at, $reconverged) = (0, undef, undef, undef);
+$stop_at = $t0 + $o{'stop-redis-at'} if $o{'stop-redis-at'};
+my $end = $t0 + $o{seconds};
+my $next_sample = $t0;
+my $calls0 = script_calls();
+my %draws0 = map { $_ => metric($_, 'fleet_draws_total') // 0 } @ports;
+my %syncs_at_cont;
+
+while (1) {
+    my $now = time;
+    last if $now >= $end;
+    if ($stop_at && !$stopped && $now >= $stop_at) {
+        kill 'STOP', $o{'redis-pid'};
+        $stopped = 1;
+    }
+    if ($stopped == 1 && $now >= $stop_at + $o{'stop-for'}) {
+        %syncs_at_cont = map { $_ => metric($_, 'fleet_syncs_total') } @ports;
+        kill 'CONT', $o{'redis-pid'};
+        $cont_at = time;
+        $stopped = 2;
+    }
+    if ($stopped == 2 && !defined $reconverged) {
+        my $all = 1;
+        for my $p (@ports) {
+            my $n = metric($p, 'fleet_syncs_total');
+            $all = 0 unless defined $n && $n > $syncs_at_cont{$p};
+        }
+        $reconverged = time - $cont_at if $all;
+    }
+    if ($now >= $next_sample) {
+        $next_sample += 0.1;
+        my $waiting = grep { $_->{state} eq 'waiting' } @c;
+        my $truth = grep { $_->{last} && $_->{last} >= $now - $window } @c;
+        my $fleet = $stopped == 1 ? undef : fleet_active();
+        trace('sample', $fleet // '-', $truth, $waiting);
+        $first_fill //= $now if defined $fleet && $fleet >= 0.98 * $o{max};
+        my $settling = $stopped == 1
+            || ($stopped == 2 && $now < $cont_at + 2 * $interval);
+        push @samples, [$now, $fleet, $truth, $waiting] if defined $first_fill
+            && $now >= $first_fill + 2 * $interval && !$settling;
+        push @outage, [$now, $truth, $waiting] if $settling;
+    }
+    # The next client due.
+    my $due;
+    for (@c) { $due = $_ if $_->{state} ne 'done' && (!$due || $_->{at} < $due->{at}) }
+    last unless $due;
+    if ($due->{at} > $now) {
+        sleep(min($due->{at} - $now, max($next_sample - $now, 0.001)));
+        next;
+    }
+    my $cl = $due;
+    my $port = $o{routing} eq 'rr' ? pick_node() : $cl->{node};
+    my %h = (Accept => 'application/json');
+    $h{Cookie} = "$cookie_name=$cl->{cookie}" if $cl->{cookie};
+    my $s = time;
+    my $res = $http{$port}->get("http://127.0.0.1:$port/", { headers => \%h });
+    my $took = time - $s;
+    $slowest = $took if $took > $slowest;
+    $slowest_stop = $took if $stopped == 1 && $took > $slowest_stop;
+    $stat{requests}++;
+    for my $sc (ref $res->{headers}{'set-cookie'} ? @{$res->{headers}{'set-cookie'}}
+            : grep { defined } $res->{headers}{'set-cookie'}) {
+        $cl->{cookie} = $1 if $sc =~ /^\Q$cookie_name\E=([^;]+)/;
+    }
+    my $t = time;
+    if ($res->{status} == 307) {
+        $cl->{arrival} = $t;
+        $cl->{state} = 'waiting';
+        $cl->{at} = $t;
+    } elsif ($res->{status} == 200) {
+        if ($cl->{state} ne 'admitted') {
+            $first_admit //= $t;
+            $stat{admitted}++;
+            $cl->{state} = 'admitted';
+            $cl->{until} = $t + $smin + rand($smax - $smin);
+            $youngest_admitted = $cl->{arrival} if $cl->{arrival} > $youngest_admitted;
+            push @admissions, [$t, $cl->{arrival}];
+            trace('admit', $cl->{id}, $port, sprintf('%.3f', $cl->{arrival} - $t0));
+        }
+        $cl->{last} = $t;
+        $cl->{at} = $t + $o{every} * (0.9 + rand(0.2));
+        $cl->{state} = 'done' if $cl->{at} > $cl->{until};
+    } elsif ($res->{status} == 503 && $res->{content} =~ /"position":(\d+).*"refresh_seconds":(\d+)/) {
+        my ($shown, $refresh) = ($1, $2);
+        trace('wait', $cl->{id}, $port, sprintf('%.3f', $cl->{arrival} - $t0), $shown,
+            true_position($cl), $refresh);
+        $stat{waits}++;
+        # Told to wait: was someone who came more than an interval later let in more than an
+        # interval ago?
+        for my $a (@admissions) {
+            next unless $a->[1] > $cl->{arrival} + $interval && $a->[0] < $t - $interval;
+            $stat{inversions}++;
+            trace('inversion', $cl->{id}, sprintf('%.3f %.3f %.3f', $cl->{arrival} - $t0,
+                $a->[1] - $t0, $a->[0] - $t0));
+            last;
+        }
+        my $true = true_position($cl);
+        # Allowed: what moved in the last two intervals, and the spacing of the picture's
+        # samples of the line (96 along it).
+        my $waiting = grep { $_->{state} eq 'waiting' } @c;
+        my $slack = grep { $_->[0] > $t - 2 * $interval } @admissions;
+        $slack += grep { $_->{arrival} && $_->{arrival} > $t - 2 * $interval } @c;
+        $slack += int($waiting / 48) + 3;
+        push @pos_err, [abs($shown - $true), $slack, $t];
+        trace('poserr', $cl->{id}, $shown, $true, $slack) if abs($shown - $true) > $slack;
+        $cl->{at} = $t + $refresh * (0.9 + rand(0.2));
+    } else {
+        $stat{other}++;
+        $cl->{at} = $t + 1;
+    }
+}
+kill 'CONT', $o{'redis-pid'} if $stopped == 1;
+
+my $calls = script_calls() - $calls0;
+my $draws = sum(map { (metric($_, 'fleet_draws_total') // 0) - $draws0{$_} } @ports);
+my $elapsed = time - $t0;
+my $syncs_bound = int(@ports * ($elapsed / $interval + 1));
+
+my @fleet = grep { defined } map { $_->[1] } @samples;
+my @fleet_w = grep { defined } map { $_->[3] > 0 ? $_->[1] : undef } @samples;
+my @truth = map { $_->[2] } @samples;
+my @truth_w = map { $_->[3] > 0 ? $_->[2] : () } @samples;
+my @errs = sort { $a <=> $b } map { $_->[0] } @pos_err;
+my $pct = sub { @errs ? $errs[int($_[0] * $#errs)] : 0 };
+my $err_over = grep { $_->[0] > $_->[1] && $_->[2] >= ($first_fill // 0) } @pos_err;
+
+my %out = (
+    requests => $stat{requests} // 0, admitted => $stat{admitted} // 0,
+    waits => $stat{waits} // 0, other => $stat{other} // 0,
+    still_waiting => scalar(grep { $_->{state} eq 'waiting' } @c),
+    samples => scalar(@samples),
+    fleet_max => @fleet ? max(@fleet) : -1, fleet_min_waiting => @fleet_w ? min(@fleet_w) : -1,
+    truth_max => @truth ? max(@truth) : -1, truth_min_waiting => @truth_w ? min(@truth_w) : -1,
+    inversions => $stat{inversions} // 0,
+    pos_err_p50 => $pct->(0.5), pos_err_p99 => $pct->(0.99), pos_err_max => $pct->(1),
+    pos_err_over_bound => $err_over,
+    redis_calls => $calls, draws => $draws, syncs_bound => $syncs_bound,
+    slowest_s => sprintf('%.3f', $slowest),
+    first_fill_s => defined $first_fill ? sprintf('%.2f', $first_fill - $t0) : -1,
+);
+if ($o{'stop-redis-at'}) {
+    my @t = map { $_->[1] } @outage;
+    $out{truth_min_outage} = @t ? min(@t) : -1;
+    $out{truth_max_outage} = @t ? max(@t) : -1;
+    $out{slowest_during_stop_s} = sprintf('%.3f', $slowest_stop);
+    $out{reconverged_s} = defined $reconverged ? sprintf('%.2f', $reconverged) : -1;
+}
+print "$_ $out{$_}\n" for sort keys %out;
+
+exit 0 unless $o{check};
+my @bad;
+push @bad, "no samples" unless @samples;
+push @bad, "nobody waited" unless @fleet_w;
+push @bad, "fleet_max $out{fleet_max} > 1.02 x $o{max}" if $out{fleet_max} > 1.02 * $o{max};
+push @bad, "fleet_min_waiting $out{fleet_min_waiting} < 0.98 x $o{max}"
+    if @fleet_w && $out{fleet_min_waiting} < 0.98 * $o{max};
+push @bad, "$out{inversions} inversions" if $out{inversions};
+push @bad, "$err_over positions off by more than two intervals of moves" if $err_over;
+push @bad, "redis_calls $calls > $syncs_bound + $draws + 2 x nodes"
+    if $calls > $syncs_bound + $draws + 2 * @ports;
+push @bad, "other answers: $out{other}" if $out{other};
+if ($o{'stop-redis-at'}) {
+    push @bad, "a request took $out{slowest_during_stop_s} s while Redis was stopped"
+        if $slowest_stop >= 0.1;
+    push @bad, "reconverged in $out{reconverged_s} s"
+        if !defined $reconverged || $reconverged > 2 * $interval + 0.3;
+    push @bad, "truth_max_outage $out{truth_max_outage} > 1.02 x $o{max}"
+        if $out{truth_max_outage} > 1.02 * $o{max};
+}
+if (@bad) { print "FAIL: $_\n" for @bad; exit 1 }
+print "within bounds\n";
