@@ -57,8 +57,13 @@ origin
 # The node meets the fleet on its own, with no traffic.
 until 3: M GET /m => 200; body =~ /smart_limit_fleet_syncs_total\{room="shop"\} [1-9]/
 A GET / => 200; body =~ /origin/
-B GET / => 200
+# The node's share of an interval is 80 % of the free places (1 of 2, the fraction carried
+# over); the rest is the fleet's pool. B's turn has come but the share is used up: B is told
+# to come back in a moment, and the node draws a place from the pool in the background.
+B GET / Accept: application/json => 503; json.position == 1; header Retry-After =~ /^1$/
+# C came after B: the drawn place is B's, not C's.
 C GET / Accept: application/json => 503; json.position == 1
+until 3: B GET / => 200; body =~ /origin/
 D GET / Accept: application/json => 503; json.position >= 1
 # The next picture has both in the fleet's line, in arrival order.
 sleep 0.5
@@ -89,7 +94,10 @@ M GET /m => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 1\n/; body =~ /
 node $TEST_NGINX_INSTANCE
 --- steps
 until 3: M GET /m @3 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 3\n/
-A GET / @1 => 200; body =~ /node 1/
+# One free place shared by three nodes: no node's share is a whole place yet, so A's place
+# is drawn from the fleet's pool while A is told to come back in a moment.
+A GET / @1 => 503
+until 3: A GET / @1 => 200; body =~ /node 1/
 # A's ticket is good everywhere; it is one active session however many nodes see it.
 A GET / @2 => 200; body =~ /node 2/
 A GET / @3 => 200; body =~ /node 3/
@@ -101,12 +109,13 @@ sleep 0.6
 redis ZCARD smart_limit:{shop}:active => /^1$/
 B GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 2
 C GET / @1 Accept: application/json => 503; json.position == 2
-# A goes quiet: its place frees after the active window, and B (first in line) takes it,
-# whichever node it asks; C, polling as often, waits.
+# A goes quiet: its place frees after the active window, and B (first in line) takes it on
+# whichever node it asks, here one it never asked before; C, who came later, waits.
 sleep 2.2
-until 3: C GET / @2 Accept: application/json => 503; json.position == 1
-B GET / @3 => 200; body =~ /node 3/
-C GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 1
+until 3: B GET / @3 => 200; body =~ /node 3/
+C GET / @2 Accept: application/json => 503
+until 3: C GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 1
+redis ZCARD smart_limit:{shop}:active => /^1$/
 --- no_error_log
 [error]
 
