@@ -412,9 +412,11 @@ impl<'m> FleetNode<'m> {
         if !self.pool_empty() {
             self.hdr.want += 1;
         }
-        // The places drawn for those turned away are theirs: until the next picture, nobody
-        // who came after the earliest of them is let in ahead of it.
-        self.hdr.cursor = self.hdr.cursor.min(arrival);
+        // The picture said nobody waits, and now someone does: until the next picture,
+        // nobody who came later is let in ahead of it (the place drawn for it is its own).
+        if self.hdr.cursor == u64::MAX {
+            self.hdr.cursor = arrival;
+        }
         match self.wait(arrival, cfg) {
             FleetVerdict::Wait {
                 position,
@@ -427,6 +429,18 @@ impl<'m> FleetNode<'m> {
             },
             other => other,
         }
+    }
+
+    /// The same client once the pool's answer to its draw is in (it was turned away because
+    /// the node's share was used up): in if its turn still holds and a place came; otherwise
+    /// it waits like anyone else. Not counted as another poll.
+    pub fn claim(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        if self.eligible(arrival) && self.hdr.quota_left > 0 {
+            self.hdr.quota_left -= 1;
+            self.admit(sid, now);
+            return FleetVerdict::Admit;
+        }
+        self.wait(arrival, cfg)
     }
 
     fn pool_empty(&self) -> bool {
@@ -1206,6 +1220,31 @@ mod tests {
         ));
         // ... which B finds when it comes back.
         assert_eq!(n.visit(2, 1020, 1500, &c), FleetVerdict::Admit);
+        // D, who came before B, is turned away: its request waits for the draw and claims
+        // the place it brought.
+        assert!(matches!(
+            n.visit(4, 1005, 1510, &c),
+            FleetVerdict::Wait {
+                eta_secs: Some(0),
+                ..
+            }
+        ));
+        assert_eq!(n.take_draw(1510, &c), Some(1));
+        n.drawn(1, Some(1));
+        assert_eq!(n.claim(4, 1005, 1512, &c), FleetVerdict::Admit);
+        // The pool had nothing for E (who came before D): it waits, by its place in the line.
+        assert!(matches!(
+            n.visit(5, 1002, 1520, &c),
+            FleetVerdict::Wait { .. }
+        ));
+        assert_eq!(n.take_draw(1520, &c), Some(1));
+        n.drawn(1, Some(0));
+        assert!(matches!(
+            n.claim(5, 1002, 1522, &c),
+            FleetVerdict::Wait { .. }
+        ));
+        let admitted: Vec<u64> = n.take_report().admitted.iter().map(|e| e.sid).collect();
+        assert_eq!(admitted, vec![1, 2, 4]);
     }
 
     #[test]

@@ -357,16 +357,16 @@ impl Engine {
 
     /// A waiting client's request, as `src/store/fleet.rs` serves it: the node's verdict,
     /// then (Redis reachable) a pool draw if the node turned away clients whose turn it was.
-    /// The draw runs in the background in the module; here its answer comes back at once, so
-    /// its places go to the next clients whose turn it is (never to this one, already
-    /// answered).
+    /// A request that was turned away and sent the draw waits for its answer and claims a
+    /// place it brought; here the answer comes back at once (a loopback round trip is far
+    /// below the virtual clock's step).
     fn poll(&mut self, c: usize, now: u64) {
         let n = self.route(c);
         let (sid, arrival) = (sid(c), self.clients[c].arrival);
         let outage = self.in_outage(now);
         self.out.visits += 1;
         let mut node = self.zones[n].node();
-        let verdict = node.visit(sid, arrival, now, &self.cfg);
+        let mut verdict = node.visit(sid, arrival, now, &self.cfg);
         if !outage {
             if let Some(want) = node.take_draw(now, &self.cfg) {
                 let granted = self.model.draw(n as u64 + 1, now, want);
@@ -374,6 +374,12 @@ impl Engine {
                 self.out.draws += 1;
                 self.out.places_asked += want;
                 self.out.places_granted += granted;
+                if let FleetVerdict::Wait {
+                    eta_secs: Some(0), ..
+                } = verdict
+                {
+                    verdict = node.claim(sid, arrival, now, &self.cfg);
+                }
             }
         }
         match verdict {

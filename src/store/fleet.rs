@@ -37,7 +37,7 @@ use smart_limit_core::redis::ReplyError;
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
 use smart_limit_core::rules::Mode;
 
-use super::{Decision, StoreError, Zone};
+use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
 use crate::conf::MainConf;
 use crate::log::LogThrottle;
@@ -108,18 +108,22 @@ enum Step {
     Done(Verdict),
     /// No picture yet: the zone's on_error policy.
     Unknown,
+    /// Waiting for the pool's answer to the draw this visit sent.
+    Drawing,
 }
 
 impl Zone {
-    /// A client without a valid admitted ticket, decided on this node.
+    /// A client without a valid admitted ticket, decided on this node. Only a client whose
+    /// turn it is, when the node's share of the interval is used up, waits for Redis: for the
+    /// draw from the fleet's pool its visit sent (one atomic call, bounded by `timeout=`).
     pub(super) fn fleet_visit(
         &'static self,
         fs: &'static FleetStore,
         v: Visit,
         now: u64,
-    ) -> Result<Decision, StoreError> {
+    ) -> Answer<Result<Decision, StoreError>> {
         if let Some(throttled) = self.flood_refused(&v, now) {
-            return Ok(throttled.into());
+            return Answer::Now(Ok(throttled.into()));
         }
         let mut draw = None;
         let step = self.shm.with_fleet(|room, node| {
@@ -151,6 +155,11 @@ impl Zone {
             }
             match verdict {
                 FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),
+                // Its turn, but the share is used up, and this visit sent the draw: the
+                // request waits for the pool's answer.
+                FleetVerdict::Wait {
+                    eta_secs: Some(0), ..
+                } if draw.is_some() => Step::Drawing,
                 FleetVerdict::Wait {
                     position,
                     queue_len,
@@ -159,24 +168,75 @@ impl Zone {
                 FleetVerdict::Unknown => Step::Unknown,
             }
         });
-        if let Some((node_id, want)) = draw {
-            self.fleet_draw(fs, node_id, want, now);
+        let step = match step {
+            Ok(step) => step,
+            Err(e) => return Answer::Now(Err(e)),
+        };
+        let Some((node_id, want)) = draw else {
+            return Answer::Now(self.fleet_decided(step, v, now));
+        };
+        let draw = self.fleet_draw(fs, node_id, want, now);
+        if !matches!(step, Step::Drawing) {
+            // Drawn for clients turned away earlier, while another draw was out.
+            ngx::async_::spawn(async move {
+                let granted = draw.await;
+                let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
+            })
+            .detach();
+            return Answer::Now(self.fleet_decided(step, v, now));
         }
-        match step? {
+        Answer::Later(Box::pin(async move {
+            let granted = draw.await;
+            let now = now_ms();
+            // The places and this client's claim under one lock: no other worker takes them
+            // in between.
+            let step = self.shm.with_fleet(|room, node| {
+                node.drawn(want, granted);
+                Step::Done(match node.claim(v.sid, v.arrival, now, &fs.cfg) {
+                    FleetVerdict::Admit => admitted(room, v.sid, now),
+                    FleetVerdict::Wait {
+                        position,
+                        queue_len,
+                        eta_secs,
+                    } => waiting(room, &v, position, queue_len, eta_secs),
+                    FleetVerdict::Unknown => waiting(room, &v, 0, 0, None),
+                })
+            })?;
+            self.fleet_decided(step, v, now)
+        }))
+    }
+
+    fn fleet_decided(&self, step: Step, v: Visit, now: u64) -> Result<Decision, StoreError> {
+        match step {
             Step::Done(verdict) => {
                 self.remember(&verdict, v.sid, now);
                 Ok(verdict.into())
             }
             Step::Unknown => self.store_failed(v, now, None),
+            // Not reached: a drawing step is decided once the draw is in.
+            Step::Drawing => Ok(Verdict::Wait(Place {
+                sid: v.sid,
+                qnum: 1,
+                position: 0,
+                queue_len: 0,
+                eta_secs: Some(0),
+            })
+            .into()),
         }
     }
 
-    /// The node's share is used up and clients whose turn it is were told to come back in a
-    /// moment: places from the fleet's pool, in the background (no request waits for it). No
-    /// answer is no places, and no more draws this interval.
-    fn fleet_draw(&'static self, fs: &'static FleetStore, node_id: u64, want: u64, now: u64) {
+    /// The node's share is used up and clients whose turn it is were turned away: places from
+    /// the fleet's pool (one atomic script call, at most one in flight per node), for
+    /// [`FleetNode::drawn`]. No answer (None) is no places, and no more draws this interval.
+    fn fleet_draw(
+        &'static self,
+        fs: &'static FleetStore,
+        node_id: u64,
+        want: u64,
+        now: u64,
+    ) -> impl core::future::Future<Output = Option<u64>> + 'static {
         let window = window_end(now, fs.cfg.interval_ms);
-        ngx::async_::spawn(async move {
+        async move {
             let reply = fs
                 .client
                 .eval(|form| fs.script.draw(form, node_id, window, 0, want))
@@ -193,9 +253,8 @@ impl Zone {
                 // No reply: the client has logged the failure burst.
                 Err(_) => None,
             };
-            let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
-        })
-        .detach();
+            granted
+        }
     }
 
     /// A valid admitted ticket: the room's look (mode, request rate, counted as active here),

@@ -190,7 +190,7 @@ impl Zone {
             }
         }
         if let Some(fs) = &self.fleet {
-            return Answer::Now(self.fleet_visit(fs, v, now));
+            return self.fleet_visit(fs, v, now);
         }
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
