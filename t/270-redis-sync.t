@@ -57,13 +57,12 @@ origin
 # The node meets the fleet on its own, with no traffic.
 until 3: M GET /m => 200; body =~ /smart_limit_fleet_syncs_total\{room="shop"\} [1-9]/
 A GET / => 200; body =~ /origin/
-# The node's share of an interval is 80 % of the free places (1 of 2, the fraction carried
-# over); the rest is the fleet's pool. B's turn has come but the share is used up: B is told
-# to come back in a moment, and the node draws a place from the pool in the background.
-B GET / Accept: application/json => 503; json.position == 1; header Retry-After =~ /^1$/
-# C came after B: the drawn place is B's, not C's.
+# The node's share of an interval is 80 % of the free places (1 or 2 of 2, fractions carried
+# over); the rest is the fleet's pool. B's turn has come: if the share is used up, B's request
+# draws a place from the pool (one atomic call) and takes it.
+B GET / => 200; body =~ /origin/
+# Full: C and D wait, C first.
 C GET / Accept: application/json => 503; json.position == 1
-until 3: B GET / => 200; body =~ /origin/
 D GET / Accept: application/json => 503; json.position >= 1
 # The next picture has both in the fleet's line, in arrival order.
 sleep 0.5
@@ -94,10 +93,9 @@ M GET /m => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 1\n/; body =~ /
 node $TEST_NGINX_INSTANCE
 --- steps
 until 3: M GET /m @3 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 3\n/
-# One free place shared by three nodes: no node's share is a whole place yet, so A's place
-# is drawn from the fleet's pool while A is told to come back in a moment.
-A GET / @1 => 503
-until 3: A GET / @1 => 200; body =~ /node 1/
+# One free place shared by three nodes: no node's share is a whole place yet, so A's request
+# draws it from the fleet's pool.
+A GET / @1 => 200; body =~ /node 1/
 # A's ticket is good everywhere; it is one active session however many nodes see it.
 A GET / @2 => 200; body =~ /node 2/
 A GET / @3 => 200; body =~ /node 3/
