@@ -299,6 +299,11 @@ impl FleetModel {
         };
         self.nodes.insert(node_id, me);
         let mut samples = Vec::new();
+        // Every rank at the head, then spaced evenly so that the rest reach the tail.
+        let spread = queue_len
+            .saturating_sub(FIRST_RANKS)
+            .div_ceil(SAMPLES - FIRST_RANKS)
+            .max(1);
         let (mut rank, mut step) = (0u64, 1u64);
         for _ in 0..SAMPLES {
             if rank >= queue_len {
@@ -306,8 +311,8 @@ impl FleetModel {
             }
             let Some(a) = self.at_rank(rank) else { break };
             samples.push(Sample { rank, arrival: a });
-            if rank >= FIRST_RANKS {
-                step = step.max(queue_len / SAMPLES);
+            if rank + 1 >= FIRST_RANKS {
+                step = spread;
             }
             rank += step;
         }

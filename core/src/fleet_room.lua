@@ -228,7 +228,9 @@ end
 
 save()
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving}
--- Samples of the line (rank, arrival): every rank at the head, then spaced out to the tail.
+-- Samples of the line (rank, arrival): every rank at the head, then spaced evenly so that
+-- the rest reach the tail.
+local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / (SAMPLES - FIRST_RANKS)))
 local rank, step = 0, 1
 for _ = 1, SAMPLES do
   if rank >= queue_len then break end
@@ -236,7 +238,7 @@ for _ = 1, SAMPLES do
   if #r < 2 then break end
   reply[#reply + 1] = rank
   reply[#reply + 1] = tonumber(r[2])
-  if rank >= FIRST_RANKS then step = math.max(step, math.floor(queue_len / SAMPLES)) end
+  if rank + 1 >= FIRST_RANKS then step = spread end
   rank = rank + step
 end
 if queue_len > 0 then

@@ -131,6 +131,23 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
 }
 
 #[test]
+fn samples_of_a_long_line_reach_its_tail_evenly() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "samples", cfg(1));
+    // 190 waiters: the head rank by rank, then evenly to the tail, never a gap wider than
+    // the spread (a line longer than the samples once had its last half interpolated from
+    // one pair of samples).
+    let list: Vec<(u64, u64)> = (0..190).map(|i| (1000 + i, 10 * (i + 1))).collect();
+    let p = t.sync(1, BASE + 10_000, &waiters(&list));
+    assert_eq!(p.queue_len, 190);
+    let ranks: Vec<u64> = p.samples.iter().map(|s| s.rank).collect();
+    assert_eq!(ranks[..32], (0..32).collect::<Vec<_>>()[..]);
+    assert_eq!(ranks.last(), Some(&189));
+    let widest = ranks.windows(2).map(|w| w[1] - w[0]).max();
+    assert_eq!(widest, Some(3), "{ranks:?}");
+}
+
+#[test]
 fn a_session_seen_on_every_node_counts_once() {
     let Some(srv) = start() else { return };
     let mut t = Twin::new(srv.port, "once", cfg(10));

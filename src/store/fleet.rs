@@ -23,6 +23,9 @@
 
 use core::cell::Cell;
 use core::ffi::c_void;
+use core::future::Future;
+use core::task::Poll;
+use core::time::Duration;
 
 use ngx::ffi::{ngx_conf_t, ngx_cycle_t, ngx_pid, NGX_LOG_ERR};
 use ngx::ngx_log_error;
@@ -43,6 +46,10 @@ use crate::conf::MainConf;
 use crate::log::LogThrottle;
 use crate::net::redis::{Client, ClientConfig};
 use crate::ticker::Ticker;
+
+/// How long a request waits for the pool draw it sent, at most (Redis answers a draw in well
+/// under a millisecond; a hung Redis must not hold the request for the whole `timeout=`).
+const DRAW_WAIT: Duration = Duration::from_millis(50);
 
 /// The fleet side of a zone with `sync=`. Per worker after fork: the connection, the timer.
 pub struct FleetStore {
@@ -186,12 +193,31 @@ impl Zone {
             return Answer::Now(self.fleet_decided(step, v, now));
         }
         Answer::Later(Box::pin(async move {
-            let granted = draw.await;
+            let mut draw = Box::pin(draw);
+            let mut limit = Box::pin(ngx::async_::sleep(DRAW_WAIT));
+            let answered = core::future::poll_fn(|cx| {
+                if let Poll::Ready(granted) = draw.as_mut().poll(cx) {
+                    return Poll::Ready(Some(granted));
+                }
+                limit.as_mut().poll(cx).map(|()| None)
+            })
+            .await;
+            if answered.is_none() {
+                // Redis is slow: the client is told to come back in a moment; the places
+                // the draw brings, if any, go to the next clients whose turn it is.
+                ngx::async_::spawn(async move {
+                    let granted = draw.await;
+                    let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
+                })
+                .detach();
+            }
             let now = now_ms();
             // The places and this client's claim under one lock: no other worker takes them
             // in between.
             let step = self.shm.with_fleet(|room, node| {
-                node.drawn(want, granted);
+                if let Some(granted) = answered {
+                    node.drawn(want, granted);
+                }
                 Step::Done(match node.claim(v.sid, v.arrival, now, &fs.cfg) {
                     FleetVerdict::Admit => admitted(room, v.sid, now),
                     FleetVerdict::Wait {
