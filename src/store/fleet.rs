@@ -267,7 +267,7 @@ impl Zone {
                 .client
                 .eval(|form| fs.script.draw(form, node_id, window, 0, want))
                 .await;
-            let granted = match reply.map(|value| draw_reply(&value)) {
+            match reply.map(|value| draw_reply(&value)) {
                 Ok(Ok(granted)) => {
                     fs.client.reply_was_good();
                     Some(granted)
@@ -278,8 +278,7 @@ impl Zone {
                 }
                 // No reply: the client has logged the failure burst.
                 Err(_) => None,
-            };
-            granted
+            }
         }
     }
 
