@@ -26,11 +26,10 @@ use core::pin::Pin;
 
 use ngx::core::Status;
 use ngx::ffi::{
-    ngx_array_push, ngx_conf_t, ngx_http_finalize_request, ngx_http_handler_pt,
-    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t,
+    ngx_conf_t, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t,
     NGX_HTTP_TOO_MANY_REQUESTS, NGX_LOG_ERR, NGX_LOG_WARN,
 };
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet_room;
 use smart_limit_core::page::{ViewStatus, WaitView};
@@ -45,23 +44,13 @@ use crate::cookie;
 use crate::ctx::{Decided, Outcome, PendingDecision, RequestCtx, Suspended};
 use crate::endpoint::poll;
 use crate::inflight;
-use crate::request::{self, HeaderValue, RequestExt, INTERNAL_ERROR};
+use crate::request::{self, HeaderValue, RequestExt, DECLINED, INTERNAL_ERROR};
 use crate::store::{Answer, Decision, StoreError, Zone};
 use crate::Module;
 
-const DECLINED: ngx_int_t = Status::NGX_DECLINED.0;
-
 /// Puts the handler in the PREACCESS phase (postconfiguration).
 pub fn install(cf: &mut ngx_conf_t) -> Result<(), ()> {
-    let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;
-    let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
-    // SAFETY: the phase's handler array belongs to the core module's main configuration,
-    // which is being built; a push gives room for one handler pointer or null.
-    let h = unsafe { ngx_array_push(&mut phase.handlers) }.cast::<ngx_http_handler_pt>();
-    // SAFETY: null, or a fresh element of the handler array.
-    let h = unsafe { h.as_mut() }.ok_or(())?;
-    *h = Some(preaccess_handler);
-    Ok(())
+    request::install_preaccess(cf, preaccess_handler)
 }
 
 unsafe extern "C" fn preaccess_handler(r: *mut ngx_http_request_t) -> ngx_int_t {

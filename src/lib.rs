@@ -44,6 +44,7 @@ mod log;
 mod net;
 mod rate;
 mod request;
+mod shared_zone;
 mod store;
 mod ticker;
 mod vars;

@@ -11,14 +11,34 @@ use core::ptr;
 
 use ngx::core::{Buffer, Status, TemporaryBuffer};
 use ngx::ffi::{
-    ngx_buf_t, ngx_chain_t, ngx_http_complex_value_t, ngx_http_request_t, ngx_int_t, ngx_list_push,
-    ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT,
+    ngx_array_push, ngx_buf_t, ngx_chain_t, ngx_conf_t, ngx_http_complex_value_t,
+    ngx_http_handler_pt, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t,
+    ngx_list_push, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT,
 };
-use ngx::http::{HTTPStatus, Request};
+use ngx::http::{HTTPStatus, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::page::Out;
 
 pub const INTERNAL_ERROR: ngx_int_t = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
+/// A phase handler's "not mine, go on".
+pub const DECLINED: ngx_int_t = Status::NGX_DECLINED.0;
+
+/// Adds `handler` to the PREACCESS phase (postconfiguration). nginx runs a phase's handlers
+/// last-installed first.
+pub fn install_preaccess(
+    cf: &mut ngx_conf_t,
+    handler: unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t,
+) -> Result<(), ()> {
+    let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;
+    let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
+    // SAFETY: the phase's handler array belongs to the core module's main configuration,
+    // which is being built; a push gives room for one handler pointer or null.
+    let h = unsafe { ngx_array_push(&mut phase.handlers) }.cast::<ngx_http_handler_pt>();
+    // SAFETY: null, or a fresh element of the handler array.
+    let h = unsafe { h.as_mut() }.ok_or(())?;
+    *h = Some(handler);
+    Ok(())
+}
 
 /// Runs a request entry point on the request nginx passed: `what` names it in the alert a
 /// panic leaves, and the request then gets `on_panic`.

@@ -8,10 +8,23 @@ use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_void;
 use core::panic::AssertUnwindSafe;
 
-use ngx::ffi::{ngx_add_timer, ngx_del_timer, ngx_event_t, ngx_exiting, ngx_quit, ngx_terminate};
+use ngx::ffi::{
+    ngx_add_timer, ngx_del_timer, ngx_event_t, ngx_exiting, ngx_pid, ngx_quit, ngx_terminate,
+};
 use smart_limit_core::fleet_rate::next_tick_in;
+use smart_limit_core::leader::Leader;
 
 use crate::clock::now_ms;
+
+/// This worker as a candidate to lead its node's syncs, under the configuration of
+/// `generation`.
+pub fn this_worker(generation: u32) -> Leader {
+    Leader {
+        // SAFETY: a plain global nginx sets once per process.
+        pid: unsafe { ngx_pid } as u32,
+        generation,
+    }
+}
 
 /// What a tick runs: the zone (a `&'static` in the cycle pool) and whether the worker is
 /// shutting down (then the work resigns and the timer stops).

@@ -36,8 +36,8 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::leader::Leadership;
 use crate::parse::{
-    key_prefix, parse_rate, parse_time_ms, split_param_in, ConfError, DEFAULT_PREFIX,
-    MAX_TIMEOUT_MS,
+    key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError,
+    DEFAULT_PREFIX,
 };
 use crate::redis::{count, ints, Form, ReplyError, BACKOFF_MAX_MS};
 use crate::redis_params::{RedisParams, REDIS_PARAMS};
@@ -183,20 +183,8 @@ impl RateZoneParams {
             "rate" => self.rate_milli = rate_value(value)?,
             p if RedisParams::knows(p) => self.redis.set(p, value)?,
             "prefix" => self.prefix = key_prefix(value)?,
-            "interval" => {
-                let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
-                if !(MIN_INTERVAL_MS..=MAX_INTERVAL_MS).contains(&ms) {
-                    return Err("must be between 100ms and 60s".to_string());
-                }
-                self.interval_ms = ms;
-            }
-            "timeout" => {
-                let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
-                if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
-                    return Err("must be between 1ms and 60s".to_string());
-                }
-                self.timeout_ms = ms;
-            }
+            "interval" => self.interval_ms = sync_interval(value)?,
+            "timeout" => self.timeout_ms = store_timeout(value)?,
             "local" => self.local_milli = Some(rate_value(value)?),
             "fallback" => {
                 let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
@@ -725,7 +713,7 @@ pub struct SyncScript {
 impl SyncScript {
     pub fn new(p: &RateZoneParams) -> SyncScript {
         SyncScript {
-            sha: ::redis::Script::new(SYNC_SCRIPT).get_hash().to_string(),
+            sha: crate::redis::sha_of(SYNC_SCRIPT),
             key: format!("{}:{{{}}}:rate", p.prefix, p.name),
             stale_ms: p.stale_ms(),
             ttl_ms: p.key_ttl_ms(),
@@ -734,21 +722,11 @@ impl SyncScript {
 
     /// `SCRIPT LOAD`, sent first on every new connection.
     pub fn load_command() -> Vec<u8> {
-        ::redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(SYNC_SCRIPT)
-            .get_packed_command()
+        crate::redis::load_command_of(SYNC_SCRIPT)
     }
 
     pub fn call(&self, form: Form, a: &SyncArgs) -> Vec<u8> {
-        let mut cmd = match form {
-            Form::Sha => ::redis::cmd("EVALSHA"),
-            Form::Text => ::redis::cmd("EVAL"),
-        };
-        match form {
-            Form::Sha => cmd.arg(&self.sha),
-            Form::Text => cmd.arg(SYNC_SCRIPT),
-        };
+        let mut cmd = crate::redis::script_call(form, &self.sha, SYNC_SCRIPT);
         cmd.arg(1)
             .arg(&self.key)
             .arg(a.node_id)

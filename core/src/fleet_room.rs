@@ -404,9 +404,7 @@ impl<'m> FleetNode<'m> {
         if !self.eligible(arrival) {
             return self.wait(arrival, cfg);
         }
-        if self.hdr.quota_left > 0 {
-            self.hdr.quota_left -= 1;
-            self.admit(sid, now);
+        if self.take_place(sid, now) {
             return FleetVerdict::Admit;
         }
         if !self.pool_empty() {
@@ -435,12 +433,20 @@ impl<'m> FleetNode<'m> {
     /// the node's share was used up): in if its turn still holds and a place came; otherwise
     /// it waits like anyone else. Not counted as another poll.
     pub fn claim(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
-        if self.eligible(arrival) && self.hdr.quota_left > 0 {
-            self.hdr.quota_left -= 1;
-            self.admit(sid, now);
+        if self.eligible(arrival) && self.take_place(sid, now) {
             return FleetVerdict::Admit;
         }
         self.wait(arrival, cfg)
+    }
+
+    /// One place of the node's share (or of its draws), if any is left: taken by `sid`.
+    fn take_place(&mut self, sid: u64, now: u64) -> bool {
+        if self.hdr.quota_left == 0 {
+            return false;
+        }
+        self.hdr.quota_left -= 1;
+        self.admit(sid, now);
+        true
     }
 
     fn pool_empty(&self) -> bool {
@@ -894,7 +900,7 @@ impl FleetScript {
     pub fn new(prefix: &str, room: &str, cfg: FleetConfig) -> FleetScript {
         let base = format!("{prefix}:{{{room}}}");
         FleetScript {
-            sha: ::redis::Script::new(FLEET_SCRIPT).get_hash().to_string(),
+            sha: crate::redis::sha_of(FLEET_SCRIPT),
             keys: [
                 format!("{base}:fleet"),
                 format!("{base}:active"),
@@ -906,21 +912,11 @@ impl FleetScript {
     }
 
     pub fn load_command() -> Vec<u8> {
-        ::redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(FLEET_SCRIPT)
-            .get_packed_command()
+        crate::redis::load_command_of(FLEET_SCRIPT)
     }
 
     fn head(&self, form: Form, op: &str, node_id: u64, window: u64, now: u64) -> ::redis::Cmd {
-        let mut cmd = match form {
-            Form::Sha => ::redis::cmd("EVALSHA"),
-            Form::Text => ::redis::cmd("EVAL"),
-        };
-        match form {
-            Form::Sha => cmd.arg(&self.sha),
-            Form::Text => cmd.arg(FLEET_SCRIPT),
-        };
+        let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
         let c = &self.cfg;
         cmd.arg(4)
             .arg(&self.keys[0])

@@ -703,8 +703,8 @@ pub(crate) fn store_timeout(value: &str) -> Result<u64, String> {
     Ok(ms)
 }
 
-/// `sync=`: 100ms to 60s.
-fn sync_interval(value: &str) -> Result<u64, String> {
+/// `sync=` (and a rate zone's `interval=`): 100ms to 60s.
+pub(crate) fn sync_interval(value: &str) -> Result<u64, String> {
     let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
     if !(crate::fleet_rate::MIN_INTERVAL_MS..=crate::fleet_rate::MAX_INTERVAL_MS).contains(&ms) {
         return Err("must be between 100ms and 60s".to_string());

@@ -16,7 +16,37 @@ pub const ROOM_SCRIPT: &str = include_str!("room.lua");
 
 /// SHA-1 of [`ROOM_SCRIPT`], the name `EVALSHA` calls it by.
 pub fn script_sha() -> String {
-    ::redis::Script::new(ROOM_SCRIPT).get_hash().to_string()
+    sha_of(ROOM_SCRIPT)
+}
+
+/// SHA-1 of a script: the name `EVALSHA` calls it by.
+pub fn sha_of(script: &str) -> String {
+    ::redis::Script::new(script).get_hash().to_string()
+}
+
+/// `SCRIPT LOAD` of a script, sent first on every new connection so `EVALSHA` finds it.
+pub fn load_command_of(script: &str) -> Vec<u8> {
+    ::redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script)
+        .get_packed_command()
+}
+
+/// A call of a script by its name (`EVALSHA sha`) or, once the server has lost it, by its text
+/// (`EVAL`); the number of keys and the arguments follow.
+pub fn script_call(form: Form, sha: &str, script: &str) -> ::redis::Cmd {
+    match form {
+        Form::Sha => {
+            let mut cmd = ::redis::cmd("EVALSHA");
+            cmd.arg(sha);
+            cmd
+        }
+        Form::Text => {
+            let mut cmd = ::redis::cmd("EVAL");
+            cmd.arg(script);
+            cmd
+        }
+    }
 }
 
 /// The four keys of one room. They share the `{room}` hash tag, so Redis Cluster keeps
@@ -90,22 +120,12 @@ impl Script {
 
     /// `SCRIPT LOAD`, sent first on every new connection so `EVALSHA` finds the script.
     pub fn load_command() -> Vec<u8> {
-        ::redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(ROOM_SCRIPT)
-            .get_packed_command()
+        load_command_of(ROOM_SCRIPT)
     }
 
     fn call(&self, form: Form, op: &str, now: u64, sid: u64, a9: u64, a10: u64) -> Vec<u8> {
         let l = &self.limits;
-        let mut cmd = match form {
-            Form::Sha => ::redis::cmd("EVALSHA"),
-            Form::Text => ::redis::cmd("EVAL"),
-        };
-        match form {
-            Form::Sha => cmd.arg(&self.sha),
-            Form::Text => cmd.arg(ROOM_SCRIPT),
-        };
+        let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
         cmd.arg(4)
             .arg(&self.keys.state)
             .arg(&self.keys.line)
@@ -382,11 +402,6 @@ pub const BACKOFF_FIRST_MS: u64 = 100;
 pub const BACKOFF_MAX_MS: u64 = 3_000;
 
 impl Backoff {
-    /// The client's reconnect delays: [`BACKOFF_FIRST_MS`] doubling to [`BACKOFF_MAX_MS`].
-    pub const fn reconnect() -> Backoff {
-        Backoff::new(BACKOFF_FIRST_MS, BACKOFF_MAX_MS)
-    }
-
     pub const fn new(first_ms: u64, max_ms: u64) -> Backoff {
         Backoff {
             first_ms,

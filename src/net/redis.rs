@@ -405,7 +405,7 @@ impl Client {
         let mut asking = false;
         let mut redirects = 0;
         loop {
-            let reply = self.send(cmd.clone(), asking).await;
+            let reply = self.send(&cmd, asking).await;
             asking = false;
             let in_time = now_ms().saturating_sub(started) < self.cfg.timeout_ms;
             match &reply {
@@ -440,12 +440,12 @@ impl Client {
     }
 
     /// One command (behind `ASKING` when asked to).
-    fn send(&self, cmd: Vec<u8>, asking: bool) -> Call {
+    fn send(&self, cmd: &[u8], asking: bool) -> Call {
         let slot = Rc::new(Slot::default());
         let mut wake = Vec::new();
         let res = match self.st.try_borrow_mut() {
             Ok(mut st) => if asking {
-                self.submit(&mut st, redis::asking_command(), Expect::Ignore, &mut wake)
+                self.submit(&mut st, &redis::asking_command(), Expect::Ignore, &mut wake)
             } else {
                 Ok(())
             }
@@ -462,7 +462,7 @@ impl Client {
     fn submit(
         &self,
         st: &mut State,
-        cmd: Vec<u8>,
+        cmd: &[u8],
         expect: Expect,
         wake: &mut Vec<Waker>,
     ) -> Result<(), ClientError> {
@@ -477,7 +477,7 @@ impl Client {
                 return Err(ClientError::Unavailable(st.last_error.clone()));
             }
         }
-        st.queued.extend_from_slice(&cmd);
+        st.queued.extend_from_slice(cmd);
         st.waiters.push_back(Waiter {
             expect,
             deadline: now + self.cfg.timeout_ms,
@@ -588,9 +588,10 @@ impl Client {
                     });
                     st.out.extend_from_slice(auth);
                 }
-                st.out.extend_from_slice(&self.cfg.scripts.concat());
-                let queued = core::mem::take(&mut st.queued);
-                st.out.extend_from_slice(&queued);
+                for script in &self.cfg.scripts {
+                    st.out.extend_from_slice(script);
+                }
+                // The callers' queued commands follow in flush().
             }
         }
         st.sent = 0;
@@ -613,8 +614,8 @@ impl Client {
     /// data connection is ready).
     fn flush(&self, st: &mut State) -> Result<(), ClientError> {
         if st.purpose == Purpose::Data && !st.queued.is_empty() {
-            let queued = core::mem::take(&mut st.queued);
-            st.out.extend_from_slice(&queued);
+            // Moves the bytes and keeps both buffers' capacity for the next round.
+            st.out.append(&mut st.queued);
         }
         while st.sent < st.out.len() {
             match st.peer.send(&st.out[st.sent..]) {

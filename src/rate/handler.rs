@@ -7,32 +7,18 @@
 //! context ([`crate::ctx`]) for `$smart_limit_rate_status`. No I/O, no lock: an atomic counter,
 //! a load and a draw from the worker's generator.
 
-use ngx::core::Status;
-use ngx::ffi::{
-    ngx_array_push, ngx_conf_t, ngx_http_handler_pt, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE,
-    ngx_http_request_t, ngx_int_t,
-};
-use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule, Request};
+use ngx::ffi::{ngx_conf_t, ngx_http_request_t, ngx_int_t};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 
 use crate::ctx::{RateOutcome, RequestCtx};
-use crate::request::{self, INTERNAL_ERROR};
+use crate::request::{self, DECLINED, INTERNAL_ERROR};
 use crate::Module;
-
-const DECLINED: ngx_int_t = Status::NGX_DECLINED.0;
 
 /// Puts the handler in the PREACCESS phase. Installed after the room's handler, so it runs
 /// before it (nginx runs a phase's handlers last-installed first): in a location with both,
 /// the rate decides first.
 pub fn install(cf: &mut ngx_conf_t) -> Result<(), ()> {
-    let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;
-    let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
-    // SAFETY: the phase's handler array belongs to the core module's main configuration,
-    // which is being built; a push gives room for one handler pointer or null.
-    let h = unsafe { ngx_array_push(&mut phase.handlers) }.cast::<ngx_http_handler_pt>();
-    // SAFETY: null, or a fresh element of the handler array.
-    let h = unsafe { h.as_mut() }.ok_or(())?;
-    *h = Some(rate_handler);
-    Ok(())
+    request::install_preaccess(cf, rate_handler)
 }
 
 unsafe extern "C" fn rate_handler(r: *mut ngx_http_request_t) -> ngx_int_t {

@@ -14,13 +14,11 @@
 
 use core::cell::Cell;
 use core::ffi::c_void;
-use core::panic::AssertUnwindSafe;
 use core::ptr::{self, NonNull};
 
 use ngx::core::{Pool, SlabPool, Status};
 use ngx::ffi::{
-    ngx_conf_t, ngx_int_t, ngx_shared_memory_add, ngx_shm_zone_t, ngx_slab_alloc_locked,
-    ngx_slab_pool_t, ngx_str_t, NGX_LOG_EMERG,
+    ngx_conf_t, ngx_int_t, ngx_shm_zone_t, ngx_slab_alloc_locked, ngx_slab_pool_t, NGX_LOG_EMERG,
 };
 use ngx::ngx_log_error;
 use smart_limit_core::fleet_rate::{RateConfig, RateShared, RateSnapshot, RateZoneParams};
@@ -40,7 +38,6 @@ const ZONE_BYTES: usize = 32 << 10;
 pub struct RateZone {
     pub params: RateZoneParams,
     pub cfg: RateConfig,
-    shm_zone: Cell<*mut ngx_shm_zone_t>,
     shared: Cell<*const RateShared>,
     /// The generation of this configuration (set when the zone is initialised): a newer
     /// configuration's workers take the sync over from an older one's.
@@ -95,7 +92,6 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: RateZoneParams) -> Result<NonNull<R
     let zone = pool.allocate(RateZone {
         cfg: RateConfig::from(&params),
         params,
-        shm_zone: Cell::new(ptr::null_mut()),
         shared: Cell::new(ptr::null()),
         generation: Cell::new(1),
         rng: Cell::new(0),
@@ -113,41 +109,18 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: RateZoneParams) -> Result<NonNull<R
 /// a colon, so the two never meet).
 fn register(cf: &mut ngx_conf_t, zone: NonNull<RateZone>, name: &str) -> Result<(), String> {
     let shm_name = format!("smart_limit_rate:{name}");
-    // SAFETY: the configuration's pool is live while the configuration is parsed.
-    let mut shm_name = unsafe { ngx_str_t::from_bytes(cf.pool, shm_name.as_bytes()) }
-        .ok_or_else(|| "out of memory".to_string())?;
-    // SAFETY: a configuration being parsed; the tag is this module's static.
-    let shm_zone = unsafe {
-        ngx_shared_memory_add(
-            cf,
-            &mut shm_name,
-            ZONE_BYTES,
-            &raw mut crate::ngx_http_smart_limit_module as *mut c_void,
-        )
-    };
-    // SAFETY: null or the zone nginx keeps for this configuration.
-    let shm_zone = unsafe { shm_zone.as_mut() }
-        .ok_or_else(|| format!("cannot add shared memory zone \"{name}\""))?;
-    if !shm_zone.data.is_null() {
-        return Err(format!("rate zone \"{name}\" is already declared"));
-    }
-    shm_zone.init = Some(init_zone);
-    shm_zone.data = zone.as_ptr().cast();
-    // SAFETY: just allocated; nothing else refers to it while the directive is read.
-    unsafe { zone.as_ref() }.shm_zone.set(shm_zone);
+    let data = zone.as_ptr().cast();
+    crate::shared_zone::add(cf, &shm_name, ZONE_BYTES, data, init_zone, || {
+        format!("rate zone \"{name}\" is already declared")
+    })?;
     Ok(())
 }
 
 /// nginx calls this in the master for every (re)configuration; `old` is set when the memory
 /// is reused: the counters, the probability and the node's id carry on.
 unsafe extern "C" fn init_zone(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
-    std::panic::catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: nginx passes the zone it is initialising, whose data is our RateZone.
-        let shm_zone = unsafe { &mut *shm_zone };
-        init(shm_zone, !old.is_null())
-    }))
-    .unwrap_or(Status::NGX_ERROR)
-    .into()
+    // SAFETY: nginx passes the zone it is initialising, whose data is our RateZone.
+    unsafe { crate::shared_zone::guarded_init(shm_zone, old, init) }
 }
 
 fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
@@ -157,7 +130,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     };
     let log = shm_zone.shm.log;
     let pool = shm_zone.shm.addr.cast::<ngx_slab_pool_t>();
-    let shared = if reused || shm_zone.shm.exists != 0 {
+    let shared = if reused {
         // SAFETY: the zone's memory starts with the slab pool; an earlier configuration set
         // its `data` to the RateShared (checked below before use).
         let shared = unsafe { (*pool).data }.cast::<RateShared>();

@@ -13,7 +13,7 @@
 
 use core::ffi::c_void;
 
-use ngx::ffi::{ngx_conf_t, ngx_cycle_t, ngx_pid, NGX_LOG_ERR};
+use ngx::ffi::{ngx_conf_t, ngx_cycle_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet_rate::{sync_reply, RateZoneParams, SyncScript};
 use smart_limit_core::leader::Leader;
@@ -78,11 +78,7 @@ pub fn stop_worker(cycle: *mut ngx_cycle_t) {
 }
 
 fn me(zone: &RateZone) -> Leader {
-    Leader {
-        // SAFETY: a plain global nginx sets once per process.
-        pid: unsafe { ngx_pid } as u32,
-        generation: zone.generation.get(),
-    }
+    crate::ticker::this_worker(zone.generation.get())
 }
 
 fn on_tick(owner: *const c_void, shutting_down: bool) {

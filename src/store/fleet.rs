@@ -27,7 +27,7 @@ use core::future::Future;
 use core::task::Poll;
 use core::time::Duration;
 
-use ngx::ffi::{ngx_conf_t, ngx_cycle_t, ngx_pid, NGX_LOG_ERR};
+use ngx::ffi::{ngx_conf_t, ngx_cycle_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet_rate::window_end;
 use smart_limit_core::fleet_room::{
@@ -102,11 +102,7 @@ impl FleetStore {
     }
 
     fn me(&self) -> Leader {
-        Leader {
-            // SAFETY: a plain global nginx sets once per process.
-            pid: unsafe { ngx_pid } as u32,
-            generation: self.generation.get(),
-        }
+        crate::ticker::this_worker(self.generation.get())
     }
 }
 
@@ -115,8 +111,20 @@ enum Step {
     Done(Verdict),
     /// No picture yet: the zone's on_error policy.
     Unknown,
-    /// Waiting for the pool's answer to the draw this visit sent.
-    Drawing,
+}
+
+/// A pool draw to send: for this node, this many places.
+#[derive(Clone, Copy)]
+struct Draw {
+    node_id: u64,
+    want: u64,
+}
+
+/// A visit under the zone's lock: decided, perhaps with a pool draw to send for clients turned
+/// away earlier; or turned away itself, its request to wait for the draw it sent.
+enum Visited {
+    Decided(Step, Option<Draw>),
+    Drawing(Draw),
 }
 
 impl Zone {
@@ -132,66 +140,69 @@ impl Zone {
         if let Some(throttled) = self.flood_refused(&v, now) {
             return Answer::Now(Ok(throttled.into()));
         }
-        let mut draw = None;
-        let step = self.shm.with_fleet(|room, node| {
-            match room.mode(&self.limits) {
+        let visited = self.shm.with_fleet(|room, node| {
+            let verdict = match room.mode(&self.limits) {
                 Mode::Reject => {
                     room.counters_mut().rejected += 1;
-                    return Step::Done(Verdict::Refuse(Refusal::Closed));
+                    return Visited::Decided(Step::Done(Verdict::Refuse(Refusal::Closed)), None);
                 }
-                Mode::Passthrough => return Step::Done(admitted(room, v.sid, now)),
+                Mode::Passthrough => FleetVerdict::Admit,
                 // Everyone waits: the line is still reported, so positions stay true.
-                Mode::QueueAll => {
-                    return Step::Done(match node.hold(v.sid, v.arrival, now, &fs.cfg) {
-                        FleetVerdict::Wait {
-                            position,
-                            queue_len,
-                            eta_secs,
-                        } => waiting(room, &v, position, queue_len, eta_secs),
-                        _ => waiting(room, &v, 0, 0, None),
-                    });
-                }
+                Mode::QueueAll => node.hold(v.sid, v.arrival, now, &fs.cfg),
                 // The fleet's line is by arrival; the lottery has no fleet-wide form.
-                Mode::Fifo | Mode::Random => {}
-            }
-            let verdict = node.visit(v.sid, v.arrival, now, &fs.cfg);
-            if fs.client.available(now) {
-                draw = node
-                    .take_draw(now, &fs.cfg)
-                    .map(|want| (node.node_id(), want));
-            }
-            match verdict {
-                FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),
-                // Its turn, but the share is used up, and this visit sent the draw: the
-                // request waits for the pool's answer.
-                FleetVerdict::Wait {
-                    eta_secs: Some(0), ..
-                } if draw.is_some() => Step::Drawing,
-                FleetVerdict::Wait {
-                    position,
-                    queue_len,
-                    eta_secs,
-                } => Step::Done(waiting(room, &v, position, queue_len, eta_secs)),
-                FleetVerdict::Unknown => Step::Unknown,
-            }
+                Mode::Fifo | Mode::Random => {
+                    let verdict = node.visit(v.sid, v.arrival, now, &fs.cfg);
+                    if let Some(draw) = self.draw_to_send(fs, node, now) {
+                        // Its turn, but the share is used up, and this visit sent the draw:
+                        // the request waits for the pool's answer.
+                        if let FleetVerdict::Wait {
+                            eta_secs: Some(0), ..
+                        } = verdict
+                        {
+                            return Visited::Drawing(draw);
+                        }
+                        return Visited::Decided(step(room, &v, verdict, now), Some(draw));
+                    }
+                    verdict
+                }
+            };
+            Visited::Decided(step(room, &v, verdict, now), None)
         });
-        let step = match step {
-            Ok(step) => step,
+        let (step, draw) = match visited {
+            Ok(Visited::Decided(step, draw)) => (step, draw),
+            Ok(Visited::Drawing(draw)) => return self.fleet_drawing(fs, v, draw, now),
             Err(e) => return Answer::Now(Err(e)),
         };
-        let Some((node_id, want)) = draw else {
-            return Answer::Now(self.fleet_decided(step, v, now));
-        };
-        let draw = self.fleet_draw(fs, node_id, want, now);
-        if !matches!(step, Step::Drawing) {
+        if let Some(d) = draw {
             // Drawn for clients turned away earlier, while another draw was out.
-            ngx::async_::spawn(async move {
-                let granted = draw.await;
-                let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
-            })
-            .detach();
-            return Answer::Now(self.fleet_decided(step, v, now));
+            self.drawn_later(d.want, self.fleet_draw(fs, d, now));
         }
+        Answer::Now(self.fleet_decided(step, v, now))
+    }
+
+    /// The pool draw this node should send now, if any (none while the client backs off).
+    fn draw_to_send(&self, fs: &FleetStore, node: &mut FleetNode, now: u64) -> Option<Draw> {
+        if !fs.client.available(now) {
+            return None;
+        }
+        let want = node.take_draw(now, &fs.cfg)?;
+        Some(Draw {
+            node_id: node.node_id(),
+            want,
+        })
+    }
+
+    /// The request of a client turned away for want of share waits for the pool's answer (at
+    /// most [`DRAW_WAIT`]) and claims a place it brought.
+    fn fleet_drawing(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        d: Draw,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>> {
+        let want = d.want;
+        let draw = self.fleet_draw(fs, d, now);
         Answer::Later(Box::pin(async move {
             let mut draw = Box::pin(draw);
             let mut limit = Box::pin(ngx::async_::sleep(DRAW_WAIT));
@@ -205,11 +216,7 @@ impl Zone {
             if answered.is_none() {
                 // Redis is slow: the client is told to come back in a moment; the places
                 // the draw brings, if any, go to the next clients whose turn it is.
-                ngx::async_::spawn(async move {
-                    let granted = draw.await;
-                    let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
-                })
-                .detach();
+                self.drawn_later(want, draw);
             }
             let now = now_ms();
             // The places and this client's claim under one lock: no other worker takes them
@@ -218,15 +225,8 @@ impl Zone {
                 if let Some(granted) = answered {
                     node.drawn(want, granted);
                 }
-                Step::Done(match node.claim(v.sid, v.arrival, now, &fs.cfg) {
-                    FleetVerdict::Admit => admitted(room, v.sid, now),
-                    FleetVerdict::Wait {
-                        position,
-                        queue_len,
-                        eta_secs,
-                    } => waiting(room, &v, position, queue_len, eta_secs),
-                    FleetVerdict::Unknown => waiting(room, &v, 0, 0, None),
-                })
+                let verdict = node.claim(v.sid, v.arrival, now, &fs.cfg);
+                step(room, &v, verdict, now)
             })?;
             self.fleet_decided(step, v, now)
         }))
@@ -239,16 +239,16 @@ impl Zone {
                 Ok(verdict.into())
             }
             Step::Unknown => self.store_failed(v, now, None),
-            // Not reached: a drawing step is decided once the draw is in.
-            Step::Drawing => Ok(Verdict::Wait(Place {
-                sid: v.sid,
-                qnum: 1,
-                position: 0,
-                queue_len: 0,
-                eta_secs: Some(0),
-            })
-            .into()),
         }
+    }
+
+    /// A draw no request waits for: its places go to the next clients whose turn it is.
+    fn drawn_later(&'static self, want: u64, draw: impl Future<Output = Option<u64>> + 'static) {
+        ngx::async_::spawn(async move {
+            let granted = draw.await;
+            let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
+        })
+        .detach();
     }
 
     /// The node's share is used up and clients whose turn it is were turned away: places from
@@ -257,11 +257,11 @@ impl Zone {
     fn fleet_draw(
         &'static self,
         fs: &'static FleetStore,
-        node_id: u64,
-        want: u64,
+        d: Draw,
         now: u64,
-    ) -> impl core::future::Future<Output = Option<u64>> + 'static {
+    ) -> impl Future<Output = Option<u64>> + 'static {
         let window = window_end(now, fs.cfg.interval_ms);
+        let Draw { node_id, want } = d;
         async move {
             let reply = fs
                 .client
@@ -320,6 +320,19 @@ impl Zone {
                 now,
             );
         });
+    }
+}
+
+/// The node's verdict as the room's: counted, and remembered as the zone remembers any.
+fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
+    match verdict {
+        FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),
+        FleetVerdict::Wait {
+            position,
+            queue_len,
+            eta_secs,
+        } => Step::Done(waiting(room, v, position, queue_len, eta_secs)),
+        FleetVerdict::Unknown => Step::Unknown,
     }
 }
 

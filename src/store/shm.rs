@@ -3,13 +3,12 @@
 
 use core::cell::Cell;
 use core::ffi::c_void;
-use core::panic::AssertUnwindSafe;
 use core::ptr;
 
 use ngx::core::{SlabPool, Status};
 use ngx::ffi::{
-    ngx_conf_t, ngx_int_t, ngx_pagesize, ngx_shared_memory_add, ngx_shm_zone_t,
-    ngx_slab_alloc_locked, ngx_slab_pool_t, ngx_str_t, NGX_LOG_EMERG, NGX_LOG_NOTICE,
+    ngx_conf_t, ngx_int_t, ngx_pagesize, ngx_shm_zone_t, ngx_slab_alloc_locked, ngx_slab_pool_t,
+    NGX_LOG_EMERG, NGX_LOG_NOTICE,
 };
 use ngx::ngx_log_error;
 use smart_limit_core::fleet_room::FleetNode;
@@ -113,26 +112,10 @@ pub fn register(
     name: &str,
     size: usize,
 ) -> Result<(), String> {
-    // SAFETY: the configuration's pool is live while the configuration is parsed.
-    let mut shm_name = unsafe { ngx_str_t::from_bytes(cf.pool, name.as_bytes()) }
-        .ok_or_else(|| "out of memory".to_string())?;
-    // SAFETY: a configuration being parsed; the tag is this module's static.
-    let shm_zone = unsafe {
-        ngx_shared_memory_add(
-            cf,
-            &mut shm_name,
-            size,
-            &raw mut crate::ngx_http_smart_limit_module as *mut c_void,
-        )
-    };
-    // SAFETY: null or the zone nginx keeps for this configuration.
-    let shm_zone = unsafe { shm_zone.as_mut() }
-        .ok_or_else(|| format!("cannot add shared memory zone \"{name}\""))?;
-    if !shm_zone.data.is_null() {
-        return Err(format!("shared memory zone \"{name}\" is already used"));
-    }
-    shm_zone.init = Some(init_zone);
-    shm_zone.data = (zone as *mut Zone).cast();
+    let data = (zone as *mut Zone).cast();
+    let shm_zone = crate::shared_zone::add(cf, name, size, data, init_zone, || {
+        format!("shared memory zone \"{name}\" is already used")
+    })?;
     zone.shm.zone.set(shm_zone);
     Ok(())
 }
@@ -141,14 +124,8 @@ pub fn register(
 /// configuration's zone when the memory is reused (same name and size): then the room and
 /// everyone in it carry on.
 unsafe extern "C" fn init_zone(shm_zone: *mut ngx_shm_zone_t, old: *mut c_void) -> ngx_int_t {
-    // Runs in the master, also on reload: a panic must refuse the zone, not abort nginx.
-    std::panic::catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: nginx passes the zone it is initialising, whose data is our Zone.
-        let shm_zone = unsafe { &mut *shm_zone };
-        init(shm_zone, !old.is_null())
-    }))
-    .unwrap_or(Status::NGX_ERROR)
-    .into()
+    // SAFETY: nginx passes the zone it is initialising, whose data is our Zone.
+    unsafe { crate::shared_zone::guarded_init(shm_zone, old, init) }
 }
 
 fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
@@ -159,7 +136,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     let log = shm_zone.shm.log;
     let name = zone.params.name.as_str();
     let sync = zone.params.sync_ms.is_some();
-    let shared = if reused || shm_zone.shm.exists != 0 {
+    let shared = if reused {
         match existing_room(shm_zone.shm.addr.cast(), sync) {
             Ok(s) => s,
             Err(e) => {
@@ -197,8 +174,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     zone.shm.shared.set(shared);
     if let Some(fs) = &zone.fleet {
         // A reload's workers take the fleet's sync over from the previous configuration's.
-        let reload = reused || shm_zone.shm.exists != 0;
-        let generation = zone.shm.with_fleet(|_, node| match reload {
+        let generation = zone.shm.with_fleet(|_, node| match reused {
             true => node.leadership().next_generation(),
             false => node.leadership().generation(),
         });
