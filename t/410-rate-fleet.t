@@ -8,7 +8,10 @@
 # cap; the probe (t/lib/rate_probe.pl) reads every node's cumulative counters at the start and
 # the end of a window and compares the fleet's passed rate with the cap. The accuracy claim
 # (+-3 %) is checked over 14 s windows of steady load; the short windows around a slow sync
-# or a Redis outage check behaviour, with room for a 2-core machine's swings.
+# or a Redis outage check behaviour, with room for a 2-core machine's swings: here three wrk
+# and three nginx share 2 cores with Redis, the offer moves by up to a third from one second
+# to the next, and one such second moves a 3 s window by a tenth (+11 % seen in CI), so those
+# windows allow +-15 % (a broken sync passes the rate once per node, +200 %).
 
 use lib 't/lib';
 use SmartLimit::Test;
@@ -78,7 +81,7 @@ bg-sh 40: wrk -t1 -c4 -d24s http://127.0.0.1:$TEST_NGINX_PORT_N1/
 bg-sh 40: wrk -t1 -c4 -d24s http://127.0.0.1:$TEST_NGINX_PORT_N2/
 bg-sh 40: wrk -t1 -c4 -d24s http://127.0.0.1:$TEST_NGINX_PORT_N3/
 sleep 5
-sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 3 --cap 3000 --tolerance 0.1 => /within/
+sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 3 --cap 3000 --tolerance 0.15 => /within/
 # Node 3's syncs now take 2 s, over its 900 ms timeout: each is abandoned.
 sh touch $TEST_NGINX_SLOW_SWITCH
 sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 6 --watch-p => /fleet: offered \d+ r\/s, passed \d/
@@ -86,7 +89,7 @@ sh curl -s http://127.0.0.1:$TEST_NGINX_PORT_N3/m => /smart_limit_rate_sync_erro
 # Back to normal: node 3 syncs again, and the fleet passes the cap again.
 sh rm $TEST_NGINX_SLOW_SWITCH
 sleep 3.5
-sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 4 --cap 3000 --tolerance 0.1 --watch-p => /within/
+sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 4 --cap 3000 --tolerance 0.15 --watch-p => /within/
 sh curl -s http://127.0.0.1:$TEST_NGINX_PORT_N3/m => /smart_limit_rate_sync_age_seconds\{zone="api"\} [01]\.\d+\n/
 wait-bg
 --- error_log
@@ -109,7 +112,7 @@ bg-sh 40: wrk -t1 -c4 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N1/
 bg-sh 40: wrk -t1 -c4 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N2/
 bg-sh 40: wrk -t1 -c4 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N3/
 sleep 5
-sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 3 --cap 3000 --tolerance 0.1 => /within/
+sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 3 --cap 3000 --tolerance 0.15 => /within/
 redis-stop
 # For two intervals the nodes keep the fleet's last p (unchanged), and the fleet passes about
 # the cap (the offer itself grows a little: Redis no longer takes its share of the CPU).
