@@ -285,6 +285,10 @@ pub const SHORTFALL_BOUND_PERMILLE: i128 = 50;
 /// (or a node joining or leaving) pass what the nodes' different first pictures let through,
 /// not what a settled `p` does.
 pub const SHORTFALL_SETTLE: u64 = 2;
+/// An offer that moves by more than this factor (in tenths) from one interval to the next is
+/// a change of load, not a swing: its interval starts the count again (so a spike or the
+/// load moving is not paid back later).
+pub const SHORTFALL_SWING_TENTHS: u64 = 15;
 
 /// The fleet's running shortfall after one more limited interval that passed `passed_milli`
 /// against `rate_milli` (both milli r/s; negative: the fleet passed more than the rate).
@@ -297,6 +301,13 @@ pub fn integrate_shortfall(shortfall_milli: i64, rate_milli: u64, passed_milli: 
     let error = rate - i128::from(passed_milli);
     let next = i128::from(shortfall_milli) + error * SHORTFALL_GAIN_PERMILLE / 1000;
     i64::try_from(next.clamp(-bound, bound)).unwrap_or(0)
+}
+
+/// Whether an offer moved from `before` to `now` (milli r/s) by less than
+/// [`SHORTFALL_SWING_TENTHS`] either way.
+pub fn is_swing(before: u64, now: u64) -> bool {
+    let (lo, hi) = (u128::from(before.min(now)), u128::from(before.max(now)));
+    lo > 0 && hi * 10 < lo * u128::from(SHORTFALL_SWING_TENTHS)
 }
 
 /// The rate `p` aims at: the configured one plus the running shortfall (never below 1 milli
@@ -438,11 +449,12 @@ pub struct RateShared {
     shrink_since_ms: AtomicU64,
     /// The fleet's running shortfall against the rate (milli r/s, an i64's bits; see
     /// [`integrate_shortfall`]), the last window it looked at, the nodes in that window, and
-    /// how many limited windows of that many nodes came in a row up to it.
+    /// how many limited windows of that many nodes came in a row up to it, and its offer.
     shortfall_milli: AtomicU64,
     shortfall_window_ms: AtomicU64,
     shortfall_nodes: AtomicU64,
     shortfall_run: AtomicU64,
+    shortfall_offered_milli: AtomicU64,
     /// Which worker syncs for the node.
     leadership: Leadership,
     /// Syncs answered, failed (no reply, bad reply), and reports Redis found older than the
@@ -509,6 +521,7 @@ impl RateShared {
             shortfall_window_ms: a(0),
             shortfall_nodes: a(0),
             shortfall_run: a(0),
+            shortfall_offered_milli: a(0),
             leadership: Leadership::new(),
             syncs: a(0),
             sync_errors: a(0),
@@ -754,10 +767,11 @@ impl RateShared {
     /// Takes the fleet's rates over the window ending at `window_ms` into the running
     /// shortfall and gives the rate `p` aims at (see [`integrate_shortfall`]). A window is
     /// looked at once (a picture may show the window before again), and taken in only after
-    /// [`SHORTFALL_SETTLE`] limited windows of as many nodes: `p` was below 1 throughout and
-    /// came from settled pictures of the same fleet, so what passed is what `p` let through
-    /// (not a start, nor a node joining or leaving). An unlimited window clears the
-    /// shortfall: capacity the fleet did not use is not owed to it.
+    /// [`SHORTFALL_SETTLE`] limited windows of as many nodes and an offer that only swung
+    /// ([`is_swing`]): `p` was below 1 throughout and came from settled pictures of the same
+    /// fleet, so what passed is what `p` let through (not a start, a node joining or leaving,
+    /// a spike). An unlimited window clears the shortfall: capacity the fleet did not use is
+    /// not owed to it.
     fn aim(&self, picture: &FleetPicture, cfg: &RateConfig) -> u64 {
         let limited = picture.offered_milli > cfg.rate_milli;
         let mut shortfall = if limited {
@@ -766,7 +780,12 @@ impl RateShared {
             0
         };
         if picture.window_ms > self.shortfall_window_ms.load(Relaxed) {
-            let same = self.shortfall_nodes.swap(picture.nodes, Relaxed) == picture.nodes;
+            let nodes_before = self.shortfall_nodes.swap(picture.nodes, Relaxed);
+            let offered_before = self
+                .shortfall_offered_milli
+                .swap(picture.offered_milli, Relaxed);
+            let same =
+                nodes_before == picture.nodes && is_swing(offered_before, picture.offered_milli);
             let run = match (limited, same) {
                 (false, _) => 0,
                 (true, true) => self.shortfall_run.load(Relaxed).saturating_add(1),
@@ -1139,6 +1158,16 @@ mod tests {
         assert_eq!(p_after(8000, 900_000, 3), 253_750);
         assert_eq!(p_after(9000, 900_000, 3), 253_750);
         assert_eq!(p_after(10_000, 900_000, 3), 257_500);
+        // The offer doubles (a spike, the load moving): that window and the next are not
+        // taken in.
+        s.apply(&picture(11_000, 8_000_000, 900_000, 3), 11_000, &c);
+        assert_eq!(s.snapshot(11_000).p_ppm, 128_750);
+        s.apply(&picture(12_000, 8_000_000, 900_000, 3), 12_000, &c);
+        assert_eq!(s.snapshot(12_000).p_ppm, 128_750);
+        s.apply(&picture(13_000, 8_000_000, 900_000, 3), 13_000, &c);
+        assert_eq!(s.snapshot(13_000).p_ppm, 130_625);
+        assert!(is_swing(1000, 1499) && is_swing(1499, 1000) && !is_swing(1000, 1500));
+        assert!(!is_swing(0, 10) && !is_swing(10, 0) && is_swing(u64::MAX - 1, u64::MAX));
     }
 
     #[test]
