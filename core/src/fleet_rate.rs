@@ -448,8 +448,8 @@ pub struct RateShared {
     /// Since when pictures show fewer nodes than the last one applied (0: they do not).
     shrink_since_ms: AtomicU64,
     /// The fleet's running shortfall against the rate (milli r/s, an i64's bits; see
-    /// [`integrate_shortfall`]), the last window it looked at, the nodes in that window, and
-    /// how many limited windows of that many nodes came in a row up to it, and its offer.
+    /// [`integrate_shortfall`]); the last window it looked at, with its nodes and offer; how
+    /// many settled limited windows came in a row up to it.
     shortfall_milli: AtomicU64,
     shortfall_window_ms: AtomicU64,
     shortfall_nodes: AtomicU64,
