@@ -26,8 +26,10 @@
 #   than one interval after it was admitted; inversions_steady: those where that admission
 #   came two intervals or more after the first fill; inversion_gap_max_s: the widest gap
 #   between the two arrivals. Bounds: no inversion in steady state; while the room first
-#   fills none wider than two intervals (a line that forms on one node reaches another
-#   node's picture at that node's next sync: up to two intervals after the first waiter came).
+#   fills none wider than two intervals and a sync's own time (a line that forms on one node
+#   reaches another node's picture at that node's next sync: up to two intervals after the
+#   first waiter came, plus the tick's lateness and the round trip to Redis; 0.3 s here, as
+#   for reconverged_s: a 2-core machine running 3 nodes, Redis and this probe measured 2.03 s).
 # - position error: |position shown - true position| (true: 1 + clients still waiting who
 #   arrived before it); p50, p99, max; bound (after the first fill): admissions and arrivals in
 #   the last two intervals (the picture is up to an interval old, and newcomers of the last
@@ -320,8 +322,8 @@ push @bad, "fleet_min_waiting $out{fleet_min_waiting} < 0.98 x $o{max}"
     if @fleet_w && $out{fleet_min_waiting} < 0.98 * $o{max};
 push @bad, "$out{inversions_steady} inversions after the first fill"
     if $out{inversions_steady};
-push @bad, "an inversion across $out{inversion_gap_max_s} s > 2 intervals"
-    if ($stat{inversion_gap} // 0) > 2 * $interval;
+push @bad, "an inversion across $out{inversion_gap_max_s} s > 2 intervals + 0.3 s"
+    if ($stat{inversion_gap} // 0) > 2 * $interval + 0.3;
 push @bad, "$err_over positions off by more than two intervals of moves" if $err_over;
 push @bad, "redis_calls $calls > $syncs_bound + $draws + 2 x nodes"
     if $calls > $syncs_bound + $draws + 2 * @ports;
