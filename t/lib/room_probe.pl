@@ -24,7 +24,12 @@
 #   that went quiet within an interval, and of an admission at the node's next sync).
 # - inversions: a client told to wait more than one interval after a client who arrived more
 #   than one interval after it was admitted; inversions_steady: those where that admission
-#   came two intervals or more after the first fill; inversion_gap_max_s: the widest gap
+#   came two intervals or more after the first fill, with Redis answering (inversions_outage:
+#   those where it came while Redis was stopped or settling after it, printed: without
+#   pictures each node moves its cursor through the last line by the fleet's places, and
+#   among the clients it has passed, whoever polls a node with a place left first gets in;
+#   a head of the line that polls late can watch several of the next ones go in before it,
+#   a limit the README states); inversion_gap_max_s: the widest gap
 #   between the two arrivals. Bounds: no inversion in steady state; while the room first
 #   fills none wider than two intervals and a sync's own time (a line that forms on one node
 #   reaches another node's picture at that node's next sync: up to two intervals after the
@@ -161,6 +166,14 @@ my $calls0 = script_calls();
 my %draws0 = map { $_ => metric($_, 'fleet_draws_total') // 0 } @ports;
 my %syncs_at_cont;
 
+# Redis stopped, or back for less than two intervals (for the pictures) and the longest
+# refresh the clients were told (for those whose turn came to be there).
+sub settling {
+    my ($now) = @_;
+    return $stopped == 1
+        || ($stopped == 2 && $now < $cont_at + 2 * $interval + $longest_refresh);
+}
+
 while (1) {
     my $now = time;
     last if $now >= $end;
@@ -191,8 +204,7 @@ while (1) {
         $first_fill //= $now if defined $fleet && $fleet >= 0.98 * $o{max};
         # After Redis is back: two intervals for the pictures, and the longest refresh the
         # clients were told, for those whose turn came to be there.
-        my $settling = $stopped == 1
-            || ($stopped == 2 && $now < $cont_at + 2 * $interval + $longest_refresh);
+        my $settling = settling($now);
         push @samples, [$now, $fleet, $truth, $waiting] if defined $first_fill
             && $now >= $first_fill + 2 * $interval && !$settling;
         push @outage, [$now, $truth, $waiting] if $settling;
@@ -231,7 +243,7 @@ while (1) {
             $cl->{state} = 'admitted';
             $cl->{until} = $t + $smin + rand($smax - $smin);
             $youngest_admitted = $cl->{arrival} if $cl->{arrival} > $youngest_admitted;
-            push @admissions, [$t, $cl->{arrival}];
+            push @admissions, [$t, $cl->{arrival}, settling($t)];
             trace('admit', $cl->{id}, $port, sprintf('%.3f', $cl->{arrival} - $t0));
         }
         $cl->{last} = $t;
@@ -245,15 +257,20 @@ while (1) {
         $stat{waits}++;
         # Told to wait: was someone who came more than an interval later let in more than an
         # interval ago?
-        my ($gap, $steady) = (0, 0);
+        my ($gap, $steady, $outage) = (0, 0, 0);
         for my $a (@admissions) {
             next unless $a->[1] > $cl->{arrival} + $interval && $a->[0] < $t - $interval;
             $gap = $a->[1] - $cl->{arrival} if $a->[1] - $cl->{arrival} > $gap;
-            $steady = 1 if defined $first_fill && $a->[0] >= $first_fill + 2 * $interval;
+            if ($a->[2]) {
+                $outage = 1;
+            } elsif (defined $first_fill && $a->[0] >= $first_fill + 2 * $interval) {
+                $steady = 1;
+            }
         }
         if ($gap) {
             $stat{inversions}++;
             $stat{inversions_steady}++ if $steady;
+            $stat{inversions_outage}++ if $outage && !$steady;
             $stat{inversion_gap} = $gap if $gap > ($stat{inversion_gap} // 0);
             trace('inversion', $cl->{id}, sprintf('%.3f %.3f %d', $cl->{arrival} - $t0, $gap,
                 $steady));
@@ -309,6 +326,7 @@ if ($o{'stop-redis-at'}) {
     $out{truth_min_outage} = @t ? min(@t) : -1;
     $out{truth_max_outage} = @t ? max(@t) : -1;
     $out{slowest_during_stop_s} = sprintf('%.3f', $slowest_stop);
+    $out{inversions_outage} = $stat{inversions_outage} // 0;
     $out{reconverged_s} = defined $reconverged ? sprintf('%.2f', $reconverged) : -1;
 }
 print "$_ $out{$_}\n" for sort keys %out;
