@@ -38,8 +38,9 @@
 # - position error: |position shown - true position| (true: 1 + clients still waiting who
 #   arrived before it); p50, p99, max; bound (after the first fill): admissions and arrivals in
 #   the last two intervals (the picture is up to an interval old, and newcomers of the last
-#   interval on other nodes are not in it yet) + the spacing of the picture's samples of the
-#   line (1/48 of it) + 3.
+#   interval on other nodes are not in it yet; with Redis stopped or settling, since an
+#   interval before the stop: the picture is that old) + the spacing of the picture's samples
+#   of the line (1/48 of it) + 3.
 # - redis_calls (script calls, INFO commandstats) against syncs_bound (nodes x intervals) +
 #   draws (the nodes' smart_limit_fleet_draws_total). Bound: calls <= bound + 2 per node.
 # - slowest request (s); with --stop-redis-at: Redis is stopped (SIGSTOP) for --stop-for
@@ -276,11 +277,14 @@ while (1) {
                 $steady));
         }
         my $true = true_position($cl);
-        # Allowed: what moved in the last two intervals, and the spacing of the picture's
-        # samples of the line (96 along it).
+        # Allowed: what moved since the picture the node answers from (the last two
+        # intervals; with Redis stopped or settling, since an interval before the stop), and
+        # the spacing of the picture's samples of the line (96 along it).
         my $waiting = grep { $_->{state} eq 'waiting' } @c;
-        my $slack = grep { $_->[0] > $t - 2 * $interval } @admissions;
-        $slack += grep { $_->{arrival} && $_->{arrival} > $t - 2 * $interval } @c;
+        my $since = $t - 2 * $interval;
+        $since = $stop_at - $interval if settling($t) && $stop_at - $interval < $since;
+        my $slack = grep { $_->[0] > $since } @admissions;
+        $slack += grep { $_->{arrival} && $_->{arrival} > $since } @c;
         $slack += int($waiting / 48) + 3;
         push @pos_err, [abs($shown - $true), $slack, $t];
         trace('poserr', $cl->{id}, $shown, $true, $slack) if abs($shown - $true) > $slack;
