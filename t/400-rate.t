@@ -67,8 +67,6 @@ sleep 2
 sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORT --zone solo --seconds 9 --cap 2000 --tolerance 0.06 => /within/
 wait-bg
 A GET /m => 200; body =~ /smart_limit_rate_nodes\{zone="solo"\} 1\n/; body =~ /smart_limit_rate_limit_qps\{zone="solo"\} 2000\.000\n/
-# p aims at the rate give or take the running correction of the offer's swings (at most 5 %).
-A GET /m => 200; body =~ /smart_limit_rate_aim_qps\{zone="solo"\} (19\d\d|20\d\d|2100)\.\d+\n/
 A GET /m => 200; body !~ /smart_limit_rate_fleet_offered_total\{/
 --- no_error_log
 [error]

@@ -7,7 +7,9 @@
 # Loads are wrk at full speed (bounded in time), so the nodes' offered rate is far above the
 # cap; the probe (t/lib/rate_probe.pl) reads every node's cumulative counters at the start and
 # the end of a window and compares the fleet's passed rate with the cap. The accuracy claim
-# (+-3 %) is checked over 14 s windows of steady load; the short windows around a slow sync
+# (+-3 %) is checked over 24 s windows of steady load (the window's error is mostly how far the
+# offer drifted between its ends, over its length: 14 s windows measured 1.5 % standard
+# deviation here, with a -3.1 % and a +5.1 % in one CI run); the short windows around a slow sync
 # or a Redis outage check behaviour, with room for a 2-core machine's swings: here three wrk
 # and three nginx share 2 cores with Redis, the offer moves by up to a third from one second
 # to the next, and one such second moves a 3 s window by a tenth (+11 % seen in CI), so those
@@ -28,7 +30,7 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: uneven load (8/3/1 connections), then moved (1/3/8): the fleet passes the cap (+-3 % over 14 s)
+=== TEST 1: uneven load (8/3/1 connections), then moved (1/3/8): the fleet passes the cap (+-3 % over 24 s)
 --- instances: 3
 --- redis
 --- http_config
@@ -40,18 +42,18 @@ __DATA__
 >>> index.html
 ok
 --- steps
-bg-sh 60: wrk -t1 -c8 -d20s http://127.0.0.1:$TEST_NGINX_PORT_N1/ && wrk -t1 -c1 -d20s http://127.0.0.1:$TEST_NGINX_PORT_N1/
-bg-sh 60: wrk -t1 -c3 -d20s http://127.0.0.1:$TEST_NGINX_PORT_N2/ && wrk -t1 -c3 -d20s http://127.0.0.1:$TEST_NGINX_PORT_N2/
-bg-sh 60: wrk -t1 -c1 -d20s http://127.0.0.1:$TEST_NGINX_PORT_N3/ && wrk -t1 -c8 -d20s http://127.0.0.1:$TEST_NGINX_PORT_N3/
+bg-sh 80: wrk -t1 -c8 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N1/ && wrk -t1 -c1 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N1/
+bg-sh 80: wrk -t1 -c3 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N2/ && wrk -t1 -c3 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N2/
+bg-sh 80: wrk -t1 -c1 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N3/ && wrk -t1 -c8 -d30s http://127.0.0.1:$TEST_NGINX_PORT_N3/
 # A fleet starting cold needs about three intervals (see the README): measure after five.
 sleep 5
 redis CONFIG RESETSTAT => /OK/
-sh 30: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 14 --cap 3000 --tolerance 0.03 => /within/
-# One sync per node per interval: at most 3 script calls a second (14 s and a little).
-sh redis-cli -p $TEST_NGINX_REDIS_PORT info commandstats | perl -ne 'if (/cmdstat_evalsha:calls=(\d+)/) { print "calls=$1\n"; exit($1 >= 36 && $1 <= 48 ? 0 : 1) }' => /calls=\d+/
-# The load moves at 20 s; the probe starts once the fleet has seen three windows of it.
+sh 40: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 24 --cap 3000 --tolerance 0.03 => /within/
+# One sync per node per interval: at most 3 script calls a second (24 s and a little).
+sh redis-cli -p $TEST_NGINX_REDIS_PORT info commandstats | perl -ne 'if (/cmdstat_evalsha:calls=(\d+)/) { print "calls=$1\n"; exit($1 >= 66 && $1 <= 78 ? 0 : 1) }' => /calls=\d+/
+# The load moves at 30 s; the probe starts once the fleet has seen three windows of it.
 sleep 4.5
-sh 30: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 14 --cap 3000 --tolerance 0.03 => /within/
+sh 40: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORTS --zone api --seconds 24 --cap 3000 --tolerance 0.03 => /within/
 wait-bg
 A GET /m @2 => 200; body =~ /smart_limit_rate_nodes\{zone="api"\} 3\n/
 --- no_error_log

@@ -18,13 +18,6 @@
 //! (`local=`, by default the rate divided by the number of nodes last seen): see
 //! [`aged_ppm`]. Probabilities are in parts per million, as AJA writes them.
 //!
-//! `p` rests on the last interval's offer, so the next interval passes `rate` times the ratio
-//! of two successive offers: on average a little more than `rate` whenever the offer swings
-//! (the mean of a ratio exceeds the ratio of the means), +1 to +4 % on a busy 2-core machine.
-//! The cumulative counters say by how much: while the fleet is limited, each interval's
-//! shortfall against the rate is integrated ([`integrate_shortfall`]) and `p` aims at the rate
-//! plus that sum, so over any longer window the fleet passes the rate itself.
-//!
 //! Everything here is plain data and arithmetic over atomics, so `cargo test` covers it; the
 //! module only places [`RateShared`] in an nginx shared-memory zone and drives the timer and
 //! the Redis call.
@@ -273,50 +266,6 @@ pub fn aged_ppm(fleet: u32, local: u32, age_ms: u64, fresh_ms: u64, fallback_ms:
     p.min(u64::from(PPM)) as u32
 }
 
-/// How much of each interval's shortfall the correction takes on: little, so that the sum
-/// stays well inside its bound while the offer swings by a tenth from one interval to the
-/// next (the bias it trims is a mean over many intervals), and a picture one window late (a
-/// node that reported first sees the window before) converges without ringing.
-pub const SHORTFALL_GAIN_PERMILLE: i128 = 150;
-/// The correction never moves the aim by more than this share of the rate (permille): it
-/// trims a bias of a few percent, it does not pay back a spike.
-pub const SHORTFALL_BOUND_PERMILLE: i128 = 50;
-/// Limited intervals of the same fleet before one is taken in: the first ones after a start
-/// (or a node joining or leaving) pass what the nodes' different first pictures let through,
-/// not what a settled `p` does.
-pub const SHORTFALL_SETTLE: u64 = 2;
-/// An offer that moves by more than this factor (in tenths) from one interval to the next is
-/// a change of load, not a swing: its interval starts the count again (so a spike or the
-/// load moving is not paid back later).
-pub const SHORTFALL_SWING_TENTHS: u64 = 15;
-
-/// The fleet's running shortfall after one more limited interval that passed `passed_milli`
-/// against `rate_milli` (both milli r/s; negative: the fleet passed more than the rate).
-/// Integral control on the cumulative counters: while the shortfall stays inside its bound,
-/// the intervals' errors sum to at most two bounds divided by the gain, whatever their
-/// number, so the average over a long window tends to the rate.
-pub fn integrate_shortfall(shortfall_milli: i64, rate_milli: u64, passed_milli: u64) -> i64 {
-    let rate = i128::from(rate_milli);
-    let bound = rate * SHORTFALL_BOUND_PERMILLE / 1000;
-    let error = rate - i128::from(passed_milli);
-    let next = i128::from(shortfall_milli) + error * SHORTFALL_GAIN_PERMILLE / 1000;
-    i64::try_from(next.clamp(-bound, bound)).unwrap_or(0)
-}
-
-/// Whether an offer moved from `before` to `now` (milli r/s) by less than
-/// [`SHORTFALL_SWING_TENTHS`] either way.
-pub fn is_swing(before: u64, now: u64) -> bool {
-    let (lo, hi) = (u128::from(before.min(now)), u128::from(before.max(now)));
-    lo > 0 && hi * 10 < lo * u128::from(SHORTFALL_SWING_TENTHS)
-}
-
-/// The rate `p` aims at: the configured one plus the running shortfall (never below 1 milli
-/// r/s, so that `p` is never 0 while something is allowed).
-pub fn aim_milli(rate_milli: u64, shortfall_milli: i64) -> u64 {
-    let aim = i128::from(rate_milli) + i128::from(shortfall_milli);
-    u64::try_from(aim.max(i128::from(rate_milli.min(1)))).unwrap_or(rate_milli)
-}
-
 /// Whether a request with random `draw` passes at probability `p` (ppm).
 pub fn passes(p: u32, draw: u32) -> bool {
     p >= PPM || (u64::from(draw) * u64::from(PPM)) >> 32 < u64::from(p)
@@ -324,7 +273,7 @@ pub fn passes(p: u32, draw: u32) -> bool {
 
 // ------------------------------------------------------------------------------ shared state
 
-const MAGIC: u64 = 0x534c_5241_5445_0002; // "SLRATE", version 2
+const MAGIC: u64 = 0x534c_5241_5445_0001; // "SLRATE", version 1
 
 /// How the leader's tick should reach the fleet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -447,14 +396,6 @@ pub struct RateShared {
     window_ms: AtomicU64,
     /// Since when pictures show fewer nodes than the last one applied (0: they do not).
     shrink_since_ms: AtomicU64,
-    /// The fleet's running shortfall against the rate (milli r/s, an i64's bits; see
-    /// [`integrate_shortfall`]); the last window it looked at, with its nodes and offer; how
-    /// many settled limited windows came in a row up to it.
-    shortfall_milli: AtomicU64,
-    shortfall_window_ms: AtomicU64,
-    shortfall_nodes: AtomicU64,
-    shortfall_run: AtomicU64,
-    shortfall_offered_milli: AtomicU64,
     /// Which worker syncs for the node.
     leadership: Leadership,
     /// Syncs answered, failed (no reply, bad reply), and reports Redis found older than the
@@ -481,9 +422,6 @@ pub struct RateSnapshot {
     pub fleet_offered_total: u64,
     pub fleet_passed_total: u64,
     pub local_offered_milli: u64,
-    /// The fleet's running shortfall against the rate (milli r/s; negative: it passed more):
-    /// `p` aims at the rate plus this.
-    pub shortfall_milli: i64,
     /// Since the last fleet picture (None: never had one).
     pub sync_age_ms: Option<u64>,
     pub syncs: u64,
@@ -517,11 +455,6 @@ impl RateShared {
             seq: a(0),
             window_ms: a(0),
             shrink_since_ms: a(0),
-            shortfall_milli: a(0),
-            shortfall_window_ms: a(0),
-            shortfall_nodes: a(0),
-            shortfall_run: a(0),
-            shortfall_offered_milli: a(0),
             leadership: Leadership::new(),
             syncs: a(0),
             sync_errors: a(0),
@@ -631,44 +564,17 @@ impl RateShared {
             count: offered,
             at_ms: now,
         };
-        let mut own_passed = None;
         if let Some(r) = rate_milli(earlier, later) {
-            let passed = self.passed.load(Relaxed);
-            own_passed = rate_milli(
-                Sample {
-                    count: self.passed_at_tick.load(Relaxed),
-                    at_ms: earlier.at_ms,
-                },
-                Sample {
-                    count: passed,
-                    at_ms: now,
-                },
-            );
             self.local_offered_milli.store(r, Relaxed);
             self.sample_count.store(offered, Relaxed);
-            self.passed_at_tick.store(passed, Relaxed);
+            self.passed_at_tick
+                .store(self.passed.load(Relaxed), Relaxed);
             self.sample_at_ms.store(now, Relaxed);
         }
         let own = self.local_offered_milli.load(Relaxed);
         if !cfg.fleet {
-            // Alone: the node's own rates are the fleet's.
-            let aim = match own_passed {
-                Some(passed_milli) => self.aim(
-                    &FleetPicture {
-                        offered_milli: own,
-                        passed_milli,
-                        nodes: 1,
-                        offered_total: 0,
-                        passed_total: 0,
-                        own_offered_milli: own,
-                        window_ms: window_end(now, cfg.interval_ms),
-                        accepted: true,
-                    },
-                    cfg,
-                ),
-                None => cfg.rate_milli,
-            };
-            let p = pass_ppm(aim, own);
+            // Alone: the node's own rate is the fleet's.
+            let p = pass_ppm(cfg.rate_milli, own);
             self.fleet_offered_milli.store(own, Relaxed);
             self.fleet_nodes.store(1, Relaxed);
             self.fleet_ppm.store(u64::from(p), Relaxed);
@@ -736,8 +642,7 @@ impl RateShared {
             }
         }
         self.shrink_since_ms.store(0, Relaxed);
-        let aim = self.aim(picture, cfg);
-        let p = pass_ppm(aim, picture.offered_milli);
+        let p = pass_ppm(cfg.rate_milli, picture.offered_milli);
         self.fleet_ppm.store(u64::from(p), Relaxed);
         self.fleet_offered_milli
             .store(picture.offered_milli, Relaxed);
@@ -764,43 +669,6 @@ impl RateShared {
         self.p_ppm.store(u64::from(p), Relaxed);
     }
 
-    /// Takes the fleet's rates over the window ending at `window_ms` into the running
-    /// shortfall and gives the rate `p` aims at (see [`integrate_shortfall`]). A window is
-    /// looked at once (a picture may show the window before again), and taken in only after
-    /// [`SHORTFALL_SETTLE`] limited windows of as many nodes and an offer that only swung
-    /// ([`is_swing`]): `p` was below 1 throughout and came from settled pictures of the same
-    /// fleet, so what passed is what `p` let through (not a start, a node joining or leaving,
-    /// a spike). An unlimited window clears the shortfall: capacity the fleet did not use is
-    /// not owed to it.
-    fn aim(&self, picture: &FleetPicture, cfg: &RateConfig) -> u64 {
-        let limited = picture.offered_milli > cfg.rate_milli;
-        let mut shortfall = if limited {
-            self.shortfall_milli.load(Relaxed) as i64
-        } else {
-            0
-        };
-        if picture.window_ms > self.shortfall_window_ms.load(Relaxed) {
-            let nodes_before = self.shortfall_nodes.swap(picture.nodes, Relaxed);
-            let offered_before = self
-                .shortfall_offered_milli
-                .swap(picture.offered_milli, Relaxed);
-            let same =
-                nodes_before == picture.nodes && is_swing(offered_before, picture.offered_milli);
-            let run = match (limited, same) {
-                (false, _) => 0,
-                (true, true) => self.shortfall_run.load(Relaxed).saturating_add(1),
-                (true, false) => 1,
-            };
-            if run > SHORTFALL_SETTLE {
-                shortfall = integrate_shortfall(shortfall, cfg.rate_milli, picture.passed_milli);
-            }
-            self.shortfall_run.store(run, Relaxed);
-            self.shortfall_window_ms.store(picture.window_ms, Relaxed);
-        }
-        self.shortfall_milli.store(shortfall as u64, Relaxed);
-        aim_milli(cfg.rate_milli, shortfall)
-    }
-
     /// How long pictures must show a smaller fleet before the node believes it.
     pub fn shrink_confirm_ms(cfg: &RateConfig) -> u64 {
         BACKOFF_MAX_MS.saturating_add(cfg.interval_ms.saturating_mul(2))
@@ -823,7 +691,6 @@ impl RateShared {
             fleet_offered_total: self.fleet_offered_total.load(Relaxed),
             fleet_passed_total: self.fleet_passed_total.load(Relaxed),
             local_offered_milli: self.local_offered_milli.load(Relaxed),
-            shortfall_milli: self.shortfall_milli.load(Relaxed) as i64,
             sync_age_ms: (synced_at != 0).then(|| now.saturating_sub(synced_at)),
             syncs: self.syncs.load(Relaxed),
             sync_errors: self.sync_errors.load(Relaxed),
@@ -1065,109 +932,9 @@ mod tests {
         assert!(first <= RateConfig::budget_for(1_000_000, 1000), "{first}");
         assert_eq!(RateConfig::budget_for(1_000_000, 1000), 1296);
         let snap = s.snapshot(10_000);
-        // p = 1/4, give or take the shortfall correction of the draw's spread.
-        assert!((237_500..262_500).contains(&snap.p_ppm), "{}", snap.p_ppm);
+        assert_eq!(snap.p_ppm, 250_000);
         assert_eq!(snap.offered, 40_000);
         assert_eq!(snap.sync_age_ms, Some(0));
-    }
-
-    #[test]
-    fn an_offer_that_swings_is_capped_at_the_rate_on_average() {
-        let s = RateShared::new(9, 0);
-        // The draw alone: no budget to clip the swings' peaks.
-        let c = RateConfig {
-            budget: u64::MAX,
-            ..cfg(false)
-        };
-        let (mut seed, mut swing) = (7, 11);
-        let (mut passed, mut uncorrected, mut before) = (0, 0.0, 0);
-        let seconds = 2000u64;
-        for sec in 0..seconds {
-            // 3300 to 4699 r/s, a new level every second: p = rate / last offer alone passes
-            // 1 % too much on average.
-            let n = 3300 + crate::random::fast_next(&mut swing) % 1400;
-            let got = offer_at(&s, n, (sec + 1) * 1000, &c, &mut seed);
-            s.tick((sec + 1) * 1000, &c);
-            if sec >= 2 {
-                passed += got;
-                // What p = rate / last offer alone would pass.
-                uncorrected += 1000.0 * n as f64 / before as f64;
-            }
-            before = n;
-        }
-        let measured = seconds - 2;
-        let mean = passed as f64 / measured as f64;
-        let plain = uncorrected / measured as f64;
-        // Without the correction the mean of the offers' ratios passes too much...
-        assert!(plain > 1008.0, "{plain}");
-        // ...with it, the rate.
-        assert!(
-            (997.0..1003.0).contains(&mean),
-            "{mean} (uncorrected {plain})"
-        );
-    }
-
-    #[test]
-    fn the_shortfall_is_bounded_and_taken_in_only_from_a_settled_limited_fleet() {
-        // 15 % of each interval's error, within 5 % of the rate either way.
-        assert_eq!(integrate_shortfall(0, 1_000_000, 900_000), 15_000);
-        assert_eq!(integrate_shortfall(15_000, 1_000_000, 1_020_000), 12_000);
-        assert_eq!(integrate_shortfall(0, 1_000_000, 1_200_000), -30_000);
-        assert_eq!(integrate_shortfall(45_000, 1_000_000, 0), 50_000);
-        assert_eq!(integrate_shortfall(-45_000, 1_000_000, 5_000_000), -50_000);
-        // No overflow at the largest rate.
-        assert!(integrate_shortfall(i64::MAX, u64::MAX, 0) > i64::MAX / 20);
-        assert_eq!(aim_milli(1_000_000, -50_000), 950_000);
-        assert_eq!(aim_milli(1, -5), 1);
-        assert_eq!(aim_milli(0, 0), 0);
-
-        let s = RateShared::new(9, 0);
-        let c = cfg(true);
-        let picture = |window_ms, offered_milli, passed_milli, nodes| FleetPicture {
-            offered_milli,
-            passed_milli,
-            nodes,
-            offered_total: 0,
-            passed_total: 0,
-            own_offered_milli: 0,
-            window_ms,
-            accepted: true,
-        };
-        let p_after = |window_ms, passed_milli, nodes| {
-            s.apply(
-                &picture(window_ms, 4_000_000, passed_milli, nodes),
-                window_ms,
-                &c,
-            );
-            s.snapshot(window_ms).p_ppm
-        };
-        // The first two limited windows are not taken in (the start: the nodes' first
-        // pictures differ)...
-        assert_eq!(p_after(1000, 2_000_000, 2), 250_000);
-        assert_eq!(p_after(2000, 2_000_000, 2), 250_000);
-        // ...the next is, once, however often a picture shows it.
-        assert_eq!(p_after(3000, 900_000, 2), 253_750);
-        assert_eq!(p_after(3000, 900_000, 2), 253_750);
-        // An unlimited window clears it, and the count starts again.
-        s.apply(&picture(4000, 800_000, 800_000, 2), 4000, &c);
-        assert_eq!(s.snapshot(4000).p_ppm, PPM);
-        assert_eq!(p_after(5000, 900_000, 2), 250_000);
-        assert_eq!(p_after(6000, 900_000, 2), 250_000);
-        assert_eq!(p_after(7000, 900_000, 2), 253_750);
-        // A node joins: two windows of the new fleet are not taken in, the third is.
-        assert_eq!(p_after(8000, 900_000, 3), 253_750);
-        assert_eq!(p_after(9000, 900_000, 3), 253_750);
-        assert_eq!(p_after(10_000, 900_000, 3), 257_500);
-        // The offer doubles (a spike, the load moving): that window and the next are not
-        // taken in.
-        s.apply(&picture(11_000, 8_000_000, 900_000, 3), 11_000, &c);
-        assert_eq!(s.snapshot(11_000).p_ppm, 128_750);
-        s.apply(&picture(12_000, 8_000_000, 900_000, 3), 12_000, &c);
-        assert_eq!(s.snapshot(12_000).p_ppm, 128_750);
-        s.apply(&picture(13_000, 8_000_000, 900_000, 3), 13_000, &c);
-        assert_eq!(s.snapshot(13_000).p_ppm, 130_625);
-        assert!(is_swing(1000, 1499) && is_swing(1499, 1000) && !is_swing(1000, 1500));
-        assert!(!is_swing(0, 10) && !is_swing(10, 0) && is_swing(u64::MAX - 1, u64::MAX));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::fleet_rate::{self, RateSnapshot};
+use crate::fleet_rate::RateSnapshot;
 use crate::fleet_room::FleetSnapshot;
 use crate::room::{Counters, Snapshot};
 use crate::rules::{Admission, Mode};
@@ -442,16 +442,6 @@ const RATE_FAMILIES: &[(&str, &str, &str, RateOf)] = &[
         |_, s| Some(Value::Int(s.nodes)),
     ),
     (
-        "aim_qps",
-        "gauge",
-        "The rate the probability aims at now: the configured rate plus the fleet's running \
-         shortfall against it (the correction of the offer's swings).",
-        |f, s| {
-            let aim = fleet_rate::aim_milli(f.rate_milli, s.shortfall_milli);
-            Some(Value::Milli(aim))
-        },
-    ),
-    (
         "limit_qps",
         "gauge",
         "The configured rate (rate=), requests a second for the whole fleet.",
@@ -745,7 +735,6 @@ mod tests {
             fleet_offered_total: 9000,
             fleet_passed_total: 2000,
             local_offered_milli: 1_500_000,
-            shortfall_milli: -20_000,
             sync_age_ms: Some(350),
             syncs: 7,
             sync_errors: 1,
@@ -788,7 +777,6 @@ mod tests {
         assert_eq!(get("smart_limit_rate_sync_age_seconds", "solo"), None);
         assert_eq!(get("smart_limit_rate_fleet_offered_total", "solo"), None);
         assert_eq!(get("smart_limit_rate_limit_qps", "solo"), Some(50.0));
-        assert_eq!(get("smart_limit_rate_aim_qps", "api"), Some(980.0));
         assert_eq!(get("smart_limit_rate_up", "gone"), Some(0.0));
         assert_eq!(get("smart_limit_rate_offered_total", "gone"), None);
         assert!(render_rate_prometheus(&[]).is_empty());
