@@ -14,11 +14,6 @@ use crate::rules::{Limits, Mode};
 /// The room's rules in Lua: one call per decision, atomic inside Redis.
 pub const ROOM_SCRIPT: &str = include_str!("room.lua");
 
-/// SHA-1 of [`ROOM_SCRIPT`], the name `EVALSHA` calls it by.
-pub fn script_sha() -> String {
-    sha_of(ROOM_SCRIPT)
-}
-
 /// SHA-1 of a script: the name `EVALSHA` calls it by.
 pub fn sha_of(script: &str) -> String {
     ::redis::Script::new(script).get_hash().to_string()
@@ -111,7 +106,7 @@ pub enum Form {
 impl Script {
     pub fn new(prefix: &str, room: &str, limits: Limits, max_line: u64) -> Script {
         Script {
-            sha: script_sha(),
+            sha: sha_of(ROOM_SCRIPT),
             keys: Keys::new(prefix, room),
             limits,
             max_line,
@@ -601,7 +596,7 @@ mod tests {
 
     #[test]
     fn load_reply_must_name_our_script() {
-        let sha = script_sha();
+        let sha = sha_of(ROOM_SCRIPT);
         assert!(check_load(&Value::Bulk(sha.clone().into_bytes()), &sha).is_ok());
         assert!(check_load(&Value::Bulk(b"0000".to_vec()), &sha).is_err());
         assert!(check_load(&Value::Error(b"ERR no scripts".to_vec()), &sha).is_err());

@@ -148,7 +148,7 @@ fn script_loads_under_its_sha() {
     let Some(srv) = start() else { return };
     let mut c = Client::connect(srv.port).unwrap();
     let reply = c.cmd(&Script::load_command());
-    redis::check_load(&reply, &redis::script_sha()).unwrap();
+    redis::check_load(&reply, &redis::sha_of(redis::ROOM_SCRIPT)).unwrap();
 }
 
 #[test]

@@ -112,8 +112,8 @@ fn register(cf: &mut ngx_conf_t, zone: NonNull<RateZone>, name: &str) -> Result<
     let data = zone.as_ptr().cast();
     crate::shared_zone::add(cf, &shm_name, ZONE_BYTES, data, init_zone, || {
         format!("rate zone \"{name}\" is already declared")
-    })?;
-    Ok(())
+    })
+    .map(|_| ())
 }
 
 /// nginx calls this in the master for every (re)configuration; `old` is set when the memory

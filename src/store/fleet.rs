@@ -141,32 +141,31 @@ impl Zone {
             return Answer::Now(Ok(throttled.into()));
         }
         let visited = self.shm.with_fleet(|room, node| {
-            let verdict = match room.mode(&self.limits) {
+            let (verdict, draw) = match room.mode(&self.limits) {
                 Mode::Reject => {
                     room.counters_mut().rejected += 1;
                     return Visited::Decided(Step::Done(Verdict::Refuse(Refusal::Closed)), None);
                 }
-                Mode::Passthrough => FleetVerdict::Admit,
+                Mode::Passthrough => (FleetVerdict::Admit, None),
                 // Everyone waits: the line is still reported, so positions stay true.
-                Mode::QueueAll => node.hold(v.sid, v.arrival, now, &fs.cfg),
+                Mode::QueueAll => (node.hold(v.sid, v.arrival, now, &fs.cfg), None),
                 // The fleet's line is by arrival; the lottery has no fleet-wide form.
                 Mode::Fifo | Mode::Random => {
                     let verdict = node.visit(v.sid, v.arrival, now, &fs.cfg);
-                    if let Some(draw) = self.draw_to_send(fs, node, now) {
-                        // Its turn, but the share is used up, and this visit sent the draw:
-                        // the request waits for the pool's answer.
-                        if let FleetVerdict::Wait {
-                            eta_secs: Some(0), ..
-                        } = verdict
-                        {
-                            return Visited::Drawing(draw);
-                        }
-                        return Visited::Decided(step(room, &v, verdict, now), Some(draw));
-                    }
-                    verdict
+                    (verdict, self.draw_to_send(fs, node, now))
                 }
             };
-            Visited::Decided(step(room, &v, verdict, now), None)
+            match (verdict, draw) {
+                // Its turn, but the share is used up, and this visit sent the draw: the
+                // request waits for the pool's answer.
+                (
+                    FleetVerdict::Wait {
+                        eta_secs: Some(0), ..
+                    },
+                    Some(draw),
+                ) => Visited::Drawing(draw),
+                (verdict, draw) => Visited::Decided(step(room, &v, verdict, now), draw),
+            }
         });
         let (step, draw) = match visited {
             Ok(Visited::Decided(step, draw)) => (step, draw),
