@@ -9,7 +9,8 @@
 use ngx::core::Status;
 use ngx::ffi::ngx_int_t;
 use ngx::http::Request;
-use smart_limit_core::page::{self, Out, ViewStatus, WaitView};
+use smart_limit_core::page::{self, ViewStatus, WaitView};
+use smart_limit_core::util::out::Out;
 
 use crate::conf::LocConf;
 use crate::request::{HeaderValue, RequestExt, INTERNAL_ERROR};

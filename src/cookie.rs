@@ -1,8 +1,8 @@
 //! The ticket cookie: read from the request's `Cookie` headers, written with `Set-Cookie`.
 
 use ngx::http::Request;
-use smart_limit_core::page::FixedBuf;
 use smart_limit_core::ticket::{self, Ticket, MAX_TICKET_LEN};
+use smart_limit_core::util::out::FixedBuf;
 
 use crate::request::{HeaderValue, RequestExt};
 use crate::store::Zone;

@@ -16,7 +16,7 @@ use core::ptr;
 
 use ngx::ffi::{ngx_pool_cleanup_add, ngx_pool_cleanup_t};
 use ngx::http::{HttpModule, Request};
-use smart_limit_core::rules::Mode;
+use smart_limit_core::room::rules::Mode;
 use smart_limit_core::ticket::Ticket;
 
 use crate::inflight::InFlight;

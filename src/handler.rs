@@ -31,10 +31,10 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
-use smart_limit_core::fleet_room;
+use smart_limit_core::fleet;
 use smart_limit_core::page::{ViewStatus, WaitView};
+use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
-use smart_limit_core::rules::{self, Mode, TicketState};
 use smart_limit_core::ticket::{self, Ticket};
 
 use crate::answer;
@@ -437,7 +437,7 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
     let mut view = turn.view(ViewStatus::Waiting, Some(place));
     if let Some(fs) = &turn.zone.fleet {
         view.refresh_secs =
-            fleet_room::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
+            fleet::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
     }
     record(r, turn.zone, outcome, view.position, None);
     if turn.dry {

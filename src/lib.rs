@@ -88,7 +88,7 @@ unsafe impl HttpModuleLocationConf for Module {
 /// Every worker starts here, after the fork: per-process state is reset, and the interval
 /// timers of the fleet rate zones and of the synced rooms start.
 unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
-    smart_limit_core::random::after_fork();
+    smart_limit_core::util::random::after_fork();
     let _ = std::panic::catch_unwind(|| rate::sync::start_worker(cycle));
     let _ = std::panic::catch_unwind(|| store::fleet::start_worker(cycle));
     Status::NGX_OK.into()

@@ -17,7 +17,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HTTPStatus, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
-use smart_limit_core::page::Out;
+use smart_limit_core::util::out::Out;
 
 pub const INTERNAL_ERROR: ngx_int_t = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
 /// A phase handler's "not mine, go on".

@@ -2,7 +2,7 @@
 //! wall clock's multiples of an interval (the same instants on every node), runs the zone's
 //! tick, and stops when the worker shuts down. The timer is cancelable: a pending tick does
 //! not keep a worker that is shutting down alive. The tick itself decides whether this worker
-//! leads (`smart_limit_core::leader`).
+//! leads (`smart_limit_core::sync::leader`).
 
 use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_void;
@@ -11,8 +11,8 @@ use core::panic::AssertUnwindSafe;
 use ngx::ffi::{
     ngx_add_timer, ngx_del_timer, ngx_event_t, ngx_exiting, ngx_pid, ngx_quit, ngx_terminate,
 };
-use smart_limit_core::fleet_rate::next_tick_in;
-use smart_limit_core::leader::Leader;
+use smart_limit_core::sync::leader::Leader;
+use smart_limit_core::util::time::next_tick_in;
 
 use crate::clock::now_ms;
 

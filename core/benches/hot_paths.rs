@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use smart_limit_core::page::{self, Lang, Template, ViewStatus, WaitView};
+use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Room, Visit};
-use smart_limit_core::rules::{Limits, Mode};
 use smart_limit_core::ticket::{self, Keyring, OpenCache, Ticket};
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";

@@ -8,13 +8,13 @@
 
 mod support;
 
-use smart_limit_core::fleet_model::FleetModel;
-use smart_limit_core::fleet_room::{
+use smart_limit_core::fleet::FleetModel;
+use smart_limit_core::fleet::{
     draw_reply, picture_reply, FleetConfig, FleetScript, Report, RoomPicture, Sighting,
     WaiterSighting,
 };
+use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::Form;
-use smart_limit_core::resp::Value;
 use support::{start, Client};
 
 const BASE: u64 = 1_800_000_000_000;

@@ -9,11 +9,9 @@ mod support;
 
 use std::time::Duration;
 
-use smart_limit_core::fleet_rate::{
-    sync_reply, FleetPicture, RateZoneParams, SyncArgs, SyncScript,
-};
+use smart_limit_core::rate::{sync_reply, FleetPicture, RateZoneParams, SyncArgs, SyncScript};
+use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::Form;
-use smart_limit_core::resp::Value;
 use support::{packed, start, Client};
 
 fn zone(interval: &str) -> RateZoneParams {

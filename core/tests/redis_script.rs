@@ -8,10 +8,10 @@ mod support;
 
 use support::{packed, start, Client};
 
+use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{self, Form, Script};
-use smart_limit_core::resp::Value;
+use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Room, Verdict, Visit};
-use smart_limit_core::rules::{Limits, Mode};
 
 struct Mem(Vec<u64>);
 impl Mem {

@@ -15,11 +15,9 @@
 //! `apply`, or, Redis unreachable, `sync_failed`, `give_back` of the report and `age` (and no
 //! draws).
 
-use smart_limit_core::fenwick;
-use smart_limit_core::fleet_model::FleetModel;
-use smart_limit_core::fleet_room::{
-    refresh_secs, FleetConfig, FleetNode, FleetSnapshot, FleetVerdict,
-};
+use smart_limit_core::fleet::FleetModel;
+use smart_limit_core::fleet::{refresh_secs, FleetConfig, FleetNode, FleetSnapshot, FleetVerdict};
+use smart_limit_core::util::fenwick;
 
 use crate::args::{Args, OutageReport, Routing};
 use crate::stats::{Inversions, Tick, TrueActive};

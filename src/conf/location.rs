@@ -5,8 +5,8 @@
 use std::rc::Rc;
 
 use ngx::ffi::ngx_conf_t;
+use smart_limit_core::config as parse;
 use smart_limit_core::page::{check_template, Template};
-use smart_limit_core::parse;
 
 use super::directive::{complex_value, file_arg, first_arg, refuse, setter, Refused};
 use super::{DryRun, LocConf, RoomRef};

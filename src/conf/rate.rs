@@ -3,7 +3,7 @@
 
 use ngx::ffi::{ngx_conf_t, NGX_LOG_EMERG};
 use ngx::ngx_conf_log_error;
-use smart_limit_core::fleet_rate::RateZoneParams;
+use smart_limit_core::rate::RateZoneParams;
 
 use super::directive::{self, first_arg, refuse, setter, Refused};
 use super::{LocConf, MainConf, RoomRef};

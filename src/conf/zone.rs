@@ -1,8 +1,8 @@
 //! `smart_limit_zone NAME [param=value ...]` and `smart_limit_secret FILE` (http level).
 
 use ngx::ffi::ngx_conf_t;
-use smart_limit_core::parse::{AdmitMode, ZoneParams};
 use smart_limit_core::ticket::Keyring;
+use smart_limit_core::zone::{AdmitMode, ZoneParams};
 
 use super::directive::{self, file_arg, refuse, setter, Refused};
 use super::MainConf;

@@ -24,7 +24,7 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::metrics::{parse_control_query, render_control_json, render_error_json};
-use smart_limit_core::rules::Mode;
+use smart_limit_core::room::rules::Mode;
 
 use super::metrics::{all_figures, figures};
 use crate::answer;

@@ -12,8 +12,8 @@ use ngx::http::{HttpModuleMainConf, Request};
 use smart_limit_core::metrics::{
     render_prometheus, render_rate_prometheus, RateFigures, RoomFigures, PROMETHEUS_CONTENT_TYPE,
 };
-use smart_limit_core::parse::StoreKind;
-use smart_limit_core::rules::Mode;
+use smart_limit_core::room::rules::Mode;
+use smart_limit_core::zone::StoreKind;
 
 use crate::answer;
 use crate::clock::now_ms;

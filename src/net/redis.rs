@@ -31,7 +31,7 @@
 //! ([`Client::reply_was_bad`]).
 //!
 //! Nothing here blocks and nothing panics across FFI: the event handlers catch panics, replies
-//! are parsed fallibly ([`smart_limit_core::resp`]), and callers are woken only after the
+//! are parsed fallibly ([`smart_limit_core::redis::resp`]), and callers are woken only after the
 //! client's state is released, so a woken task may call the client again.
 
 use core::cell::{Cell, RefCell, UnsafeCell};
@@ -50,9 +50,9 @@ use ngx::ffi::{
     ngx_post_event, ngx_posted_events, ngx_str_t, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN,
 };
 use ngx::ngx_log_error;
+use smart_limit_core::redis::params::{HostPort, RedisParams};
+use smart_limit_core::redis::resp::{self, Value};
 use smart_limit_core::redis::{self, Backoff, Form, BACKOFF_FIRST_MS, BACKOFF_MAX_MS};
-use smart_limit_core::redis_params::{HostPort, RedisParams};
-use smart_limit_core::resp::{self, Value};
 
 use super::peer::{Addr, Connect, Io, Peer};
 use super::tls::{Handshake, Tls};

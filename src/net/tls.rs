@@ -23,7 +23,7 @@ use ngx::ffi::{
     TLSEXT_NAMETYPE_host_name, X509_VERIFY_PARAM_set1_ip_asc, X509_verify_cert_error_string,
     NGX_SSL_BUFFER, NGX_SSL_CLIENT, SSL_CTRL_SET_TLSEXT_HOSTNAME, X509_V_OK,
 };
-use smart_limit_core::redis_params::RedisParams;
+use smart_limit_core::redis::params::RedisParams;
 
 /// The SSL context of one zone's Redis connections, and what to expect of the server.
 pub struct Tls {

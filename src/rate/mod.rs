@@ -10,7 +10,7 @@
 //!   node's rate and, with `redis=`, exchanges the node's cumulative counters with the fleet in
 //!   one script call on nginx's event loop.
 //!
-//! The arithmetic is `smart_limit_core::fleet_rate` (pure, unit-tested).
+//! The arithmetic is `smart_limit_core::rate` (pure, unit-tested).
 
 use core::cell::Cell;
 use core::ffi::c_void;
@@ -21,7 +21,7 @@ use ngx::ffi::{
     ngx_conf_t, ngx_int_t, ngx_shm_zone_t, ngx_slab_alloc_locked, ngx_slab_pool_t, NGX_LOG_EMERG,
 };
 use ngx::ngx_log_error;
-use smart_limit_core::fleet_rate::{RateConfig, RateShared, RateSnapshot, RateZoneParams};
+use smart_limit_core::rate::{RateConfig, RateShared, RateSnapshot, RateZoneParams};
 
 use crate::clock::now_ms;
 use crate::log::LogThrottle;
@@ -69,7 +69,7 @@ impl RateZone {
     /// One request: counted, drawn, and counted as passed when it passes.
     pub fn record(&self) -> bool {
         let mut state = self.rng.get();
-        let draw = (smart_limit_core::random::fast_next(&mut state) >> 32) as u32;
+        let draw = (smart_limit_core::util::random::fast_next(&mut state) >> 32) as u32;
         self.rng.set(state);
         self.shared()
             .is_none_or(|s| s.record(draw, now_ms(), &self.cfg))
@@ -175,7 +175,7 @@ fn format_zone(
     shm_zone: &ngx_shm_zone_t,
     pool: *mut ngx_slab_pool_t,
 ) -> Result<*const RateShared, String> {
-    let node_id = smart_limit_core::random::u64().map_err(|e| e.to_string())?;
+    let node_id = smart_limit_core::util::random::u64().map_err(|e| e.to_string())?;
     // SAFETY: the master initialises the zone alone, after nginx set up its slab pool.
     let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or("no shared memory")?;
     let _locked = slab.lock();

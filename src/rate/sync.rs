@@ -15,9 +15,9 @@ use core::ffi::c_void;
 
 use ngx::ffi::{ngx_conf_t, ngx_cycle_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
-use smart_limit_core::fleet_rate::{sync_reply, RateZoneParams, SyncScript};
-use smart_limit_core::leader::Leader;
+use smart_limit_core::rate::{sync_reply, RateZoneParams, SyncScript};
 use smart_limit_core::redis::ReplyError;
+use smart_limit_core::sync::leader::Leader;
 
 use super::RateZone;
 use crate::clock::now_ms;
@@ -61,7 +61,7 @@ fn zones(cycle: *mut ngx_cycle_t) -> impl Iterator<Item = &'static RateZone> {
 pub fn start_worker(cycle: *mut ngx_cycle_t) {
     for zone in zones(cycle) {
         zone.rng
-            .set(smart_limit_core::random::u64().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1);
+            .set(smart_limit_core::util::random::u64().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1);
         let owner = (zone as *const RateZone).cast::<c_void>();
         zone.ticker.start(owner, on_tick, zone.params.interval_ms);
     }

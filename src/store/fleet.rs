@@ -18,7 +18,7 @@
 //! - **Before the first picture** (a node that has not met the fleet since it started) the
 //!   zone's `on_error` policy decides, as for a central Redis store that does not answer.
 //!
-//! The rules are `smart_limit_core::fleet_room` (pure, unit-tested, simulated in `sim/`) and its
+//! The rules are `smart_limit_core::fleet` (pure, unit-tested, simulated in `sim/`) and its
 //! script `fleet_room.lua`.
 
 use core::cell::Cell;
@@ -29,16 +29,16 @@ use core::time::Duration;
 
 use ngx::ffi::{ngx_conf_t, ngx_cycle_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
-use smart_limit_core::fleet_rate::window_end;
-use smart_limit_core::fleet_room::{
+use smart_limit_core::fleet::{
     draw_reply, picture_reply, FleetConfig, FleetNode, FleetScript, FleetSnapshot, FleetVerdict,
     RoomPicture,
 };
-use smart_limit_core::leader::Leader;
-use smart_limit_core::parse::ZoneParams;
 use smart_limit_core::redis::ReplyError;
+use smart_limit_core::room::rules::Mode;
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
-use smart_limit_core::rules::Mode;
+use smart_limit_core::sync::leader::Leader;
+use smart_limit_core::util::time::window_end;
+use smart_limit_core::zone::ZoneParams;
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;

@@ -13,12 +13,12 @@ use core::ptr::NonNull;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
-use smart_limit_core::parse::{AdmitMode, StoreKind, ZoneParams};
-use smart_limit_core::poll::{Poll, PollCache};
-use smart_limit_core::rate::Rate;
+use smart_limit_core::room::gcra::Rate;
+use smart_limit_core::room::poll::{Poll, PollCache};
+use smart_limit_core::room::rules::{Admission, Limits, Mode};
 use smart_limit_core::room::{PassVerdict, Place, Snapshot, Verdict, Visit};
-use smart_limit_core::rules::{Admission, Limits, Mode};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
+use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
 use crate::log::LogThrottle;
 
@@ -76,7 +76,7 @@ pub enum StoreError {
     #[error("the zone's shared memory does not hold a room: {0}")]
     Layout(#[from] smart_limit_core::room::LayoutError),
     #[error("{0}")]
-    Fleet(#[from] smart_limit_core::fleet_room::NotAFleetNode),
+    Fleet(#[from] smart_limit_core::fleet::NotAFleetNode),
     #[error("{0}")]
     Redis(String),
 }

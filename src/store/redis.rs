@@ -22,11 +22,11 @@ use core::cell::RefCell;
 
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
-use smart_limit_core::parse::{OnError, ZoneParams};
+use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{self, Form, Outcome, Script, TouchLog};
-use smart_limit_core::resp::Value;
+use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
-use smart_limit_core::rules::{Limits, Mode};
+use smart_limit_core::zone::{OnError, ZoneParams};
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;

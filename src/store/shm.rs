@@ -11,7 +11,7 @@ use ngx::ffi::{
     NGX_LOG_EMERG, NGX_LOG_NOTICE,
 };
 use ngx::ngx_log_error;
-use smart_limit_core::fleet_room::FleetNode;
+use smart_limit_core::fleet::FleetNode;
 use smart_limit_core::room::{LayoutError, Room};
 use smart_limit_core::ticket::Keyring;
 
@@ -233,7 +233,7 @@ fn existing_room(pool: *mut ngx_slab_pool_t, sync: bool) -> Result<*mut Shared, 
 /// Returns the header and how many sessions the room holds.
 fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, usize), String> {
     let mut key = [0u8; 32];
-    smart_limit_core::random::fill(&mut key).map_err(|e| e.to_string())?;
+    smart_limit_core::util::random::fill(&mut key).map_err(|e| e.to_string())?;
     // SAFETY: the master initialises the zone alone, after nginx set up its slab pool.
     let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or("no shared memory")?;
     let pool = shm_zone.shm.addr.cast::<ngx_slab_pool_t>();
@@ -282,7 +282,7 @@ fn fleet_block(pool: *mut ngx_slab_pool_t, zone_size: usize) -> Result<(*mut u8,
             FLEET_MIN_BYTES
         ));
     }
-    let node_id = smart_limit_core::random::u64().map_err(|e| e.to_string())?;
+    let node_id = smart_limit_core::util::random::u64().map_err(|e| e.to_string())?;
     // SAFETY: a fresh slab block of `len` bytes (page-aligned), ours alone.
     let block = unsafe { core::slice::from_raw_parts_mut(mem, len) };
     FleetNode::format(block, node_id).map_err(|e| e.to_string())?;

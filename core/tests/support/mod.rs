@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use smart_limit_core::resp::{self, Value};
+use smart_limit_core::redis::resp::{self, Value};
 
 pub struct Server {
     child: Child,

@@ -16,11 +16,12 @@
 
 use std::hint::black_box;
 
-use smart_limit_core::fleet_rate::RateZoneParams;
+use smart_limit_core::rate::RateZoneParams;
 use smart_limit_core::page::{check_template, Lang, Template, ViewStatus, WaitView};
-use smart_limit_core::parse::{
-    check_zone_name, parse_host_port, parse_size, parse_status, parse_time_ms, ZoneParams,
+use smart_limit_core::config::{
+    check_zone_name, parse_host_port, parse_size, parse_status, parse_time_ms,
 };
+use smart_limit_core::zone::ZoneParams;
 use smart_limit_core::ticket::Keyring;
 use smart_limit_fuzz::{is_subslice, words};
 

@@ -6,7 +6,7 @@
 //! is "need more bytes", never an error (the module parses a growing buffer as a reply
 //! arrives in pieces, so an error there would drop a valid reply).
 
-use smart_limit_core::resp::parse;
+use smart_limit_core::redis::resp::parse;
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {

@@ -24,7 +24,7 @@
     )
 )]
 
-use crate::parse::{parse_host_port, ConfError};
+use crate::config::{parse_host_port, ConfError};
 
 /// One `HOST:PORT` of a list, as written and split.
 #[derive(Debug, Clone, PartialEq, Eq)]

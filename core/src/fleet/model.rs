@@ -8,10 +8,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::fenwick;
 #[cfg(test)]
-use crate::fleet_room::Sighting;
-use crate::fleet_room::{FleetConfig, Report, RoomPicture, Sample, KEEP_PPM, MAX_SAMPLES};
+use super::Sighting;
+use super::{FleetConfig, Report, RoomPicture, Sample, KEEP_PPM, MAX_SAMPLES};
+use crate::util::fenwick;
 
 /// Most waiters one call drops from the line (the script's EXPIRE_STEP; the active set is
 /// trimmed whole).

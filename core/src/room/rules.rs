@@ -74,9 +74,9 @@ pub struct Limits {
     pub active_window_ms: u64,
     pub mode: Mode,
     /// Flood control: how fast one client address may take places (None: off).
-    pub flood: Option<crate::rate::Rate>,
+    pub flood: Option<crate::room::gcra::Rate>,
     /// The request rate of one admitted session (None: unlimited).
-    pub session_rate: Option<crate::rate::Rate>,
+    pub session_rate: Option<crate::room::gcra::Rate>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

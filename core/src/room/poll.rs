@@ -11,7 +11,7 @@
 //!
 //! Fixed size (direct-mapped by session id, replaced on collision): no allocation per poll.
 
-use crate::rate::Rate;
+use crate::room::gcra::Rate;
 use crate::room::Place;
 
 /// How a poll is answered.

@@ -1,0 +1,116 @@
+//! Configuration value parsers shared by the directives: nginx-style sizes and times, rates,
+//! status codes, `HOST:PORT` addresses, `key=value` splitting against a parameter table, and
+//! the errors every directive reports.
+//!
+//! These run at configuration time (`nginx -t`), so their job is to refuse every bad value
+//! with a message that says which parameter is wrong and quotes what was written; the FFI
+//! layer only prefixes the directive name (SPEC §3). [`ParseError`] messages are the reason
+//! alone ("expected a size like 512k, 10m or 1g"); [`ConfError`] adds the parameter and the
+//! quoted value. Nothing here panics, whatever the input.
+//!
+//! The bottom layer of the crate: it uses no other module.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod param;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use thiserror::Error;
+
+pub use param::*;
+pub use value::*;
+
+/// Why a single value did not parse. The message is the reason only; the caller names the
+/// parameter and quotes the value (see [`ConfError`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ParseError {
+    /// Nothing was written.
+    #[error("empty value")]
+    Empty,
+    /// The text does not have the expected shape; the string says what was expected.
+    #[error("{0}")]
+    Syntax(&'static str),
+    /// The number does not fit.
+    #[error("value too large")]
+    Overflow,
+    /// A well-formed status code that is not one of the allowed ones.
+    #[error("expected one of 200, 202, 429, 503")]
+    Status,
+    /// A page template uses `{{name}}` placeholders that do not exist; lists them.
+    #[error("unknown placeholder {0} (known: {{{{position}}}}, {{{{eta_seconds}}}}, {{{{eta_text}}}}, {{{{refresh_seconds}}}}, {{{{room}}}}, {{{{queue_length}}}}, {{{{status}}}}, {{{{updated_at}}}})")]
+    UnknownPlaceholder(String),
+}
+
+/// Why the `smart_limit_zone` arguments were refused. Every message names the parameter and
+/// quotes the offending text; the FFI layer prefixes the directive name.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfError {
+    /// No arguments at all.
+    #[error("missing zone name")]
+    MissingName,
+    /// The zone name has characters or a length that are not allowed.
+    #[error("invalid zone name \"{}\": expected 1 to {MAX_NAME_LEN} characters from A-Z a-z 0-9 _ -", Quoted(.0))]
+    BadName(String),
+    /// A parameter this directive does not know (the whole argument is quoted).
+    #[error("unknown parameter \"{}\"", Quoted(.0))]
+    Unknown(String),
+    /// A known parameter written without `=value`.
+    #[error("parameter \"{}\" needs a value, e.g. {}", Quoted(.param), .example)]
+    MissingValue {
+        /// The parameter name as written.
+        param: String,
+        /// An example of a correct argument.
+        example: &'static str,
+    },
+    /// The same parameter given twice (the second occurrence is quoted).
+    #[error("duplicate parameter \"{}\"", Quoted(.0))]
+    Duplicate(String),
+    /// A value that does not parse or is out of range.
+    #[error("invalid {param} \"{}\": {reason}", Quoted(.value))]
+    Invalid {
+        /// Parameter name.
+        param: &'static str,
+        /// The value as written.
+        value: String,
+        /// What is wrong / what was expected.
+        reason: String,
+    },
+    /// Two parameters that exclude each other (both arguments quoted).
+    #[error("\"{}\" and \"{}\" cannot be used together", Quoted(.0), Quoted(.1))]
+    Conflict(String, String),
+    /// A required parameter is missing (what to write, with an example).
+    #[error("needs {0}")]
+    Needs(&'static str),
+    /// A parameter that only makes sense with another one (argument quoted, then the requirement).
+    #[error("\"{}\" requires {}", Quoted(.0), .1)]
+    Requires(String, &'static str),
+}
+
+/// Displays user text between quotes with quotes, backslashes and control characters escaped,
+/// so a message is always one readable log line.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '"' | '\\' => write!(f, "\\{c}")?,
+                c if c.is_control() => write!(f, "{}", c.escape_default())?,
+                c => write!(f, "{c}")?,
+            }
+        }
+        Ok(())
+    }
+}

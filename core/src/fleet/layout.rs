@@ -1,0 +1,231 @@
+//! The node's block of shared memory (beside its room in the same zone): the header with the
+//! last picture and this interval's share, and the tables of sightings kept for the next
+//! report; how a block is formatted or attached again after a reload.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use core::mem::{align_of, size_of};
+
+use super::{FleetNode, NotAFleetNode};
+use super::{Sample, Sighting, WaiterSighting, MAX_SAMPLES};
+
+use crate::sync::leader::Leadership;
+
+pub(super) const MAGIC: u64 = 0x534c_464c_4545_5402; // "SLFLEET", version 2
+#[repr(C)]
+pub(super) struct Header {
+    pub(super) magic: u64,
+    pub(super) seen_len: u32,
+    pub(super) batch_len: u32,
+    pub(super) node_id: u64,
+    pub(super) seq: u64,
+    /// The picture in force.
+    pub(super) window_ms: u64,
+    pub(super) synced_at_ms: u64,
+    pub(super) fleet_active: u64,
+    pub(super) queue_len: u64,
+    pub(super) cursor: u64,
+    pub(super) quota_left: u64,
+    pub(super) quota: u64,
+    pub(super) nodes: u64,
+    pub(super) free: u64,
+    pub(super) expiring: u64,
+    pub(super) leaving: u64,
+    pub(super) samples_len: u64,
+    /// Ranks of the picture's line let in since it came, as the node guesses without Redis
+    /// (positions shown are that much nearer the head), and the fraction of a place an old
+    /// picture's share left over (thousandths).
+    pub(super) aged_ranks: u64,
+    pub(super) age_carry: u64,
+    /// The window the pool was found empty in (no more draws until the next picture).
+    pub(super) pool_empty_window: u64,
+    /// Clients whose turn it was, turned away for want of a place since the last draw.
+    pub(super) want: u64,
+    /// When the draw in flight was sent (0: none), and the sync sequence then: a sync sent
+    /// after it released its places, so its answer no longer counts.
+    pub(super) draw_since: u64,
+    pub(super) draw_seq: u64,
+    /// The last window a tick (re)granted the quota in.
+    pub(super) granted_window: u64,
+    /// Since the last report.
+    pub(super) polls: u64,
+    pub(super) n_active: u64,
+    pub(super) n_admitted: u64,
+    pub(super) n_waiters: u64,
+    /// Bumped when the batches are taken (entries of the sent table point into one batch).
+    pub(super) batch_seq: u32,
+    pub(super) _pad: u32,
+    /// Cumulative, for metrics.
+    pub(super) admitted: u64,
+    pub(super) draws: u64,
+    pub(super) draws_granted: u64,
+    pub(super) dropped: u64,
+    pub(super) syncs: u64,
+    pub(super) sync_failures: u64,
+    pub(super) leadership: Leadership,
+}
+
+/// A session reported recently (so it is not sent again too soon), and where its sighting
+/// waits in the current batch (so a later sighting before the sync updates its time).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(super) struct Seen {
+    pub(super) sid: u64,
+    pub(super) sent_ms: u64,
+    /// The batch generation (`Header::batch_seq`) and index of the sighting.
+    pub(super) batch: u32,
+    pub(super) slot: u32,
+}
+
+/// A sighting of `key`: new (to be put in the batch; the index of its entry in the sent
+/// table), or recent (already in a batch: the entry, to refresh the time there).
+pub(super) enum Sight {
+    New(Option<usize>),
+    Recent(usize),
+}
+
+/// Puts a sighting in its batch (`new`), or refreshes the time of the one already there.
+/// False when a new one found the batch full.
+pub(super) fn record<T>(
+    seen: Option<&mut Seen>,
+    batch_seq: u32,
+    list: &mut [T],
+    n: &mut u64,
+    new: bool,
+    entry: T,
+    same: impl Fn(&T) -> bool,
+) -> bool {
+    if !new {
+        if let Some(e) = seen.filter(|e| e.batch == batch_seq) {
+            if let Some(old) = list.get_mut(e.slot as usize).filter(|old| same(old)) {
+                *old = entry;
+            }
+        }
+        return true;
+    }
+    let ix = *n as usize;
+    let Some(slot) = list.get_mut(ix) else {
+        return false;
+    };
+    *slot = entry;
+    *n += 1;
+    if let Some(e) = seen {
+        e.batch = batch_seq;
+        e.slot = ix as u32;
+    }
+    true
+}
+
+pub(super) fn round8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+pub(super) struct Layout {
+    pub(super) samples: usize,
+    pub(super) seen: usize,
+    pub(super) active: usize,
+    pub(super) admitted: usize,
+    pub(super) waiters: usize,
+    pub(super) end: usize,
+}
+
+pub(super) fn layout(seen: usize, batch: usize) -> Layout {
+    let samples = round8(size_of::<Header>());
+    let seen_at = samples + MAX_SAMPLES * size_of::<Sample>();
+    let active = seen_at + seen * size_of::<Seen>();
+    let admitted = active + batch * size_of::<Sighting>();
+    let waiters = admitted + batch * size_of::<Sighting>();
+    let end = waiters + batch * size_of::<WaiterSighting>();
+    Layout {
+        samples,
+        seen: seen_at,
+        active,
+        admitted,
+        waiters,
+        end,
+    }
+}
+
+/// Keys of active sightings differ from waiting ones in the sent table.
+pub(super) const ACTIVE_TAG: u64 = 0xA5A5_0000_0000_A5A5;
+
+impl<'m> FleetNode<'m> {
+    /// Writes an empty node into `mem` (a sessions table of 4 entries per batch entry).
+    pub fn format(mem: &'m mut [u8], node_id: u64) -> Result<FleetNode<'m>, NotAFleetNode> {
+        if !(mem.as_ptr() as usize).is_multiple_of(align_of::<u64>()) {
+            return Err(NotAFleetNode);
+        }
+        let per = 4 * size_of::<Seen>() + 2 * size_of::<Sighting>() + size_of::<WaiterSighting>();
+        let room = mem.len().saturating_sub(layout(0, 0).end);
+        let batch = (room / per).min(1 << 20);
+        if batch < 16 {
+            return Err(NotAFleetNode);
+        }
+        mem.fill(0);
+        let base = mem.as_mut_ptr() as *mut Header;
+        // SAFETY: aligned, large enough (layout(0,0).end <= len), Header is plain old data
+        // but for the atomics of Leadership, which are valid all-zero too.
+        unsafe {
+            (*base).magic = MAGIC;
+            (*base).seen_len = (4 * batch) as u32;
+            (*base).batch_len = batch as u32;
+            (*base).node_id = node_id.max(1);
+        }
+        let node = FleetNode::attach(mem)?;
+        node.hdr.leadership = Leadership::new();
+        Ok(node)
+    }
+
+    pub fn attach(mem: &'m mut [u8]) -> Result<FleetNode<'m>, NotAFleetNode> {
+        if mem.len() < size_of::<Header>()
+            || !(mem.as_ptr() as usize).is_multiple_of(align_of::<u64>())
+        {
+            return Err(NotAFleetNode);
+        }
+        let base = mem.as_mut_ptr();
+        // SAFETY: size and alignment checked; every bit pattern is a valid Header.
+        let hdr = unsafe { &mut *(base as *mut Header) };
+        if hdr.magic != MAGIC {
+            return Err(NotAFleetNode);
+        }
+        let (seen, batch) = (hdr.seen_len as usize, hdr.batch_len as usize);
+        let l = layout(seen, batch);
+        if l.end > mem.len() {
+            return Err(NotAFleetNode);
+        }
+        // SAFETY: disjoint regions inside `mem`, 8-aligned, plain old data.
+        unsafe {
+            Ok(FleetNode {
+                samples: core::slice::from_raw_parts_mut(base.add(l.samples).cast(), MAX_SAMPLES),
+                seen: core::slice::from_raw_parts_mut(base.add(l.seen).cast(), seen),
+                active: core::slice::from_raw_parts_mut(base.add(l.active).cast(), batch),
+                admitted: core::slice::from_raw_parts_mut(base.add(l.admitted).cast(), batch),
+                waiters: core::slice::from_raw_parts_mut(base.add(l.waiters).cast(), batch),
+                hdr,
+            })
+        }
+    }
+
+    pub fn leadership(&self) -> &Leadership {
+        &self.hdr.leadership
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.hdr.node_id
+    }
+
+    /// Whether the node has met the fleet (a picture, perhaps old).
+    pub fn synced(&self) -> bool {
+        self.hdr.synced_at_ms != 0
+    }
+
+    // ------------------------------------------------------------------ the request path
+}

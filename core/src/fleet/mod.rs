@@ -1,0 +1,226 @@
+//! A fleet room decided locally ([S12], Cloudflare's data-center design), for
+//! `smart_limit_zone ... store=redis sync=TIME`.
+//!
+//! Every request is decided on the node's own shared memory ([`FleetNode`]); Redis is met once
+//! an interval, by one worker per node, in one script call (`script.lua`), and otherwise
+//! only to draw one admission from the fleet's pool when the node's own share is used up.
+//!
+//! - **The line is the fleet's, ordered by arrival.** A ticket carries its first contact's time
+//!   (`issued_at`), the same on every node. Nodes report the waiting sessions they saw, with
+//!   that time, and Redis keeps one sorted set of present waiters by arrival (and drops those
+//!   unseen for `presence`). Each interval's picture gives a **cursor**: the arrival time of the
+//!   oldest waiters the free places can take. A waiter whose arrival is at or before the cursor
+//!   may be admitted wherever it polls; younger ones wait. Two clients who arrived more than an
+//!   interval apart are thus let in by arrival order, whichever nodes they poll.
+//! - **Active sessions are counted once.** Nodes report the admitted sessions they saw (each at
+//!   most once an interval), Redis keeps them in one sorted set by last sight: a client that
+//!   moves between nodes is one member.
+//! - **Capacity is shared out, never exceeded.** At each interval's first sync the fleet's free
+//!   places (max_active - active - reserved) are shared out to nodes by their part of the
+//!   waiting polls (Cloudflare: the share of last interval's traffic), a part kept back as the
+//!   pool. Grants are reserved until the node's next sync reports what it admitted; a draw from
+//!   the pool reserves places atomically. So admissions never exceed `max_active`.
+//! - **No request waits for Redis.** A client whose turn it is, on a node whose share is used
+//!   up, is told to come back in a moment, and the node asks the pool for as many places as it
+//!   turned such clients away (one call in flight per node, in the background); the places it
+//!   gets admit the next ones whose turn it is.
+//! - **Positions** come from samples of the fleet's line (rank, arrival) in the picture.
+//! - **Redis gone**: each interval without a picture, a node lets in its equal part of the
+//!   sessions the last picture saw leaving an interval (so the fleet holds its level), and moves
+//!   its cursor on through the picture's line by as many; no request waits for Redis. When
+//!   Redis answers again, the reports kept meanwhile (with the time of each sighting) bring the
+//!   fleet's picture back at the next sync.
+//!
+//! Everything here is plain data over a block of memory (like [`crate::room::Room`]), so
+//! `cargo test` and the simulator (`sim/`) run the very code nginx runs. [`FleetModel`] is the
+//! script's rules in Rust, for the simulator; `tests/fleet_script.rs` holds the two to the
+//! same answers.
+//!
+//! Uses `room` (shared vocabulary), `redis` (replies) and `sync` (the leader).
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod layout;
+mod node;
+mod report;
+mod script;
+
+pub mod model;
+
+#[cfg(test)]
+mod tests;
+
+use layout::{Header, Seen};
+
+pub use model::FleetModel;
+pub use script::{draw_reply, picture_reply, FleetScript, FLEET_SCRIPT};
+
+/// Most samples of the line a picture carries.
+pub const MAX_SAMPLES: usize = 128;
+/// Parts per million of an interval's free places shared out to nodes; the rest is the pool.
+pub const KEEP_PPM: u64 = 800_000;
+/// A node unheard of for this many intervals is dropped (its grants released).
+pub const STALE_INTERVALS: u64 = 3;
+
+/// What a sync needs to know of the room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FleetConfig {
+    pub interval_ms: u64,
+    pub max_active: u64,
+    pub active_window_ms: u64,
+    pub presence_ms: u64,
+}
+
+impl FleetConfig {
+    pub fn stale_ms(&self) -> u64 {
+        self.interval_ms.saturating_mul(STALE_INTERVALS)
+    }
+
+    /// How far ahead the picture counts the sessions about to leave, to tell how fast the line
+    /// will move: the interval, or half the active window up to 10 s, whichever is longer.
+    pub fn horizon_ms(&self) -> u64 {
+        (self.active_window_ms / 2)
+            .min(10_000)
+            .max(self.interval_ms)
+    }
+
+    /// The keys live this long after the room's last sync.
+    pub fn key_ttl_ms(&self) -> u64 {
+        2 * self
+            .presence_ms
+            .max(self.active_window_ms)
+            .max(60_000)
+            .max(self.interval_ms.saturating_mul(30))
+    }
+}
+
+/// One sample of the fleet's line: `rank` waiters arrived before `arrival`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sample {
+    pub rank: u64,
+    pub arrival: u64,
+}
+
+/// The fleet as one sync reply shows it to one node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RoomPicture {
+    pub fleet_active: u64,
+    pub queue_len: u64,
+    /// Waiters who arrived at or before this time may be admitted; `u64::MAX`: everyone (and
+    /// newcomers walk in), 0: nobody.
+    pub cursor: u64,
+    /// Admissions granted to this node until its next sync.
+    pub quota: u64,
+    pub nodes: u64,
+    pub window_ms: u64,
+    /// This interval's free places, before they were shared out.
+    pub free: u64,
+    /// Active sessions whose window ends within the interval (their places free before the
+    /// next picture; the cursor counts them) and within the horizon.
+    pub expiring: u64,
+    pub leaving: u64,
+    pub samples: Vec<Sample>,
+}
+
+/// A session seen at `at` (the node's clock, ms).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sighting {
+    pub sid: u64,
+    pub at: u64,
+}
+
+/// A waiting session seen at `at`, who first came at `arrival`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaiterSighting {
+    pub sid: u64,
+    pub arrival: u64,
+    pub at: u64,
+}
+
+/// What a node tells the fleet at a sync. Each sighting goes with when it was made, so a
+/// report that waited (a sync that failed, given back) does not make a session look more
+/// recent than it is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Report {
+    pub polls: u64,
+    /// Admitted sessions seen (each at most once an interval).
+    pub active: Vec<Sighting>,
+    /// Sessions this node admitted since its last sync.
+    pub admitted: Vec<Sighting>,
+    /// Waiting sessions seen (each once per half presence).
+    pub waiters: Vec<WaiterSighting>,
+}
+
+/// What the node says to a client without a valid admitted ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FleetVerdict {
+    Admit,
+    /// Not yet (its turn, but the node's share is used up: `eta_secs` is `Some(0)`, come back
+    /// in a moment; [`FleetNode::take_draw`] then asks the pool).
+    Wait {
+        position: u64,
+        queue_len: u64,
+        eta_secs: Option<u64>,
+    },
+    /// No picture yet (the node has not met the fleet since it started): the zone's on_error
+    /// policy decides.
+    Unknown,
+}
+
+/// The node's side of a synced room, laid over a block of shared memory; build one per use with
+/// [`FleetNode::attach`] while holding the block's lock.
+pub struct FleetNode<'m> {
+    hdr: &'m mut Header,
+    samples: &'m mut [Sample],
+    seen: &'m mut [Seen],
+    active: &'m mut [Sighting],
+    admitted: &'m mut [Sighting],
+    waiters: &'m mut [WaiterSighting],
+}
+
+/// The block is not a synced room of this layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("zone memory does not hold a synced room of this module's layout")]
+pub struct NotAFleetNode;
+
+/// How soon a waiting client should come back: a client whose turn is expected before its
+/// configured refresh comes back at that time (never sooner than an interval, nor 1 s), so the
+/// head of the line is there when places free and the fleet fills them in order.
+pub fn refresh_secs(configured: u64, eta_secs: Option<u64>, interval_ms: u64) -> u64 {
+    let floor = interval_ms.div_ceil(1000).max(1);
+    match eta_secs {
+        Some(eta) if eta < configured => eta.max(floor).min(configured),
+        _ => configured,
+    }
+}
+
+/// The node's figures, for metrics and the control endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FleetSnapshot {
+    pub fleet_active: u64,
+    pub queue_len: u64,
+    pub quota_left: u64,
+    pub nodes: u64,
+    pub admitted: u64,
+    /// Pool draws sent, and the places they got.
+    pub draws: u64,
+    pub draws_granted: u64,
+    /// Sightings not reported for want of room in the batches (zone memory).
+    pub dropped: u64,
+    pub syncs: u64,
+    pub sync_failures: u64,
+    pub sync_age_ms: Option<u64>,
+}
+
+// ------------------------------------------------------------------------------ Redis

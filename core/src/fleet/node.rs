@@ -1,0 +1,343 @@
+//! The request path of a synced room: a visit decided on the node's own memory (the cursor
+//! by arrival, this interval's share, the pool draw), and positions from the picture's
+//! samples of the fleet's line.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::layout::{record, Seen};
+use super::layout::{Sight, ACTIVE_TAG};
+use super::{Sighting, WaiterSighting};
+
+use super::{FleetConfig, FleetNode, FleetVerdict, Header};
+
+impl<'m> FleetNode<'m> {
+    /// A client without a valid admitted ticket, who arrived (first contact) at `arrival`.
+    pub fn visit(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        self.hdr.polls += 1;
+        self.saw_waiter(sid, arrival, now, cfg);
+        if !self.synced() {
+            return FleetVerdict::Unknown;
+        }
+        if !self.eligible(arrival) {
+            return self.wait(arrival, cfg);
+        }
+        if self.take_place(sid, now) {
+            return FleetVerdict::Admit;
+        }
+        if !self.pool_empty() {
+            self.hdr.want += 1;
+        }
+        // The picture said nobody waits, and now someone does: until the next picture,
+        // nobody who came later is let in ahead of it (the place drawn for it is its own).
+        if self.hdr.cursor == u64::MAX {
+            self.hdr.cursor = arrival;
+        }
+        match self.wait(arrival, cfg) {
+            FleetVerdict::Wait {
+                position,
+                queue_len,
+                ..
+            } => FleetVerdict::Wait {
+                position,
+                queue_len,
+                eta_secs: Some(0),
+            },
+            other => other,
+        }
+    }
+
+    /// The same client once the pool's answer to its draw is in (it was turned away because
+    /// the node's share was used up): in if its turn still holds and a place came; otherwise
+    /// it waits like anyone else. Not counted as another poll.
+    pub fn claim(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        if self.eligible(arrival) && self.take_place(sid, now) {
+            return FleetVerdict::Admit;
+        }
+        self.wait(arrival, cfg)
+    }
+
+    /// One place of the node's share (or of its draws), if any is left: taken by `sid`.
+    pub(super) fn take_place(&mut self, sid: u64, now: u64) -> bool {
+        if self.hdr.quota_left == 0 {
+            return false;
+        }
+        self.hdr.quota_left -= 1;
+        self.admit(sid, now);
+        true
+    }
+
+    pub(super) fn pool_empty(&self) -> bool {
+        self.hdr.window_ms != 0 && self.hdr.pool_empty_window == self.hdr.window_ms
+    }
+
+    /// A client who must wait whatever its turn (a room in `queue_all` mode): seen and
+    /// reported like any waiter, so the fleet's line stays true, and told its place.
+    pub fn hold(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        self.hdr.polls += 1;
+        self.saw_waiter(sid, arrival, now, cfg);
+        self.wait(arrival, cfg)
+    }
+
+    /// Places to ask the fleet's pool for now, if any: as many as clients whose turn it was
+    /// were turned away since the last draw, one draw in flight per node (one that has not
+    /// answered within an interval is given up).
+    pub fn take_draw(&mut self, now: u64, cfg: &FleetConfig) -> Option<u64> {
+        let h = &mut *self.hdr;
+        let busy = h.draw_since != 0 && now.saturating_sub(h.draw_since) < cfg.interval_ms;
+        if h.want == 0 || busy || self.pool_empty() {
+            return None;
+        }
+        let h = &mut *self.hdr;
+        h.draw_since = now.max(1);
+        h.draw_seq = h.seq;
+        h.draws += 1;
+        Some(core::mem::take(&mut h.want))
+    }
+
+    /// The pool's answer to [`FleetNode::take_draw`]: `granted` of the `asked` places (all
+    /// of them when the pool had enough; otherwise it is empty until the next picture). None:
+    /// no answer (Redis away): no places, and no more draws this interval.
+    pub fn drawn(&mut self, asked: u64, granted: Option<u64>) {
+        let h = &mut *self.hdr;
+        h.draw_since = 0;
+        // A sync sent since the draw released its places (they were counted as this node's
+        // draws, which every sync gives back).
+        let granted = granted.filter(|_| h.draw_seq == h.seq);
+        let got = granted.unwrap_or(0).min(asked);
+        h.draws_granted += got;
+        h.quota_left += got;
+        if got < asked {
+            h.pool_empty_window = h.window_ms;
+        }
+    }
+
+    /// A request on a valid admitted ticket: the session counts as active in the fleet. Each
+    /// sync reports the sessions seen since the last one, once each, at their latest sighting
+    /// (so the fleet frees a session's place when its window really ends); active sessions are
+    /// at most `max_active`, so this stays cheap.
+    pub fn saw_admitted(&mut self, sid: u64, now: u64, cfg: &FleetConfig) {
+        let every = cfg.interval_ms.min(cfg.active_window_ms / 2);
+        let key = sid ^ ACTIVE_TAG;
+        let batch_seq = self.hdr.batch_seq;
+        let (new, at) = match self.sight(key, now, every) {
+            Sight::New(at) => (true, at),
+            // Seen since the last sync but reported before it: in this batch too, so the
+            // fleet's last sight of a session is never older than the node's last sync.
+            Sight::Recent(at) => (
+                self.seen.get(at).is_none_or(|e| e.batch != batch_seq),
+                Some(at),
+            ),
+        };
+        let seen = at.and_then(|i| self.seen.get_mut(i));
+        let entry = Sighting { sid, at: now };
+        let h = &mut *self.hdr;
+        if !record(
+            seen,
+            h.batch_seq,
+            self.active,
+            &mut h.n_active,
+            new,
+            entry,
+            |e| e.sid == sid,
+        ) {
+            self.drop_report(key);
+        }
+    }
+
+    pub(super) fn eligible(&self, arrival: u64) -> bool {
+        self.hdr.cursor == u64::MAX || arrival <= self.hdr.cursor
+    }
+
+    pub(super) fn admit(&mut self, sid: u64, now: u64) {
+        self.hdr.admitted += 1;
+        let h = &mut *self.hdr;
+        let entry = Sighting { sid, at: now };
+        if !record(
+            None,
+            0,
+            self.admitted,
+            &mut h.n_admitted,
+            true,
+            entry,
+            |_| false,
+        ) {
+            h.dropped += 1;
+        }
+    }
+
+    pub(super) fn saw_waiter(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) {
+        let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
+            Sight::New(at) => (true, at),
+            Sight::Recent(at) => (false, Some(at)),
+        };
+        let seen = at.and_then(|i| self.seen.get_mut(i));
+        let entry = WaiterSighting {
+            sid,
+            arrival,
+            at: now,
+        };
+        let h = &mut *self.hdr;
+        if !record(
+            seen,
+            h.batch_seq,
+            self.waiters,
+            &mut h.n_waiters,
+            new,
+            entry,
+            |e| e.sid == sid,
+        ) {
+            self.drop_report(sid);
+        }
+    }
+
+    /// Whether `key` was sent within `every_ms` (then: where it is in the sent table), or not
+    /// (then it is noted sent now). A full table evicts the oldest entry of the probed ones: a
+    /// session is at worst sent twice.
+    pub(super) fn sight(&mut self, key: u64, now: u64, every_ms: u64) -> Sight {
+        let len = self.seen.len();
+        if len == 0 {
+            return Sight::New(None);
+        }
+        let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize;
+        let mut oldest = h % len;
+        for i in 0..8 {
+            let ix = (h + i) % len;
+            let Some(e) = self.seen.get(ix).copied() else {
+                break;
+            };
+            if e.sid == key {
+                if now.saturating_sub(e.sent_ms) < every_ms {
+                    return Sight::Recent(ix);
+                }
+                oldest = ix;
+                break;
+            }
+            if e.sid == 0 || now.saturating_sub(e.sent_ms) >= every_ms {
+                oldest = ix;
+                break;
+            }
+            if self.seen.get(oldest).is_some_and(|o| e.sent_ms < o.sent_ms) {
+                oldest = ix;
+            }
+        }
+        match self.seen.get_mut(oldest) {
+            Some(slot) => {
+                *slot = Seen {
+                    sid: key,
+                    sent_ms: now,
+                    batch: u32::MAX,
+                    slot: 0,
+                };
+                Sight::New(Some(oldest))
+            }
+            None => Sight::New(None),
+        }
+    }
+
+    /// A report that found its batch full: not noted as sent, so the next sighting tries again.
+    pub(super) fn drop_report(&mut self, key: u64) {
+        self.hdr.dropped += 1;
+        let len = self.seen.len();
+        let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize;
+        for i in 0..8 {
+            if let Some(e) = self.seen.get_mut((h + i) % len.max(1)) {
+                if e.sid == key {
+                    e.sid = 0;
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn wait(&self, arrival: u64, cfg: &FleetConfig) -> FleetVerdict {
+        let position = self
+            .position(arrival)
+            .saturating_sub(self.hdr.aged_ranks)
+            .max(1);
+        FleetVerdict::Wait {
+            position,
+            queue_len: self.hdr.queue_len.max(position),
+            eta_secs: self.eta_secs(position, cfg),
+        }
+    }
+
+    /// How long until `position` is let in: the line moves by the places free now, and those
+    /// the sessions about to leave will free (unknown while nobody is about to leave).
+    pub(super) fn eta_secs(&self, position: u64, cfg: &FleetConfig) -> Option<u64> {
+        let per_interval = per_interval(self.hdr, cfg);
+        if per_interval == 0 {
+            return None;
+        }
+        let ms = u128::from(position) * u128::from(cfg.interval_ms) / u128::from(per_interval);
+        Some(u64::try_from(ms.div_ceil(1000)).unwrap_or(u64::MAX))
+    }
+
+    /// 1-based position of a waiter who arrived at `arrival`: the fleet's waiters who arrived
+    /// before it (interpolated between the picture's samples of the line), plus one.
+    pub fn position(&self, arrival: u64) -> u64 {
+        let samples = self
+            .samples
+            .get(..self.hdr.samples_len as usize)
+            .unwrap_or_default();
+        let Some(first_after) = samples.iter().position(|s| s.arrival >= arrival) else {
+            return self.hdr.queue_len + 1;
+        };
+        let Some(after) = samples.get(first_after) else {
+            return self.hdr.queue_len + 1;
+        };
+        let Some(before) = first_after.checked_sub(1).and_then(|i| samples.get(i)) else {
+            return after.rank + 1;
+        };
+        let span = after.arrival.saturating_sub(before.arrival).max(1);
+        let into = arrival.saturating_sub(before.arrival);
+        let ranks = after.rank.saturating_sub(before.rank);
+        before.rank + 1 + (u128::from(ranks) * u128::from(into) / u128::from(span)) as u64
+    }
+
+    /// The arrival of the waiter at 0-based `rank` in the picture's line (interpolated between
+    /// its samples); None past the line's end.
+    pub(super) fn arrival_at_rank(&self, rank: u64) -> Option<u64> {
+        let samples = self
+            .samples
+            .get(..self.hdr.samples_len as usize)
+            .unwrap_or_default();
+        let i = samples.iter().position(|s| s.rank >= rank)?;
+        let after = samples.get(i)?;
+        let Some(before) = i.checked_sub(1).and_then(|b| samples.get(b)) else {
+            return Some(after.arrival);
+        };
+        let span = after.rank.saturating_sub(before.rank).max(1);
+        let into = rank.saturating_sub(before.rank);
+        let arrivals = after.arrival.saturating_sub(before.arrival);
+        Some(before.arrival + (u128::from(arrivals) * u128::from(into) / u128::from(span)) as u64)
+    }
+
+    // ------------------------------------------------------------------ the sync
+}
+
+/// How many places the line gains an interval, as the last picture saw it: the free places,
+/// or those freeing within the interval, or the sessions about to leave spread over the
+/// horizon, whichever is most (in a room that is not full: its empty places).
+pub(super) fn per_interval(h: &Header, cfg: &FleetConfig) -> u64 {
+    match departures(h, cfg).max(h.free) {
+        // A room that is not full has its empty places to give.
+        0 => cfg.max_active.saturating_sub(h.fleet_active),
+        n => n,
+    }
+}
+
+/// How many sessions leave an interval, as the last picture saw it: those whose window ends
+/// within it, or those about to leave spread over the horizon, whichever is more.
+pub(super) fn departures(h: &Header, cfg: &FleetConfig) -> u64 {
+    let soon =
+        u128::from(h.leaving) * u128::from(cfg.interval_ms) / u128::from(cfg.horizon_ms().max(1));
+    u64::try_from(soon).unwrap_or(u64::MAX).max(h.expiring)
+}

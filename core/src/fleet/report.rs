@@ -1,0 +1,158 @@
+//! The node's side of a sync: the report of what it saw since the last one, the picture
+//! applied, and the interval without Redis (the equal split of departures).
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::layout::record;
+use super::node::departures;
+use super::MAX_SAMPLES;
+use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture};
+
+use crate::util::time::window_end;
+
+impl<'m> FleetNode<'m> {
+    /// The node's report since the last sync (and empties the batches).
+    pub fn take_report(&mut self) -> Report {
+        fn take<T: Copy>(v: &[T], n: u64) -> Vec<T> {
+            v.get(..n as usize).unwrap_or_default().to_vec()
+        }
+        let r = Report {
+            polls: core::mem::take(&mut self.hdr.polls),
+            active: take(self.active, self.hdr.n_active),
+            admitted: take(self.admitted, self.hdr.n_admitted),
+            waiters: take(self.waiters, self.hdr.n_waiters),
+        };
+        self.hdr.n_active = 0;
+        self.hdr.n_admitted = 0;
+        self.hdr.n_waiters = 0;
+        // The sync releases what is left of this node's places (the report says what it used):
+        // none is spent until the picture brings the next share.
+        self.hdr.quota_left = 0;
+        // Entries of the sent table no longer point into the batches.
+        self.hdr.batch_seq = self.hdr.batch_seq.wrapping_add(1) % u32::MAX;
+        r
+    }
+
+    /// A report whose sync failed goes back into the batches (as far as they have room), so
+    /// what the node admitted while Redis was away still reaches the fleet when it returns.
+    pub fn give_back(&mut self, r: &Report) {
+        let h = &mut *self.hdr;
+        h.polls += r.polls;
+        for &e in &r.admitted {
+            if !record(None, 0, self.admitted, &mut h.n_admitted, true, e, |_| {
+                false
+            }) {
+                h.dropped += 1;
+            }
+        }
+        for &e in &r.active {
+            if !record(None, 0, self.active, &mut h.n_active, true, e, |_| false) {
+                break;
+            }
+        }
+        for &e in &r.waiters {
+            if !record(None, 0, self.waiters, &mut h.n_waiters, true, e, |_| false) {
+                break;
+            }
+        }
+    }
+
+    /// The next sequence number and window of this node's sync at `now`.
+    pub fn next_sync(&mut self, now: u64, cfg: &FleetConfig) -> (u64, u64) {
+        self.hdr.seq += 1;
+        (self.hdr.seq, window_end(now, cfg.interval_ms))
+    }
+
+    /// The fleet's picture came back: the node decides by it until the next.
+    pub fn apply(&mut self, p: &RoomPicture, now: u64) {
+        let h = &mut *self.hdr;
+        h.aged_ranks = 0;
+        // "Everyone" means everyone only while nobody waits anywhere in the fleet; otherwise
+        // those who came after this picture wait for the next one, behind the line it shows.
+        h.cursor = match (p.cursor, p.queue_len) {
+            (u64::MAX, 0) => u64::MAX,
+            (u64::MAX, _) => now,
+            (c, _) => c,
+        };
+        h.window_ms = p.window_ms;
+        h.synced_at_ms = now.max(1);
+        h.granted_window = p.window_ms;
+        h.fleet_active = p.fleet_active;
+        h.queue_len = p.queue_len;
+        h.quota = p.quota;
+        h.quota_left = p.quota;
+        h.nodes = p.nodes.max(1);
+        h.free = p.free;
+        h.expiring = p.expiring;
+        h.leaving = p.leaving;
+        h.pool_empty_window = 0;
+        h.syncs += 1;
+        let n = p.samples.len().min(MAX_SAMPLES);
+        for (slot, s) in self.samples.iter_mut().zip(p.samples.iter()) {
+            *slot = *s;
+        }
+        self.hdr.samples_len = n as u64;
+    }
+
+    /// A sync that failed (no answer, or not the script's).
+    pub fn sync_failed(&mut self) {
+        self.hdr.sync_failures += 1;
+    }
+
+    /// A tick whose window had no picture (Redis gone or slow): the node lets in its equal part
+    /// of the sessions the last picture saw leaving an interval, and its cursor moves on
+    /// through the picture's line by those places each interval.
+    pub fn age(&mut self, now: u64, cfg: &FleetConfig) {
+        let window = window_end(now, cfg.interval_ms);
+        if self.hdr.synced_at_ms == 0 || self.hdr.granted_window >= window {
+            return;
+        }
+        let gained = departures(self.hdr, cfg);
+        if self.hdr.cursor != u64::MAX {
+            // The cursor's rank in the picture's line, moved on by what the fleet lets in.
+            let rank = self.position(self.hdr.cursor).saturating_sub(1);
+            let next = rank.max(self.hdr.aged_ranks) + gained;
+            self.hdr.cursor = match self.arrival_at_rank(next) {
+                Some(a) => a.max(self.hdr.cursor),
+                // Past the picture's line: everyone who came until now.
+                None => now.max(self.hdr.cursor),
+            };
+            self.hdr.aged_ranks = self.hdr.aged_ranks.saturating_add(gained);
+        }
+        let h = &mut *self.hdr;
+        h.granted_window = window;
+        // The fleet keeps its level if it lets in about as many as leave: the sessions the
+        // last picture saw leaving an interval (a rate: the places free then were a stock,
+        // which its share covered), split equally, fractions carried to the next interval.
+        let leaving = departures(h, cfg).saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
+        h.quota_left = leaving / 1000;
+        h.age_carry = leaving % 1000;
+        h.pool_empty_window = window;
+        h.window_ms = window;
+    }
+
+    pub fn snapshot(&self, now: u64) -> FleetSnapshot {
+        FleetSnapshot {
+            fleet_active: self.hdr.fleet_active,
+            queue_len: self.hdr.queue_len,
+            quota_left: self.hdr.quota_left,
+            nodes: self.hdr.nodes,
+            admitted: self.hdr.admitted,
+            draws: self.hdr.draws,
+            draws_granted: self.hdr.draws_granted,
+            dropped: self.hdr.dropped,
+            syncs: self.hdr.syncs,
+            sync_failures: self.hdr.sync_failures,
+            sync_age_ms: (self.hdr.synced_at_ms != 0)
+                .then(|| now.saturating_sub(self.hdr.synced_at_ms)),
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The fleet room's script in Redis (`script.lua`): its arguments, and its replies (the
+//! fleet's picture, a pool draw) read fallibly.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::{FleetConfig, Report, RoomPicture, Sample, MAX_SAMPLES};
+use super::{Sighting, KEEP_PPM};
+
+use crate::redis::resp::Value;
+use crate::redis::{count, Form, ReplyError};
+
+/// The sync script.
+pub const FLEET_SCRIPT: &str = include_str!("script.lua");
+
+/// The calls of one synced room.
+#[derive(Debug, Clone)]
+pub struct FleetScript {
+    pub sha: String,
+    pub keys: [String; 4],
+    cfg: FleetConfig,
+}
+
+impl FleetScript {
+    pub fn new(prefix: &str, room: &str, cfg: FleetConfig) -> FleetScript {
+        let base = format!("{prefix}:{{{room}}}");
+        FleetScript {
+            sha: crate::redis::sha_of(FLEET_SCRIPT),
+            keys: [
+                format!("{base}:fleet"),
+                format!("{base}:active"),
+                format!("{base}:present"),
+                format!("{base}:arrival"),
+            ],
+            cfg,
+        }
+    }
+
+    pub fn load_command() -> Vec<u8> {
+        crate::redis::load_command_of(FLEET_SCRIPT)
+    }
+
+    fn head(&self, form: Form, op: &str, node_id: u64, window: u64, now: u64) -> ::redis::Cmd {
+        let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
+        let c = &self.cfg;
+        cmd.arg(4)
+            .arg(&self.keys[0])
+            .arg(&self.keys[1])
+            .arg(&self.keys[2])
+            .arg(&self.keys[3])
+            .arg(op)
+            .arg(node_id)
+            .arg(window)
+            .arg(now)
+            .arg(c.max_active)
+            .arg(c.active_window_ms)
+            .arg(c.presence_ms)
+            .arg(c.stale_ms())
+            .arg(c.key_ttl_ms())
+            .arg(KEEP_PPM)
+            .arg(c.interval_ms);
+        cmd
+    }
+
+    /// A sync; `now` 0 lets the script use the Redis server's clock (what nginx sends).
+    /// Sightings go as their age at `node_now` (the node's clock), so the two clocks need not
+    /// agree.
+    pub fn sync(
+        &self,
+        form: Form,
+        node_id: u64,
+        window: u64,
+        now: u64,
+        node_now: u64,
+        r: &Report,
+    ) -> Vec<u8> {
+        use core::fmt::Write as _;
+        let age = |at: u64| node_now.saturating_sub(at);
+        let join = |v: &[Sighting]| {
+            let mut out = String::with_capacity(v.len() * 24);
+            for e in v {
+                let _ = write!(out, "{}:{} ", e.sid, age(e.at));
+            }
+            out
+        };
+        let mut waiters = String::with_capacity(r.waiters.len() * 40);
+        for w in &r.waiters {
+            let _ = write!(waiters, "{}:{}:{} ", w.sid, w.arrival, age(w.at));
+        }
+        let mut cmd = self.head(form, "sync", node_id, window, now);
+        cmd.arg(r.polls)
+            .arg(join(&r.active))
+            .arg(join(&r.admitted))
+            .arg(waiters);
+        cmd.get_packed_command()
+    }
+
+    /// A draw of up to `want` places from the pool.
+    pub fn draw(&self, form: Form, node_id: u64, window: u64, now: u64, want: u64) -> Vec<u8> {
+        self.head(form, "draw", node_id, window, now)
+            .arg(want)
+            .get_packed_command()
+    }
+}
+
+/// Integers before the samples in a sync's reply.
+const HEAD: usize = 9;
+
+/// The script's answer to a sync, checked.
+pub fn picture_reply(v: &Value) -> Result<RoomPicture, ReplyError> {
+    if let Some(e) = v.error_text() {
+        return Err(if e.starts_with("NOSCRIPT") {
+            ReplyError::NoScript
+        } else {
+            ReplyError::Server(e.chars().take(200).collect())
+        });
+    }
+    let Value::Array(items) = v else {
+        return Err(ReplyError::Shape("expected an array"));
+    };
+    if items.len() < HEAD
+        || (items.len() - HEAD) % 2 == 1
+        || items.len() > HEAD + 2 * (MAX_SAMPLES + 1)
+    {
+        return Err(ReplyError::Shape("array of the wrong length"));
+    }
+    let mut ints = Vec::with_capacity(items.len());
+    for i in items {
+        match i {
+            Value::Int(x) => ints.push(*x),
+            _ => return Err(ReplyError::Shape("expected integers")),
+        }
+    }
+    let n = |i: usize| {
+        ints.get(i)
+            .copied()
+            .map_or(Err(ReplyError::Shape("short")), count)
+    };
+    let cursor = match ints.get(2) {
+        Some(-1) => u64::MAX,
+        Some(&c) => count(c)?,
+        None => return Err(ReplyError::Shape("short")),
+    };
+    let mut samples = Vec::new();
+    let mut i = HEAD;
+    while i + 1 < ints.len() {
+        samples.push(Sample {
+            rank: n(i)?,
+            arrival: n(i + 1)?,
+        });
+        i += 2;
+    }
+    samples.truncate(MAX_SAMPLES);
+    Ok(RoomPicture {
+        fleet_active: n(0)?,
+        queue_len: n(1)?,
+        cursor,
+        quota: n(3)?,
+        nodes: n(4)?.max(1),
+        window_ms: n(5)?,
+        free: n(6)?,
+        expiring: n(7)?,
+        leaving: n(8)?,
+        samples,
+    })
+}
+
+/// The script's answer to a draw: how many places were granted.
+pub fn draw_reply(v: &Value) -> Result<u64, ReplyError> {
+    let x = crate::redis::ints(v, 2)?;
+    match x.first() {
+        Some(&n) => count(n),
+        None => Err(ReplyError::Shape("bad draw answer")),
+    }
+}

@@ -1,0 +1,386 @@
+//! Unit tests of the synced room: the node's rules, reports, pictures and replies.
+
+use super::*;
+use crate::redis::resp::Value;
+
+fn cfg() -> FleetConfig {
+    FleetConfig {
+        interval_ms: 1000,
+        max_active: 10,
+        active_window_ms: 60_000,
+        presence_ms: 20_000,
+    }
+}
+
+struct Mem(Vec<u64>);
+impl Mem {
+    fn bytes(&mut self) -> &mut [u8] {
+        let len = self.0.len() * 8;
+        // SAFETY: a Vec<u64> is 8-aligned and `len` bytes long.
+        unsafe { core::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, len) }
+    }
+}
+
+fn node(mem: &mut Mem) -> FleetNode<'_> {
+    FleetNode::format(mem.bytes(), 7).unwrap()
+}
+
+#[test]
+fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    assert_eq!(n.visit(1, 100, 1000, &c), FleetVerdict::Unknown);
+    n.apply(
+        &RoomPicture {
+            fleet_active: 8,
+            queue_len: 3,
+            cursor: 200,
+            quota: 1,
+            nodes: 2,
+            window_ms: 1000,
+            free: 2,
+            expiring: 0,
+            leaving: 0,
+            samples: vec![
+                Sample {
+                    rank: 0,
+                    arrival: 100,
+                },
+                Sample {
+                    rank: 1,
+                    arrival: 200,
+                },
+                Sample {
+                    rank: 2,
+                    arrival: 300,
+                },
+            ],
+        },
+        1001,
+    );
+    // Arrived at or before the cursor, with quota: in.
+    assert_eq!(n.visit(1, 100, 1100, &c), FleetVerdict::Admit);
+    // The quota is used up: come back in a moment; the node asks the pool meanwhile.
+    assert_eq!(
+        n.visit(2, 200, 1100, &c),
+        FleetVerdict::Wait {
+            position: 2,
+            queue_len: 3,
+            eta_secs: Some(0)
+        }
+    );
+    assert_eq!(n.take_draw(1100, &c), Some(1));
+    // One draw in flight at a time.
+    assert!(matches!(
+        n.visit(2, 200, 1150, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1150, &c), None);
+    // Granted: the next one whose turn it is walks in.
+    n.drawn(1, Some(1));
+    assert_eq!(n.visit(2, 200, 1200, &c), FleetVerdict::Admit);
+    // Two were turned away since (at 1150 and now): two places asked for.
+    assert!(matches!(
+        n.visit(5, 150, 1210, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1210, &c), Some(2));
+    // The pool is empty: no more draws this interval.
+    n.drawn(2, Some(0));
+    assert!(matches!(
+        n.visit(5, 150, 1220, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1220, &c), None);
+    // Younger than the cursor: waits, at its place in the fleet's line.
+    assert!(matches!(
+        n.visit(3, 300, 1100, &c),
+        FleetVerdict::Wait {
+            position: 3,
+            queue_len: 3,
+            ..
+        }
+    ));
+    assert!(matches!(
+        n.visit(4, 900, 1100, &c),
+        FleetVerdict::Wait { position: 4, .. }
+    ));
+    let r = n.take_report();
+    let sids = |v: &[Sighting]| v.iter().map(|e| (e.sid, e.at)).collect::<Vec<_>>();
+    assert_eq!(sids(&r.admitted), vec![(1, 1100), (2, 1200)]);
+    assert_eq!(r.polls, 9);
+    // Each waiter once per half presence (the admitted ones included: they were waiting),
+    // at its latest sighting.
+    let waiters = r
+        .waiters
+        .iter()
+        .map(|w| (w.sid, w.arrival, w.at))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        waiters,
+        vec![
+            (1, 100, 1100),
+            (2, 200, 1200),
+            (5, 150, 1220),
+            (3, 300, 1100),
+            (4, 900, 1100)
+        ]
+    );
+    assert!(n.take_report().waiters.is_empty());
+}
+
+#[test]
+fn places_drawn_for_those_turned_away_are_theirs() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    // Nobody waits anywhere: everyone may come in, as far as the share goes.
+    n.apply(
+        &RoomPicture {
+            fleet_active: 0,
+            queue_len: 0,
+            cursor: u64::MAX,
+            quota: 1,
+            nodes: 1,
+            window_ms: 1000,
+            free: 2,
+            expiring: 0,
+            leaving: 0,
+            samples: vec![],
+        },
+        1001,
+    );
+    assert_eq!(n.visit(1, 1010, 1010, &c), FleetVerdict::Admit);
+    // The share is used up: B is turned away for a moment, and a place drawn for it.
+    assert!(matches!(
+        n.visit(2, 1020, 1020, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1020, &c), Some(1));
+    n.drawn(1, Some(1));
+    // C, who came after B, does not take B's place ...
+    assert!(matches!(
+        n.visit(3, 1030, 1030, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    // ... which B finds when it comes back.
+    assert_eq!(n.visit(2, 1020, 1500, &c), FleetVerdict::Admit);
+    // D, who came before B, is turned away: its request waits for the draw and claims
+    // the place it brought.
+    assert!(matches!(
+        n.visit(4, 1005, 1510, &c),
+        FleetVerdict::Wait {
+            eta_secs: Some(0),
+            ..
+        }
+    ));
+    assert_eq!(n.take_draw(1510, &c), Some(1));
+    n.drawn(1, Some(1));
+    assert_eq!(n.claim(4, 1005, 1512, &c), FleetVerdict::Admit);
+    // The pool had nothing for E (who came before D): it waits, by its place in the line.
+    assert!(matches!(
+        n.visit(5, 1002, 1520, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1520, &c), Some(1));
+    n.drawn(1, Some(0));
+    assert!(matches!(
+        n.claim(5, 1002, 1522, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    let admitted: Vec<u64> = n.take_report().admitted.iter().map(|e| e.sid).collect();
+    assert_eq!(admitted, vec![1, 2, 4]);
+}
+
+#[test]
+fn sessions_are_reported_once_an_interval() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    for t in [10_000, 10_500, 10_999] {
+        n.saw_admitted(5, t, &c);
+    }
+    // One sighting, at the latest time it was seen before the sync.
+    assert_eq!(
+        n.take_report().active,
+        vec![Sighting { sid: 5, at: 10_999 }]
+    );
+    // Seen again after the sync: in the next report, once, at its latest sighting.
+    n.saw_admitted(5, 11_000, &c);
+    n.saw_admitted(5, 11_001, &c);
+    assert_eq!(
+        n.take_report().active,
+        vec![Sighting { sid: 5, at: 11_001 }]
+    );
+    // Not seen since: nothing.
+    assert!(n.take_report().active.is_empty());
+}
+
+#[test]
+fn positions_interpolate_between_samples() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    n.apply(
+        &RoomPicture {
+            queue_len: 1000,
+            cursor: 0,
+            nodes: 1,
+            window_ms: 1000,
+            samples: vec![
+                Sample {
+                    rank: 0,
+                    arrival: 1_000,
+                },
+                Sample {
+                    rank: 100,
+                    arrival: 2_000,
+                },
+                Sample {
+                    rank: 999,
+                    arrival: 11_000,
+                },
+            ],
+            ..RoomPicture::default()
+        },
+        5,
+    );
+    assert_eq!(n.position(500), 1);
+    assert_eq!(n.position(1_500), 51);
+    assert_eq!(n.position(2_000), 101);
+    assert_eq!(n.position(6_500), 101 + 449);
+    assert_eq!(n.position(20_000), 1001);
+}
+
+#[test]
+fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let sample = |rank, arrival| Sample { rank, arrival };
+    // A line of 100 who arrived from 10 s to 20 s; 4 sessions leave an interval.
+    n.apply(
+        &RoomPicture {
+            cursor: 10_000,
+            quota: 6,
+            nodes: 2,
+            free: 9,
+            expiring: 4,
+            queue_len: 100,
+            window_ms: 2000,
+            samples: vec![
+                sample(0, 10_000),
+                sample(10, 11_000),
+                sample(20, 12_000),
+                sample(99, 20_000),
+            ],
+            ..RoomPicture::default()
+        },
+        2000,
+    );
+    assert!(matches!(
+        n.visit(7, 12_000, 2100, &c),
+        FleetVerdict::Wait { position: 21, .. }
+    ));
+    // No picture at 3 s: this node's half of the 4 leaving; the cursor 4 places on.
+    n.age(3000, &c);
+    assert_eq!(n.snapshot(3000).quota_left, 2);
+    assert_eq!(n.hdr.cursor, 10_400);
+    // Positions move up as the fleet is thought to let people in.
+    assert!(matches!(
+        n.visit(7, 12_000, 3100, &c),
+        FleetVerdict::Wait { position: 17, .. }
+    ));
+    n.age(4000, &c);
+    assert_eq!(n.hdr.cursor, 10_800);
+    n.age(30_000, &c);
+    assert_eq!(n.snapshot(30_000).quota_left, 2);
+    assert_eq!(n.hdr.cursor, 11_200);
+    // The same window is aged once.
+    let left = n.snapshot(0).quota_left;
+    n.visit(1, 1, 30_100, &c);
+    n.age(30_200, &c);
+    assert_eq!(n.snapshot(0).quota_left, left - 1);
+    // Past the end of the picture's line: everyone who came until now.
+    for t in 31..80 {
+        n.age(t * 1000, &c);
+    }
+    assert_eq!(n.hdr.cursor, 79_000);
+    // Fractions of a place are carried: 3 leaving, 2 nodes: 1, 2, 1, 2...
+    n.apply(
+        &RoomPicture {
+            cursor: 0,
+            nodes: 2,
+            expiring: 3,
+            window_ms: 80_000,
+            ..RoomPicture::default()
+        },
+        80_000,
+    );
+    let mut got = vec![];
+    for t in 81..85 {
+        n.age(t * 1000, &c);
+        got.push(n.snapshot(0).quota_left);
+    }
+    assert_eq!(got, vec![1, 2, 1, 2]);
+}
+
+#[test]
+fn a_failed_sync_gives_its_report_back() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    n.apply(
+        &RoomPicture {
+            cursor: u64::MAX,
+            quota: 5,
+            nodes: 1,
+            window_ms: 1000,
+            ..RoomPicture::default()
+        },
+        1000,
+    );
+    assert_eq!(n.visit(1, 10, 1100, &c), FleetVerdict::Admit);
+    let r = n.take_report();
+    // The sync released the rest of the share: nothing more until the next picture.
+    assert!(matches!(
+        n.visit(2, 20, 1200, &c),
+        FleetVerdict::Wait {
+            eta_secs: Some(0),
+            ..
+        }
+    ));
+    n.give_back(&r);
+    let again = n.take_report();
+    assert_eq!(again.polls, 2);
+    assert_eq!(again.admitted, vec![Sighting { sid: 1, at: 1100 }]);
+    let mut waiters = again.waiters.iter().map(|w| w.sid).collect::<Vec<_>>();
+    waiters.sort_unstable();
+    assert_eq!(waiters, vec![1, 2]);
+}
+
+#[test]
+fn the_head_of_the_line_comes_back_sooner() {
+    assert_eq!(refresh_secs(10, None, 1000), 10);
+    assert_eq!(refresh_secs(10, Some(30), 1000), 10);
+    assert_eq!(refresh_secs(10, Some(4), 1000), 4);
+    assert_eq!(refresh_secs(10, Some(0), 1000), 1);
+    assert_eq!(refresh_secs(10, Some(0), 2500), 3);
+    assert_eq!(refresh_secs(2, Some(0), 5000), 2);
+}
+
+#[test]
+fn replies_are_checked() {
+    let arr = |x: &[i64]| Value::Array(x.iter().map(|&i| Value::Int(i)).collect());
+    let p = picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 0, 10, 4, 30])).unwrap();
+    assert_eq!((p.cursor, p.quota, p.nodes, p.free), (u64::MAX, 2, 3, 4));
+    assert_eq!((p.expiring, p.leaving), (1, 2));
+    assert_eq!(p.samples.len(), 2);
+    assert!(picture_reply(&arr(&[1, 2, 3])).is_err());
+    assert!(picture_reply(&arr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10])).is_err());
+    assert!(picture_reply(&arr(&[-1, 2, 3, 4, 5, 6, 7, 8, 9])).is_err());
+    assert!(picture_reply(&Value::Error(b"NOSCRIPT x".to_vec())).is_err());
+    assert_eq!(draw_reply(&arr(&[3, 9])), Ok(3));
+    assert_eq!(draw_reply(&arr(&[0, 9])), Ok(0));
+    assert!(draw_reply(&arr(&[-2, 9])).is_err());
+}

@@ -1,0 +1,66 @@
+//! What the module tells operators about its rooms: Prometheus text exposition (format 0.0.4)
+//! for `smart_limit_metrics`, and the JSON status of `smart_limit_control`. Both are rendered
+//! from [`RoomFigures`]: a room's configuration plus a [`Snapshot`] of its state, taken from
+//! the node's shared-memory room, so counters are the sum over every worker of the node.
+//!
+//! Counters are cumulative (they only grow while the zone lives; a reload keeps them, a
+//! restart or a new `size=` starts them at zero), so a collector computes rates from
+//! differences, as the AJA article does. Nothing here panics, whatever the input.
+//!
+//! The top of the crate: it reads snapshots of rooms, synced rooms and rate zones.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod control;
+mod rate;
+mod room;
+mod text;
+
+#[cfg(test)]
+mod tests;
+
+use crate::fleet::FleetSnapshot;
+use crate::room::rules::{Admission, Mode};
+use crate::room::Snapshot;
+
+pub use control::{parse_control_query, render_control_json, render_error_json, ControlQuery};
+pub use rate::{render_rate_prometheus, RateFigures};
+pub use room::render_prometheus;
+
+/// One room as the operator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomFigures<'a> {
+    /// Room (zone) name.
+    pub room: &'a str,
+    /// "shm" or "redis".
+    pub store: &'a str,
+    /// The mode configured for the room (fifo unless changed).
+    pub configured_mode: Mode,
+    /// The mode switched at run time through the control endpoint, if any.
+    pub override_mode: Option<Mode>,
+    pub max_active: u64,
+    pub new_per_minute: Option<u64>,
+    pub admission: Admission,
+    /// The room's state; None when the store could not be read (reported as `up 0`).
+    pub snapshot: Option<Snapshot>,
+    /// `sync=`: this node's side of the fleet's room.
+    pub fleet: Option<FleetSnapshot>,
+}
+
+impl RoomFigures<'_> {
+    /// The mode in force: the run-time one, else the configured one.
+    pub fn mode(&self) -> Mode {
+        self.override_mode.unwrap_or(self.configured_mode)
+    }
+}
+
+/// Content type of the exposition.
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -1,0 +1,274 @@
+//! A room's families: its counters, its gauges, and the synced room's figures.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use std::fmt::Write as _;
+
+use super::text::{family, label, sample, value, Value};
+use super::RoomFigures;
+use crate::fleet::FleetSnapshot;
+use crate::room::rules::Mode;
+use crate::room::{Counters, Snapshot};
+
+type CounterOf = fn(&Counters) -> u64;
+
+/// The counters, in exposition order: name (without `smart_limit_` and `_total`), help,
+/// and where the value comes from.
+const COUNTERS: &[(&str, &str, CounterOf)] = &[
+    (
+        "admitted",
+        "Sessions admitted, from the line or at once.",
+        |c| c.admitted,
+    ),
+    (
+        "queued",
+        "Clients that took a place at the tail of the line.",
+        |c| c.queued,
+    ),
+    (
+        "passed",
+        "Requests passed on a valid admitted ticket.",
+        |c| c.passed,
+    ),
+    (
+        "bypassed",
+        "Requests let through by smart_limit_bypass, without a ticket.",
+        |c| c.bypassed,
+    ),
+    (
+        "waiting_answers",
+        "Waiting answers given (every poll of a waiting client counts).",
+        |c| c.waited,
+    ),
+    (
+        "rejected",
+        "Requests refused: room closed (mode reject) or no place left in the line.",
+        |c| c.rejected,
+    ),
+    (
+        "expired",
+        "Waiting clients that lost their place by being absent longer than presence.",
+        |c| c.expired,
+    ),
+    (
+        "revoked",
+        "Admitted sessions ended by the origin (X-Smart-Limit: revoke).",
+        |c| c.revoked,
+    ),
+    (
+        "store_errors",
+        "Decisions the store could not take (unreachable, timeout, bad reply).",
+        |c| c.store_errors,
+    ),
+    (
+        "arrivals",
+        "First contacts: clients without a ticket, given one and sent back for it.",
+        |c| c.arrivals,
+    ),
+    (
+        "throttled",
+        "Clients refused a place by flood control (their address took places too fast).",
+        |c| c.throttled,
+    ),
+    (
+        "session_limited",
+        "Requests of admitted sessions over the session request rate.",
+        |c| c.session_limited,
+    ),
+    (
+        "fast_polls",
+        "Polls of a waiting ticket answered without the store (polled faster than a browser).",
+        |c| c.fast_polls,
+    ),
+];
+
+type GaugeOf = fn(&RoomFigures, &Snapshot) -> Option<u64>;
+
+/// The gauges that come from the room's state or limits: name, help, unit suffix handled in
+/// the name, value (None: no sample for that room).
+const GAUGES: &[(&str, &str, GaugeOf)] = &[
+    (
+        "queue_length",
+        "Clients waiting in the line now.",
+        |_, s| Some(s.queue_len),
+    ),
+    (
+        "active_sessions",
+        "Admitted sessions seen within the active window (what max_active limits).",
+        |_, s| Some(s.active),
+    ),
+    (
+        "oldest_wait_seconds",
+        "How long the client at the head of the line has been waiting, in seconds.",
+        |_, s| Some(s.oldest_wait_ms / 1000),
+    ),
+    (
+        "max_active",
+        "Configured limit of active admitted sessions.",
+        |f, _| Some(f.max_active),
+    ),
+    (
+        "new_per_minute",
+        "Configured limit of admissions per minute (absent when unlimited).",
+        |f, _| f.new_per_minute,
+    ),
+    (
+        "session_capacity",
+        "How many waiting and admitted sessions the zone's memory can hold.",
+        |_, s| Some(s.capacity),
+    ),
+];
+
+type FleetOf = fn(&FleetSnapshot) -> Option<Value>;
+
+/// The synced room's families (`sync=`): name (without `smart_limit_fleet_`), type, help, value.
+const FLEET_FAMILIES: &[(&str, &str, &str, FleetOf)] = &[
+    (
+        "syncs_total",
+        "counter",
+        "Syncs with the fleet answered (one call an interval, by one worker of the node).",
+        |s| Some(Value::Int(s.syncs)),
+    ),
+    (
+        "sync_errors_total",
+        "counter",
+        "Syncs with the fleet that got no usable reply within the timeout.",
+        |s| Some(Value::Int(s.sync_failures)),
+    ),
+    (
+        "draws_total",
+        "counter",
+        "Calls to the fleet's pool for places beyond this node's share.",
+        |s| Some(Value::Int(s.draws)),
+    ),
+    (
+        "drawn_places_total",
+        "counter",
+        "Places the fleet's pool gave this node.",
+        |s| Some(Value::Int(s.draws_granted)),
+    ),
+    (
+        "admitted_total",
+        "counter",
+        "Sessions this node admitted on the fleet's behalf.",
+        |s| Some(Value::Int(s.admitted)),
+    ),
+    (
+        "dropped_reports_total",
+        "counter",
+        "Sightings not reported to the fleet for want of room between two syncs (size=).",
+        |s| Some(Value::Int(s.dropped)),
+    ),
+    (
+        "share_left",
+        "gauge",
+        "Admissions left in this node's share of the current interval.",
+        |s| Some(Value::Int(s.quota_left)),
+    ),
+    (
+        "nodes",
+        "gauge",
+        "Nodes in the fleet's last picture.",
+        |s| Some(Value::Int(s.nodes)),
+    ),
+    (
+        "sync_age_seconds",
+        "gauge",
+        "Seconds since the last fleet picture (absent before the first one).",
+        |s| s.sync_age_ms.map(Value::Milli),
+    ),
+];
+
+/// Prometheus text exposition of every room. Each metric family appears once, with one
+/// sample per room; a room whose store could not be read only has `smart_limit_up 0`.
+pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
+    let mut out = String::with_capacity(1024 + rooms.len() * 1536);
+    family(
+        &mut out,
+        "up",
+        "gauge",
+        "1 when the room's state could be read for this scrape, 0 otherwise.",
+    );
+    for f in rooms {
+        sample(
+            &mut out,
+            "up",
+            f.room,
+            None,
+            u64::from(f.snapshot.is_some()),
+        );
+    }
+    for (name, help, get) in COUNTERS {
+        let full = format!("{name}_total");
+        family(&mut out, &full, "counter", help);
+        for f in rooms {
+            if let Some(s) = &f.snapshot {
+                sample(&mut out, &full, f.room, None, get(&s.counters));
+            }
+        }
+    }
+    for (name, help, get) in GAUGES {
+        family(&mut out, name, "gauge", help);
+        for f in rooms {
+            if let Some(v) = f.snapshot.as_ref().and_then(|s| get(f, s)) {
+                sample(&mut out, name, f.room, None, v);
+            }
+        }
+    }
+    family(
+        &mut out,
+        "mode",
+        "gauge",
+        "The room's mode: 1 for the mode in force, 0 for the others.",
+    );
+    for f in rooms {
+        let now = f.mode();
+        for m in Mode::ALL {
+            sample(
+                &mut out,
+                "mode",
+                f.room,
+                Some(("mode", m.name())),
+                u64::from(m == now),
+            );
+        }
+    }
+    family(
+        &mut out,
+        "mode_overridden",
+        "gauge",
+        "1 when the mode was switched at run time (smart_limit_control), 0 when configured.",
+    );
+    for f in rooms {
+        sample(
+            &mut out,
+            "mode_overridden",
+            f.room,
+            None,
+            u64::from(f.override_mode.is_some()),
+        );
+    }
+    if rooms.iter().any(|f| f.fleet.is_some()) {
+        for (name, kind, help, get) in FLEET_FAMILIES {
+            let full = format!("fleet_{name}");
+            family(&mut out, &full, kind, help);
+            for f in rooms {
+                if let Some(v) = f.fleet.as_ref().and_then(get) {
+                    let _ = write!(out, "smart_limit_{full}{{room=\"");
+                    label(&mut out, f.room);
+                    out.push_str("\"} ");
+                    value(&mut out, v);
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,330 @@
+//! Unit tests of the Prometheus text and the control JSON.
+
+use super::*;
+use crate::rate::RateSnapshot;
+use crate::room::Counters;
+
+fn snap(n: u64) -> Snapshot {
+    Snapshot {
+        queue_len: 3 * n,
+        active: 5,
+        oldest_wait_ms: 12_345,
+        counters: Counters {
+            admitted: 10 * n,
+            queued: 20,
+            passed: 30,
+            bypassed: 4,
+            waited: 50,
+            rejected: 6,
+            expired: 7,
+            revoked: 8,
+            store_errors: 9,
+            arrivals: 11,
+            throttled: 12,
+            session_limited: 13,
+            fast_polls: 14,
+        },
+        capacity: 1000,
+        mode_override: 0,
+    }
+}
+
+fn figures(room: &str, snapshot: Option<Snapshot>) -> RoomFigures<'_> {
+    RoomFigures {
+        room,
+        store: "shm",
+        configured_mode: Mode::Fifo,
+        override_mode: None,
+        max_active: 5,
+        new_per_minute: None,
+        admission: Admission::Grant { ms: 600_000 },
+        snapshot,
+        fleet: None,
+    }
+}
+
+/// A strict reader of the text format: every line is a comment (HELP/TYPE for the family
+/// that follows) or a sample of the last TYPE'd family; families are not repeated;
+/// label sets are not repeated; counters end in `_total`; values are numbers.
+fn check_exposition(text: &str) -> Vec<(String, String, f64)> {
+    let mut samples = vec![];
+    let mut families: Vec<String> = vec![];
+    let mut current: Option<(String, String)> = None;
+    let mut seen = std::collections::HashSet::new();
+    assert!(text.ends_with('\n'));
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap();
+            assert!(!help.is_empty());
+            assert!(
+                !families.contains(&name.to_string()),
+                "family {name} repeated"
+            );
+            families.push(name.to_string());
+            current = None;
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            assert_eq!(Some(&name.to_string()), families.last());
+            assert!(["counter", "gauge"].contains(&kind));
+            if kind == "counter" {
+                assert!(name.ends_with("_total"), "{name}");
+            }
+            current = Some((name.to_string(), kind.to_string()));
+        } else {
+            let (name, _) = current.clone().expect("sample before TYPE");
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            let (sname, labels) = series.split_once('{').unwrap();
+            assert_eq!(sname, name);
+            assert!(labels.ends_with('}'));
+            assert!(seen.insert(series.to_string()), "{series} repeated");
+            let v: f64 = value.parse().unwrap();
+            samples.push((sname.to_string(), labels.to_string(), v));
+        }
+    }
+    samples
+}
+
+#[test]
+fn rate_zones_render_strictly() {
+    let snap = RateSnapshot {
+        offered: 1000,
+        passed: 250,
+        p_ppm: 250_000,
+        fleet_offered_milli: 4_000_500,
+        fleet_passed_milli: 1_000_000,
+        nodes: 3,
+        fleet_offered_total: 9000,
+        fleet_passed_total: 2000,
+        local_offered_milli: 1_500_000,
+        sync_age_ms: Some(350),
+        syncs: 7,
+        sync_errors: 1,
+        ignored: 0,
+    };
+    let zones = [
+        RateFigures {
+            zone: "api",
+            fleet: true,
+            rate_milli: 1_000_000,
+            snapshot: Some(snap),
+        },
+        RateFigures {
+            zone: "solo",
+            fleet: false,
+            rate_milli: 50_000,
+            snapshot: Some(RateSnapshot {
+                sync_age_ms: None,
+                ..snap
+            }),
+        },
+        RateFigures {
+            zone: "gone",
+            fleet: false,
+            rate_milli: 1,
+            snapshot: None,
+        },
+    ];
+    let text = render_rate_prometheus(&zones);
+    let samples = check_exposition(&text);
+    let get = |name: &str, zone: &str| {
+        samples
+            .iter()
+            .find(|(n, l, _)| n == name && l.contains(&format!("zone=\"{zone}\"")))
+            .map(|s| s.2)
+    };
+    assert_eq!(get("smart_limit_rate_probability", "api"), Some(0.25));
+    assert_eq!(get("smart_limit_rate_fleet_qps", "api"), Some(4000.5));
+    assert_eq!(get("smart_limit_rate_sync_age_seconds", "api"), Some(0.35));
+    assert_eq!(get("smart_limit_rate_sync_age_seconds", "solo"), None);
+    assert_eq!(get("smart_limit_rate_fleet_offered_total", "solo"), None);
+    assert_eq!(get("smart_limit_rate_limit_qps", "solo"), Some(50.0));
+    assert_eq!(get("smart_limit_rate_up", "gone"), Some(0.0));
+    assert_eq!(get("smart_limit_rate_offered_total", "gone"), None);
+    assert!(render_rate_prometheus(&[]).is_empty());
+}
+
+#[test]
+fn exposition_is_well_formed_and_complete() {
+    let mut b = figures("b-2", Some(snap(2)));
+    b.new_per_minute = Some(60);
+    b.override_mode = Some(Mode::Reject);
+    let rooms = [figures("a_1", Some(snap(1))), b, figures("down", None)];
+    let text = render_prometheus(&rooms);
+    let samples = check_exposition(&text);
+    let get = |n: &str, l: &str| {
+        samples
+            .iter()
+            .find(|(sn, sl, _)| sn == n && sl == l)
+            .map(|s| s.2)
+    };
+    assert_eq!(
+        get("smart_limit_admitted_total", "room=\"a_1\"}"),
+        Some(10.0)
+    );
+    assert_eq!(
+        get("smart_limit_admitted_total", "room=\"b-2\"}"),
+        Some(20.0)
+    );
+    assert_eq!(get("smart_limit_admitted_total", "room=\"down\"}"), None);
+    assert_eq!(get("smart_limit_up", "room=\"down\"}"), Some(0.0));
+    assert_eq!(get("smart_limit_up", "room=\"a_1\"}"), Some(1.0));
+    assert_eq!(get("smart_limit_queue_length", "room=\"b-2\"}"), Some(6.0));
+    assert_eq!(
+        get("smart_limit_oldest_wait_seconds", "room=\"b-2\"}"),
+        Some(12.0)
+    );
+    assert_eq!(get("smart_limit_new_per_minute", "room=\"a_1\"}"), None);
+    assert_eq!(
+        get("smart_limit_new_per_minute", "room=\"b-2\"}"),
+        Some(60.0)
+    );
+    assert_eq!(
+        get("smart_limit_mode", "room=\"b-2\",mode=\"reject\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        get("smart_limit_mode", "room=\"b-2\",mode=\"fifo\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        get("smart_limit_mode", "room=\"a_1\",mode=\"fifo\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        get("smart_limit_mode_overridden", "room=\"b-2\"}"),
+        Some(1.0)
+    );
+    for c in [
+        "admitted",
+        "queued",
+        "passed",
+        "bypassed",
+        "rejected",
+        "revoked",
+        "store_errors",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE smart_limit_{c}_total counter\n")),
+            "{c}"
+        );
+    }
+    // No rooms: still valid (families with no samples).
+    check_exposition(&render_prometheus(&[]));
+    assert!(!text.contains("smart_limit_fleet_"));
+}
+
+#[test]
+fn synced_rooms_show_the_fleet() {
+    let mut synced = figures("s", Some(snap(1)));
+    synced.fleet = Some(FleetSnapshot {
+        quota_left: 4,
+        nodes: 3,
+        draws: 2,
+        draws_granted: 5,
+        syncs: 9,
+        sync_age_ms: Some(1_250),
+        ..FleetSnapshot::default()
+    });
+    let rooms = [figures("plain", Some(snap(1))), synced];
+    let samples = check_exposition(&render_prometheus(&rooms));
+    let get = |n: &str| {
+        samples
+            .iter()
+            .filter(|(sn, _, _)| sn == n)
+            .map(|s| (s.1.clone(), s.2))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        get("smart_limit_fleet_nodes"),
+        vec![("room=\"s\"}".to_string(), 3.0)]
+    );
+    assert_eq!(get("smart_limit_fleet_share_left")[0].1, 4.0);
+    assert_eq!(get("smart_limit_fleet_drawn_places_total")[0].1, 5.0);
+    assert_eq!(get("smart_limit_fleet_syncs_total")[0].1, 9.0);
+    assert_eq!(get("smart_limit_fleet_sync_age_seconds")[0].1, 1.25);
+}
+
+#[test]
+fn label_values_are_escaped() {
+    let rooms = [figures("a\"b\\c\nd", Some(snap(1)))];
+    let text = render_prometheus(&rooms);
+    assert!(text.contains("smart_limit_up{room=\"a\\\"b\\\\c\\nd\"} 1\n"));
+}
+
+#[test]
+fn control_json() {
+    let mut b = figures("b", Some(snap(1)));
+    b.override_mode = Some(Mode::QueueAll);
+    b.admission = Admission::Session { ms: 300_000 };
+    let j: serde_json::Value =
+        serde_json::from_str(&render_control_json(&[b, figures("c", None)], 99)).unwrap();
+    assert_eq!(j["updated_at"], 99);
+    let r = &j["rooms"][0];
+    assert_eq!(r["room"], "b");
+    assert_eq!(r["mode"], "queue_all");
+    assert_eq!(r["configured_mode"], "fifo");
+    assert_eq!(r["mode_overridden"], true);
+    assert_eq!(r["admission"], "session");
+    assert_eq!(r["admission_seconds"], 300);
+    assert_eq!(r["queue_length"], 3);
+    assert_eq!(r["counters"]["admitted"], 10);
+    assert_eq!(r["up"], true);
+    let r = &j["rooms"][1];
+    assert_eq!(r["up"], false);
+    assert!(r["counters"].is_null());
+    assert!(r["queue_length"].is_null());
+    let e: serde_json::Value = serde_json::from_str(&render_error_json("bad \"x\"")).unwrap();
+    assert_eq!(e["error"], "bad \"x\"");
+}
+
+#[test]
+fn control_queries() {
+    assert_eq!(
+        parse_control_query(b"room=shop&mode=reject"),
+        Ok(ControlQuery {
+            room: Some("shop"),
+            mode: Some(Some(Mode::Reject))
+        })
+    );
+    assert_eq!(
+        parse_control_query(b"mode=default&room=shop"),
+        Ok(ControlQuery {
+            room: Some("shop"),
+            mode: Some(None)
+        })
+    );
+    assert_eq!(
+        parse_control_query(b""),
+        Ok(ControlQuery {
+            room: None,
+            mode: None
+        })
+    );
+    for m in Mode::ALL {
+        let q = format!("room=x&mode={}", m.name());
+        assert_eq!(
+            parse_control_query(q.as_bytes()).unwrap().mode,
+            Some(Some(m))
+        );
+    }
+    for bad in [
+        &b"room=shop&mode=lottery"[..],
+        b"room=shop&mode=",
+        b"room=&mode=fifo",
+        b"room=a&room=b",
+        b"room=a&mode=fifo&mode=reject",
+        b"room=a&dry=1",
+        b"\xff",
+    ] {
+        assert!(
+            parse_control_query(bad).is_err(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    let e = parse_control_query(b"mode=nope").unwrap_err();
+    assert!(
+        e.contains("fifo, random, passthrough, reject, queue_all"),
+        "{e}"
+    );
+}

@@ -1,0 +1,67 @@
+//! Prometheus text exposition (format 0.0.4): family headers, label escaping, samples.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use std::fmt::Write as _;
+
+/// Escapes a label value: backslash, double quote and line feed (exposition format 0.0.4).
+pub(super) fn label(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    // Help texts are constants without backslashes or line feeds.
+    let _ = writeln!(out, "# HELP smart_limit_{name} {help}");
+    let _ = writeln!(out, "# TYPE smart_limit_{name} {kind}");
+}
+
+pub(super) fn sample(
+    out: &mut String,
+    name: &str,
+    room: &str,
+    extra: Option<(&str, &str)>,
+    value: u64,
+) {
+    out.push_str("smart_limit_");
+    out.push_str(name);
+    out.push_str("{room=\"");
+    label(out, room);
+    out.push('"');
+    if let Some((k, v)) = extra {
+        out.push(',');
+        out.push_str(k);
+        out.push_str("=\"");
+        label(out, v);
+        out.push('"');
+    }
+    let _ = writeln!(out, "}} {value}");
+}
+
+pub(super) fn value(out: &mut String, v: Value) {
+    let _ = match v {
+        Value::Int(n) => writeln!(out, "{n}"),
+        Value::Milli(m) => writeln!(out, "{}.{:03}", m / 1000, m % 1000),
+    };
+}
+
+/// A sample value: an integer, or a decimal given in thousandths (rates, probabilities).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Value {
+    Int(u64),
+    Milli(u64),
+}

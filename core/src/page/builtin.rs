@@ -1,0 +1,223 @@
+//! The built-in waiting pages (English and Japanese, each status, with and without a known
+//! position), prepared once per process, and the HTML answer written from them or from an
+//! operator's template.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::template::Slot;
+use super::template::Template;
+
+use super::text::texts;
+use super::{Lang, ViewStatus, WaitView};
+use crate::util::out::Out;
+
+/// Inline style sheet of the default page: responsive card, large position, dark mode, and
+/// a small pulse that stops for people who prefer reduced motion.
+pub(super) const STYLE: &str = "\
+:root{color-scheme:light dark;--bg:#f4f6f9;--card:#fff;--fg:#1b2230;--muted:#586275;--accent:#1f56d6;--line:#dfe3ea}
+@media (prefers-color-scheme:dark){:root{--bg:#10141a;--card:#1a2029;--fg:#e7eaf0;--muted:#a3adbd;--accent:#82a8ff;--line:#2d3542}}
+*{box-sizing:border-box}
+html,body{margin:0}
+body{min-height:100vh;display:flex;align-items:center;justify-content:center;padding:1rem;background:var(--bg);color:var(--fg);font:16px/1.6 system-ui,-apple-system,\"Segoe UI\",Roboto,\"Hiragino Sans\",\"Noto Sans JP\",Meiryo,sans-serif}
+main{width:100%;max-width:34rem;padding:2rem 1.5rem;text-align:center;background:var(--card);border:1px solid var(--line);border-radius:16px;box-shadow:0 2px 8px rgba(0,0,0,.06)}
+h1{margin:0 0 .75rem;font-size:1.45rem;line-height:1.3}
+p{margin:.5rem 0}
+.lead{color:var(--muted)}
+.pos{margin:1.75rem 0 1.25rem}
+.pos-label{font-size:.95rem;color:var(--muted)}
+.pos-num{font-size:clamp(3rem,16vw,5.5rem);font-weight:700;line-height:1.1;color:var(--accent);font-variant-numeric:tabular-nums}
+.pos-num.unknown{font-size:2rem;line-height:2}
+.pos-unit{margin-left:.15em;font-size:1.25rem;font-weight:600;color:var(--fg)}
+dl{display:grid;grid-template-columns:1fr 1fr;gap:.75rem;margin:1.25rem 0}
+dl div{padding:.75rem;border:1px solid var(--line);border-radius:12px}
+dt{font-size:.85rem;color:var(--muted)}
+dd{margin:0;font-size:1.1rem;font-weight:600}
+.note{font-size:.9rem;color:var(--muted)}
+.dot{display:inline-block;width:.55em;height:.55em;margin-right:.45em;border-radius:50%;background:var(--accent);vertical-align:.05em;animation:pulse 1.6s ease-in-out infinite}
+@keyframes pulse{50%{opacity:.2}}
+@media (prefers-reduced-motion:reduce){.dot{animation:none}}
+@media (max-width:26rem){dl{grid-template-columns:1fr}main{padding:1.5rem 1rem}}
+";
+
+// ---------------------------------------------------------------------------------------
+// Templates
+// ---------------------------------------------------------------------------------------
+
+/// The refresh note of the built-in page, with the refresh interval as a slot.
+pub(super) fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
+    let (before, after) = match (lang, status) {
+        (Lang::En, ViewStatus::Waiting) => (
+            "This page refreshes by itself every ",
+            " seconds. Keep this tab open; reloading it yourself will not lose your place.",
+        ),
+        (Lang::En, ViewStatus::Closed) => ("This page checks again by itself every ", " seconds."),
+        (Lang::En, ViewStatus::Throttled) => ("This page tries again by itself in ", " seconds."),
+        (Lang::En, ViewStatus::Admitted) => ("This page reloads by itself in ", " seconds."),
+        (Lang::Ja, ViewStatus::Waiting) => (
+            "このページは",
+            "秒ごとに自動で更新されます。タブを閉じずに、このままお待ちください\
+             （再読み込みしても順番は変わりません）。",
+        ),
+        (Lang::Ja, ViewStatus::Closed) => ("このページは", "秒ごとに自動で再確認します。"),
+        (Lang::Ja, ViewStatus::Throttled) => ("このページは", "秒後に自動で再試行します。"),
+        (Lang::Ja, ViewStatus::Admitted) => ("このページは", "秒後に自動で再読み込みされます。"),
+    };
+    t.text(before).slot(Slot::RefreshAtLeast1).text(after);
+}
+
+/// The built-in page for one language, status and whether the position is known: the same
+/// document for every request, with the figures as slots.
+pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> Template {
+    let tx = texts(lang);
+    let title = match status {
+        ViewStatus::Waiting => tx.waiting_title,
+        ViewStatus::Closed => tx.closed_title,
+        ViewStatus::Throttled => tx.throttled_title,
+        ViewStatus::Admitted => tx.admitted_title,
+    };
+    let mut t = Template::default();
+    t.text("<!DOCTYPE html>\n<html lang=\"")
+        .text(tx.lang)
+        .text("\">\n<head>\n<meta charset=\"utf-8\">\n")
+        .text("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+        .text("<meta http-equiv=\"refresh\" content=\"")
+        .slot(Slot::RefreshAtLeast1)
+        .text("\">\n<meta name=\"robots\" content=\"noindex, nofollow\">\n")
+        .text("<meta name=\"color-scheme\" content=\"light dark\">\n<title>")
+        .text(title)
+        .text("</title>\n<style>\n")
+        .text(STYLE)
+        .text("</style>\n</head>\n<body>\n<main>\n<h1>")
+        .text(title)
+        .text("</h1>\n");
+    match status {
+        ViewStatus::Waiting => {
+            t.text("<p class=\"lead\">")
+                .text(tx.waiting_lead)
+                .text("</p>\n")
+                .text("<div class=\"pos\" role=\"status\" aria-live=\"polite\" aria-atomic=\"true\">\n")
+                .text("<div class=\"pos-label\">")
+                .text(tx.position_label)
+                .text("</div>\n");
+            if position_known {
+                t.text("<div class=\"pos-num\">").slot(Slot::Position);
+                if !tx.position_suffix.is_empty() {
+                    t.text("<span class=\"pos-unit\">")
+                        .text(tx.position_suffix)
+                        .text("</span>");
+                }
+                t.text("</div>\n");
+            } else {
+                t.text("<div class=\"pos-num unknown\">")
+                    .text(tx.position_unknown)
+                    .text("</div>\n");
+            }
+            t.text("</div>\n<dl>\n<div><dt>")
+                .text(tx.eta_label)
+                .text("</dt><dd>")
+                .slot(Slot::EtaText)
+                .text("</dd></div>\n<div><dt>")
+                .text(tx.queue_label)
+                .text("</dt><dd>")
+                .slot(Slot::QueueLength)
+                .text(tx.queue_suffix)
+                .text("</dd></div>\n</dl>\n");
+        }
+        ViewStatus::Closed | ViewStatus::Admitted | ViewStatus::Throttled => {
+            let lead = match status {
+                ViewStatus::Closed => tx.closed_lead,
+                ViewStatus::Throttled => tx.throttled_lead,
+                _ => tx.admitted_lead,
+            };
+            t.text("<p class=\"lead\" role=\"status\" aria-live=\"polite\">")
+                .text(lead)
+                .text("</p>\n");
+        }
+    }
+    t.text("<p class=\"note\"><span class=\"dot\" aria-hidden=\"true\"></span>");
+    refresh_note(&mut t, lang, status);
+    t.text("</p>\n<p class=\"note\">")
+        .text(tx.updated)
+        .text(" <time datetime=\"")
+        .slot(Slot::UpdatedIso)
+        .text("\">")
+        .slot(Slot::UpdatedTime)
+        .text(" UTC</time></p>\n</main>\n</body>\n</html>\n");
+    t
+}
+
+/// The built-in pages, prepared once per process.
+pub(super) fn builtin_pages() -> &'static [Template; 16] {
+    static PAGES: std::sync::OnceLock<[Template; 16]> = std::sync::OnceLock::new();
+    PAGES.get_or_init(|| {
+        core::array::from_fn(|i| {
+            let lang = if i < 8 { Lang::En } else { Lang::Ja };
+            let status = match (i / 2) % 4 {
+                0 => ViewStatus::Waiting,
+                1 => ViewStatus::Closed,
+                2 => ViewStatus::Admitted,
+                _ => ViewStatus::Throttled,
+            };
+            builtin(lang, status, i % 2 == 1)
+        })
+    })
+}
+
+pub(super) fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
+    let l = match lang {
+        Lang::En => 0,
+        Lang::Ja => 8,
+    };
+    let s = match status {
+        ViewStatus::Waiting => 0,
+        ViewStatus::Closed => 2,
+        ViewStatus::Admitted => 4,
+        ViewStatus::Throttled => 6,
+    };
+    l + s + usize::from(position_known)
+}
+
+/// Prepares the built-in pages now (at configuration time) rather than on the first request.
+pub fn prepare_builtin() {
+    let _ = builtin_pages();
+}
+
+/// The template an HTML answer uses: the configured one, or the built-in page in `lang`.
+pub(super) fn html_template<'t>(
+    v: &WaitView,
+    lang: Lang,
+    template: Option<&'t Template>,
+) -> Option<&'t Template> {
+    match template {
+        Some(t) => Some(t),
+        None => builtin_pages().get(builtin_index(lang, v.status, v.position.is_some())),
+    }
+}
+
+/// The most bytes [`write_html`] writes for these arguments.
+pub fn html_max_len(v: &WaitView, lang: Lang, template: Option<&Template>) -> usize {
+    html_template(v, lang, template).map_or(0, |t| t.max_len(v.room.len()))
+}
+
+/// The HTML answer: the configured template, or the built-in page in `lang`.
+pub fn write_html(v: &WaitView, lang: Lang, template: Option<&Template>, out: &mut impl Out) {
+    if let Some(t) = html_template(v, lang, template) {
+        t.render(v, lang, out);
+    }
+}
+
+/// [`write_html`] into a new string, compiling `template` first.
+pub fn render_html(v: &WaitView, lang: Lang, template: Option<&str>) -> String {
+    let compiled = template.map(Template::compile);
+    let mut out = Vec::with_capacity(4096);
+    write_html(v, lang, compiled.as_ref(), &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}

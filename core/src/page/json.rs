@@ -1,0 +1,61 @@
+//! The JSON answer for programs: status, position, queue length, estimated wait, refresh.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::WaitView;
+use crate::util::out::{put_json_str, Out};
+
+fn put_json_opt(out: &mut impl Out, n: Option<u64>) {
+    match n {
+        Some(n) => out.put_u64(n),
+        None => out.put(b"null"),
+    }
+}
+
+/// The JSON answer: `{"status":"waiting","room":..,"position":N|null,"eta_seconds":N|null,
+/// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`.
+pub fn write_json(v: &WaitView, out: &mut impl Out) {
+    out.put(b"{\"status\":\"");
+    out.put(v.status.as_str().as_bytes());
+    out.put(b"\",\"room\":");
+    put_json_str(out, v.room);
+    out.put(b",\"position\":");
+    put_json_opt(out, v.position);
+    out.put(b",\"eta_seconds\":");
+    put_json_opt(out, v.eta_secs);
+    out.put(if v.eta_secs.is_some() {
+        b",\"eta_known\":true,\"refresh_seconds\":"
+    } else {
+        b",\"eta_known\":false,\"refresh_seconds\":"
+    });
+    out.put_u64(v.refresh_secs);
+    out.put(b",\"queue_length\":");
+    out.put_u64(v.queue_len);
+    out.put(b",\"updated_at\":");
+    out.put_u64(v.updated_at);
+    out.put(b"}");
+}
+
+/// The most bytes [`write_json`] writes for `v`.
+pub fn json_max_len(v: &WaitView) -> usize {
+    256usize.saturating_add(v.room.len().saturating_mul(6))
+}
+
+/// [`write_json`] into a new string.
+pub fn render_json(v: &WaitView) -> String {
+    let mut out = Vec::with_capacity(192);
+    write_json(v, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------
+// Text
+// ---------------------------------------------------------------------------------------

@@ -1,0 +1,95 @@
+//! The waiting answer's bodies (SPEC S7, §3): a self-refreshing HTML page for people and a
+//! JSON document for programs, plus the small content-negotiation helpers that pick between
+//! them (`Accept`) and between English and Japanese (`Accept-Language`).
+//!
+//! The default page has no external assets and no JavaScript (a waiting room must work when
+//! the origin is the thing that is overloaded, and on any browser); it refreshes itself
+//! with `<meta http-equiv="refresh">`. A branded page can replace it through a template with
+//! `{{placeholder}}`s; every substituted value is HTML-escaped.
+//!
+//! Pages are prepared once ([`Template`]: the text cut at its placeholders) and a request
+//! only writes into an [`Out`]: no allocation and no formatting machinery on the poll path.
+//!
+//! Header parsing works on raw bytes from the client: nothing here panics on any input.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod accept;
+mod builtin;
+mod json;
+mod template;
+mod text;
+
+#[cfg(test)]
+mod tests;
+
+pub use accept::{pick_lang, wants_json};
+pub use builtin::{html_max_len, prepare_builtin, render_html, write_html};
+pub use json::{json_max_len, render_json, write_json};
+pub use template::{check_template, Template};
+pub use text::eta_text;
+
+/// Where the visitor stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewStatus {
+    /// In the queue.
+    Waiting,
+    /// Let in (the page then just reloads into the site).
+    Admitted,
+    /// The room admits nobody right now (e.g. store down with `on_error=closed`).
+    Closed,
+    /// Flood control: the client's network takes places too fast; it gets one in a moment.
+    Throttled,
+}
+
+impl ViewStatus {
+    /// The wire name: "waiting", "admitted" or "closed".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViewStatus::Waiting => "waiting",
+            ViewStatus::Admitted => "admitted",
+            ViewStatus::Closed => "closed",
+            ViewStatus::Throttled => "throttled",
+        }
+    }
+}
+
+/// Everything the waiting answer shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitView<'a> {
+    /// Room name.
+    pub room: &'a str,
+    /// Status of this visitor.
+    pub status: ViewStatus,
+    /// 1-based position in the queue, None if unknown.
+    pub position: Option<u64>,
+    /// Number of sessions waiting in the room.
+    pub queue_len: u64,
+    /// Estimated wait in seconds, None if unknown.
+    pub eta_secs: Option<u64>,
+    /// Seconds until the page refreshes (and the `Retry-After` value).
+    pub refresh_secs: u64,
+    /// When this view was computed, unix seconds.
+    pub updated_at: u64,
+}
+
+/// Language of the HTML page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// English (the default).
+    En,
+    /// Japanese.
+    Ja,
+}
+
+// ---------------------------------------------------------------------------------------
+// Content negotiation
+// ---------------------------------------------------------------------------------------

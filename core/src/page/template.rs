@@ -1,0 +1,280 @@
+//! Page templates: a text cut once at its `{{placeholder}}`s, then written per request with
+//! every substituted value HTML-escaped.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::text::{put_eta_text, utc_parts};
+
+use super::{Lang, WaitView};
+use crate::config::ParseError;
+use crate::util::out::Out;
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub(super) fn put_escaped(out: &mut impl Out, s: &str) {
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, c) in b.iter().enumerate() {
+        let rep: &[u8] = match c {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\'' => b"&#39;",
+            _ => continue,
+        };
+        out.put(b.get(start..i).unwrap_or_default());
+        out.put(rep);
+        start = i + 1;
+    }
+    out.put(b.get(start..).unwrap_or_default());
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------------------
+
+/// What a template fills in per request. The first eight are the documented `{{names}}` of
+/// `smart_limit_page` templates; the others serve the built-in page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    Position,
+    EtaSeconds,
+    EtaText,
+    RefreshSeconds,
+    Room,
+    QueueLength,
+    Status,
+    UpdatedAt,
+    /// `HH:MM:SS` (UTC) of `updated_at`.
+    UpdatedTime,
+    /// `YYYY-MM-DDTHH:MM:SSZ` of `updated_at`.
+    UpdatedIso,
+    /// `refresh_seconds`, at least 1 (the built-in page never reloads in a tight loop).
+    RefreshAtLeast1,
+}
+
+/// Placeholder names a template may use, and what each becomes.
+pub(super) const PLACEHOLDERS: &[(&str, Slot)] = &[
+    ("position", Slot::Position),
+    ("eta_seconds", Slot::EtaSeconds),
+    ("eta_text", Slot::EtaText),
+    ("refresh_seconds", Slot::RefreshSeconds),
+    ("room", Slot::Room),
+    ("queue_length", Slot::QueueLength),
+    ("status", Slot::Status),
+    ("updated_at", Slot::UpdatedAt),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Part {
+    Text(Box<[u8]>),
+    Slot(Slot),
+}
+
+/// A page prepared at configuration time: its text cut at the placeholders, so a request
+/// only copies the text and writes the few values in between.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Template {
+    pub(super) parts: Vec<Part>,
+    /// Bytes of text plus the most every slot but `{{room}}` writes.
+    pub(super) fixed_max: usize,
+    /// How many `{{room}}` slots (each writes the escaped room name).
+    pub(super) room_slots: usize,
+}
+
+impl Template {
+    pub(super) fn text(&mut self, s: &str) -> &mut Self {
+        if s.is_empty() {
+            return self;
+        }
+        self.fixed_max = self.fixed_max.saturating_add(s.len());
+        // Adjacent text becomes one part.
+        if let Some(Part::Text(t)) = self.parts.last_mut() {
+            let mut joined = Vec::with_capacity(t.len() + s.len());
+            joined.extend_from_slice(t);
+            joined.extend_from_slice(s.as_bytes());
+            *t = joined.into_boxed_slice();
+        } else {
+            self.parts.push(Part::Text(s.as_bytes().into()));
+        }
+        self
+    }
+
+    pub(super) fn slot(&mut self, s: Slot) -> &mut Self {
+        match s {
+            Slot::Room => self.room_slots += 1,
+            Slot::EtaText => self.fixed_max = self.fixed_max.saturating_add(48),
+            _ => self.fixed_max = self.fixed_max.saturating_add(24),
+        }
+        self.parts.push(Part::Slot(s));
+        self
+    }
+
+    /// Prepares a `smart_limit_page` template. `{{name}}` of a known placeholder becomes its
+    /// value; anything else (other braces, unknown names) is text. Configuration refuses
+    /// unknown names first, with [`check_template`].
+    pub fn compile(text: &str) -> Template {
+        let mut t = Template::default();
+        let mut copied = 0;
+        let mut at = 0;
+        while let Some(p) = next_placeholder(text, at) {
+            at = p.end;
+            let Some(&(_, slot)) = PLACEHOLDERS.iter().find(|(n, _)| *n == p.name) else {
+                continue;
+            };
+            t.text(text.get(copied..p.start).unwrap_or(""));
+            t.slot(slot);
+            copied = p.end;
+        }
+        t.text(text.get(copied..).unwrap_or(""));
+        t
+    }
+
+    /// Bytes of fixed text (the body is this plus the values).
+    pub fn text_len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.len(),
+                Part::Slot(_) => 0,
+            })
+            .sum()
+    }
+
+    /// The most bytes [`Template::render`] writes for a view whose room name is `room_len`
+    /// bytes long (to size a response buffer once).
+    pub fn max_len(&self, room_len: usize) -> usize {
+        room_len
+            .saturating_mul(6)
+            .saturating_mul(self.room_slots)
+            .saturating_add(self.fixed_max)
+    }
+
+    /// Writes the page for `v` in `lang`. Values are HTML-escaped where they can hold text.
+    pub fn render(&self, v: &WaitView, lang: Lang, out: &mut impl Out) {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.put(t),
+                Part::Slot(s) => put_slot(out, *s, v, lang),
+            }
+        }
+    }
+}
+
+pub(super) fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
+    match slot {
+        Slot::Position => {
+            if let Some(p) = v.position {
+                out.put_u64(p);
+            }
+        }
+        Slot::EtaSeconds => {
+            if let Some(s) = v.eta_secs {
+                out.put_u64(s);
+            }
+        }
+        Slot::EtaText => put_eta_text(out, v.eta_secs, lang),
+        Slot::RefreshSeconds => out.put_u64(v.refresh_secs),
+        Slot::RefreshAtLeast1 => out.put_u64(v.refresh_secs.max(1)),
+        Slot::Room => put_escaped(out, v.room),
+        Slot::QueueLength => out.put_u64(v.queue_len),
+        Slot::Status => out.put(v.status.as_str().as_bytes()),
+        Slot::UpdatedAt => out.put_u64(v.updated_at),
+        Slot::UpdatedTime => {
+            let (_, _, _, h, mi, s) = utc_parts(v.updated_at);
+            put_hms(out, h, mi, s);
+        }
+        Slot::UpdatedIso => {
+            let (y, mo, d, h, mi, s) = utc_parts(v.updated_at);
+            out.put_2(y / 100);
+            out.put_2(y);
+            out.put(b"-");
+            out.put_2(mo);
+            out.put(b"-");
+            out.put_2(d);
+            out.put(b"T");
+            put_hms(out, h, mi, s);
+            out.put(b"Z");
+        }
+    }
+}
+
+pub(super) fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {
+    out.put_2(h);
+    out.put(b":");
+    out.put_2(mi);
+    out.put(b":");
+    out.put_2(s);
+}
+
+/// One `{{name}}` found in a template: byte range of the whole placeholder and the name.
+pub(super) struct Placeholder<'t> {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) name: &'t str,
+}
+
+/// Finds the next placeholder at or after `from`: `{{`, optional spaces, a name made of
+/// `A-Z a-z 0-9 _`, optional spaces, `}}`. Any other `{{` (e.g. in inline script or CSS) is
+/// plain text. All indices are at ASCII bytes, so slicing at them is always valid.
+pub(super) fn next_placeholder(t: &str, from: usize) -> Option<Placeholder<'_>> {
+    let b = t.as_bytes();
+    let mut i = from;
+    loop {
+        let open = i + t.get(i..)?.find("{{")?;
+        let mut j = open + 2;
+        while b.get(j) == Some(&b' ') {
+            j += 1;
+        }
+        let name_start = j;
+        while b
+            .get(j)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            j += 1;
+        }
+        let name_end = j;
+        while b.get(j) == Some(&b' ') {
+            j += 1;
+        }
+        if name_end > name_start && t.get(j..j + 2) == Some("}}") {
+            return Some(Placeholder {
+                start: open,
+                end: j + 2,
+                name: t.get(name_start..name_end)?,
+            });
+        }
+        // Not a placeholder; look again from the next byte after this "{".
+        i = open + 1;
+    }
+}
+
+/// Checks a page template at configuration time: every `{{name}}` must be a known
+/// placeholder. The error lists the unknown ones.
+pub fn check_template(t: &str) -> Result<(), ParseError> {
+    let mut unknown: Vec<&str> = Vec::new();
+    let mut at = 0;
+    while let Some(p) = next_placeholder(t, at) {
+        if !PLACEHOLDERS.iter().any(|(n, _)| *n == p.name) && !unknown.contains(&p.name) {
+            unknown.push(p.name);
+        }
+        at = p.end;
+    }
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let list = unknown
+        .iter()
+        .map(|n| format!("{{{{{n}}}}}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(ParseError::UnknownPlaceholder(list))
+}

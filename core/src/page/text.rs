@@ -1,0 +1,145 @@
+//! The page's words in English and Japanese, and the estimated wait as text.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+use super::Lang;
+use crate::util::out::Out;
+
+/// The human estimate of the wait: "about 3 minutes" / 「約3分」, "calculating…" / 「計算中」
+/// when unknown. Written without escaping (it holds no markup characters).
+pub(super) fn put_eta_text(out: &mut impl Out, eta_secs: Option<u64>, lang: Lang) {
+    let Some(secs) = eta_secs else {
+        return out.put(match lang {
+            Lang::En => "calculating…".as_bytes(),
+            Lang::Ja => "計算中".as_bytes(),
+        });
+    };
+    let minutes = secs.saturating_add(30) / 60;
+    let hours = minutes.saturating_add(30) / 60;
+    let (before, n, after): (&str, Option<u64>, &str) = match lang {
+        Lang::En => match secs {
+            0 => ("any moment now", None, ""),
+            1 => ("about 1 second", None, ""),
+            2..=59 => ("about ", Some(secs), " seconds"),
+            60..=89 => ("about 1 minute", None, ""),
+            _ if minutes < 120 => ("about ", Some(minutes), " minutes"),
+            _ => ("about ", Some(hours), " hours"),
+        },
+        Lang::Ja => match secs {
+            0 => ("まもなく", None, ""),
+            1..=59 => ("約", Some(secs), "秒"),
+            _ if minutes < 120 => ("約", Some(minutes), "分"),
+            _ => ("約", Some(hours), "時間"),
+        },
+    };
+    out.put(before.as_bytes());
+    if let Some(n) = n {
+        out.put_u64(n);
+    }
+    out.put(after.as_bytes());
+}
+
+/// [`put_eta_text`] into a new string.
+pub fn eta_text(eta_secs: Option<u64>, lang: Lang) -> String {
+    let mut out = Vec::with_capacity(32);
+    put_eta_text(&mut out, eta_secs, lang);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// UTC calendar parts of a unix time, for the "updated" line. Clamped to year 9999 so the
+/// arithmetic stays small whatever the input.
+pub(super) fn utc_parts(unix_secs: u64) -> (u64, u64, u64, u64, u64, u64) {
+    let secs = unix_secs.min(253_402_300_799);
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian), shifted so the era
+    // starts on 0000-03-01; all values stay non-negative.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Texts of the default page in one language.
+pub(super) struct Texts {
+    pub(super) lang: &'static str,
+    pub(super) waiting_title: &'static str,
+    pub(super) waiting_lead: &'static str,
+    pub(super) position_label: &'static str,
+    pub(super) position_unknown: &'static str,
+    pub(super) position_suffix: &'static str,
+    pub(super) eta_label: &'static str,
+    pub(super) queue_label: &'static str,
+    pub(super) queue_suffix: &'static str,
+    pub(super) closed_title: &'static str,
+    pub(super) closed_lead: &'static str,
+    pub(super) throttled_title: &'static str,
+    pub(super) throttled_lead: &'static str,
+    pub(super) admitted_title: &'static str,
+    pub(super) admitted_lead: &'static str,
+    pub(super) updated: &'static str,
+}
+
+pub(super) const EN: Texts = Texts {
+    lang: "en",
+    waiting_title: "The site is busy right now",
+    waiting_lead: "To keep the site working for everyone, visitors are admitted in order of \
+                   arrival. You will be taken to the site automatically when it is your turn.",
+    position_label: "Your place in line",
+    position_unknown: "Checking…",
+    position_suffix: "",
+    eta_label: "Estimated wait",
+    queue_label: "People in line",
+    queue_suffix: "",
+    throttled_title: "Many visitors from your network",
+    throttled_lead: "Lots of people are arriving from the same network as you, so places in line \
+                     are handed out a few at a time. This page takes yours by itself in a moment.",
+    closed_title: "Temporarily closed",
+    closed_lead:
+        "The site is not letting visitors in right now. Please try again in a little while.",
+    admitted_title: "It's your turn",
+    admitted_lead: "Taking you to the site now. If nothing happens, reload this page.",
+    updated: "Updated",
+};
+
+pub(super) const JA: Texts = Texts {
+    lang: "ja",
+    waiting_title: "ただいま混雑しています",
+    waiting_lead: "アクセスが集中しているため、到着順にご案内しています。\
+                   順番が来ると自動的にサイトへ移動します。",
+    position_label: "あなたの順番",
+    position_unknown: "確認中",
+    position_suffix: "番目",
+    eta_label: "待ち時間の目安",
+    queue_label: "お待ちの人数",
+    queue_suffix: "人",
+    throttled_title: "同じネットワークからのアクセスが集中しています",
+    throttled_lead: "同じネットワークから多くの方がアクセスしているため、順番待ちの受付を少しずつ行っています。\
+                     このページが自動で順番を取得しますので、そのままお待ちください。",
+    closed_title: "ただいま受付を一時停止しています",
+    closed_lead: "ご不便をおかけして申し訳ありません。しばらくしてから、もう一度アクセスしてください。",
+    admitted_title: "お待たせしました",
+    admitted_lead: "順番が来ました。まもなくサイトへ移動します。表示が変わらない場合は、ページを再読み込みしてください。",
+    updated: "最終更新",
+};
+
+pub(super) fn texts(lang: Lang) -> &'static Texts {
+    match lang {
+        Lang::En => &EN,
+        Lang::Ja => &JA,
+    }
+}

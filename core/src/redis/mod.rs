@@ -1,0 +1,21 @@
+//! Redis without I/O: the RESP reply parser, how to reach a server (addresses, AUTH, TLS,
+//! Sentinel, Cluster), scripts by SHA, the central room's keys, script and replies, and the
+//! reconnect backoff. The network client that carries these bytes lives in the module
+//! (`src/redis/`); this part is covered by `cargo test`, and `tests/redis_script.rs` runs the
+//! room script against a real `redis-server` side by side with [`Room`](crate::room::Room).
+//!
+//! Uses `config` (parameter parsing) and `room` (the central room follows the same rules).
+
+mod conn;
+mod room;
+mod script;
+
+pub mod params;
+pub mod resp;
+
+#[cfg(test)]
+mod tests;
+
+pub use conn::*;
+pub use room::*;
+pub use script::*;

@@ -1,0 +1,249 @@
+//! The central room in Redis: its keys (one hash tag per room, so a cluster keeps them in one
+//! slot), the room script and its arguments, and its replies turned into verdicts.
+
+use super::resp::Value;
+use super::script::{count, ints, Form, ReplyError};
+use super::script::{load_command_of, script_call, sha_of};
+
+use crate::room::rules::{Limits, Mode};
+use crate::room::{Mirror, Place, Refusal, Verdict, Visit};
+
+/// The room's rules in Lua: one call per decision, atomic inside Redis.
+pub const ROOM_SCRIPT: &str = include_str!("room.lua");
+
+/// The four keys of one room. They share the `{room}` hash tag, so Redis Cluster keeps
+/// them in one slot and the script may touch them all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    /// Hash: tail, minute counters, the smoothed admission interval, the mode override.
+    pub state: String,
+    /// Sorted set: waiting session ids by queue number.
+    pub line: String,
+    /// Sorted set: waiting session ids by last sight.
+    pub seen: String,
+    /// Sorted set: admitted session ids by last sight.
+    pub active: String,
+}
+
+impl Keys {
+    /// `prefix` and `room` are already validated by the configuration parser: no braces, no
+    /// spaces (so the hash tag is exactly `{room}`).
+    pub fn new(prefix: &str, room: &str) -> Keys {
+        let base = format!("{prefix}:{{{room}}}");
+        Keys {
+            state: format!("{base}:state"),
+            line: format!("{base}:line"),
+            seen: format!("{base}:seen"),
+            active: format!("{base}:active"),
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn all(&self) -> [&str; 4] {
+        [&self.state, &self.line, &self.seen, &self.active]
+    }
+}
+
+/// Builds the script calls of one room. `now` is sent as 0 by nginx: the script then reads
+/// the Redis server's clock, one clock for the whole fleet.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub sha: String,
+    pub keys: Keys,
+    pub limits: Limits,
+    /// Most places in the line (0: no cap).
+    pub max_line: u64,
+}
+
+impl Script {
+    pub fn new(prefix: &str, room: &str, limits: Limits, max_line: u64) -> Script {
+        Script {
+            sha: sha_of(ROOM_SCRIPT),
+            keys: Keys::new(prefix, room),
+            limits,
+            max_line,
+        }
+    }
+
+    /// `SCRIPT LOAD`, sent first on every new connection so `EVALSHA` finds the script.
+    pub fn load_command() -> Vec<u8> {
+        load_command_of(ROOM_SCRIPT)
+    }
+
+    fn call(&self, form: Form, op: &str, now: u64, sid: u64, a9: u64, a10: u64) -> Vec<u8> {
+        let l = &self.limits;
+        let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
+        cmd.arg(4)
+            .arg(&self.keys.state)
+            .arg(&self.keys.line)
+            .arg(&self.keys.seen)
+            .arg(&self.keys.active)
+            .arg(op)
+            .arg(now)
+            .arg(l.max_active)
+            .arg(l.new_per_minute.unwrap_or(0))
+            .arg(l.presence_ms)
+            .arg(l.active_window_ms)
+            .arg(l.mode.code())
+            .arg(sid)
+            .arg(a9)
+            .arg(a10)
+            .arg(self.max_line);
+        cmd.get_packed_command()
+    }
+
+    pub fn visit(&self, form: Form, v: &Visit, now: u64) -> Vec<u8> {
+        self.call(form, "visit", now, v.sid, v.qnum, u64::from(v.draw))
+    }
+
+    pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
+        self.call(form, "touch", now, sid, 0, 0)
+    }
+
+    pub fn revoke(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
+        self.call(form, "revoke", now, sid, 0, 0)
+    }
+
+    /// Sets the room-wide mode override (None: back to each node's configured mode).
+    pub fn set_mode(&self, form: Form, mode: Option<Mode>) -> Vec<u8> {
+        self.call(form, "mode", 0, 1, u64::from(mode.map_or(0, Mode::code)), 0)
+    }
+}
+
+/// What a reply says beyond the verdict: the room's figures, mirrored into this node's shared
+/// memory for metrics (and counted there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub queue_len: u64,
+    pub active: u64,
+    /// The client took a new place at the tail on this call.
+    pub joined: bool,
+    /// Absent clients this call dropped from the head of the line.
+    pub expired: u64,
+    /// The room's mode override code (0 = none).
+    pub mode_override: u32,
+    /// The script's clock (µs): orders replies that come back on different connections.
+    pub version: u64,
+}
+
+impl Outcome {
+    /// The room's figures, for this node's shared memory.
+    pub fn mirror(&self) -> Mirror {
+        Mirror {
+            queue_len: Some(self.queue_len),
+            active: Some(self.active),
+            mode_override: Some(self.mode_override),
+            version: self.version,
+        }
+    }
+}
+
+/// The script's answer to a visit, as the verdict [`Room::visit`](crate::room::Room::visit)
+/// would give, plus the room's figures.
+pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
+    let x = ints(v, 10)?;
+    let (kind, qnum, position) = (x[0], count(x[1])?, count(x[2])?);
+    let queue_len = count(x[3])?;
+    let interval_ms = count(x[4])?;
+    let active = count(x[5])?;
+    let joined = match x[6] {
+        0 => false,
+        1 => true,
+        _ => return Err(ReplyError::Shape("bad joined flag")),
+    };
+    let expired = count(x[7])?;
+    let mode_override = u32::try_from(x[8]).map_err(|_| ReplyError::Shape("bad mode"))?;
+    let version = count(x[9])?;
+    let verdict = match kind {
+        1 => Verdict::Admit { sid: visit.sid },
+        2 => {
+            if qnum == 0 {
+                return Err(ReplyError::Shape("a place without a queue number"));
+            }
+            // The same estimate as Room::wait_answer.
+            let eta_secs = (position > 0 && interval_ms > 0)
+                .then(|| position.saturating_mul(interval_ms).div_ceil(1000));
+            Verdict::Wait(Place {
+                sid: visit.sid,
+                qnum,
+                position,
+                queue_len,
+                eta_secs,
+            })
+        }
+        3 => Verdict::Refuse(Refusal::Closed),
+        4 => Verdict::Refuse(Refusal::LineFull { queue_len }),
+        _ => return Err(ReplyError::Shape("unknown verdict")),
+    };
+    Ok(Outcome {
+        verdict,
+        queue_len,
+        active,
+        joined,
+        expired,
+        mode_override,
+        version,
+    })
+}
+
+/// A touch reply: the room's active count.
+pub fn touch_outcome(v: &Value) -> Result<Mirror, ReplyError> {
+    let x = ints(v, 2)?;
+    Ok(Mirror {
+        active: Some(count(x[0])?),
+        version: count(x[1])?,
+        ..Mirror::default()
+    })
+}
+
+/// A revoke reply: whether the session counted, and the room's active count.
+pub fn revoke_outcome(v: &Value) -> Result<(bool, Mirror), ReplyError> {
+    let x = ints(v, 3)?;
+    let mirror = Mirror {
+        active: Some(count(x[1])?),
+        version: count(x[2])?,
+        ..Mirror::default()
+    };
+    Ok((x[0] == 1, mirror))
+}
+
+/// Admitted sessions this worker has told Redis about recently: a session seen on a valid
+/// admitted ticket is written to the room's active set at most once per `every_ms` (half the
+/// active window), so it never drops out of the count while it keeps coming, and a busy
+/// session costs Redis one write per half window per worker, not one per request.
+#[derive(Debug, Default)]
+pub struct TouchLog {
+    seen: std::collections::HashMap<u64, u64>,
+    pruned_at: u64,
+}
+
+impl TouchLog {
+    /// True when `sid` should be written now (and records it as written).
+    pub fn due(&mut self, sid: u64, now: u64, every_ms: u64) -> bool {
+        if self.seen.len() > 4096 && now.saturating_sub(self.pruned_at) >= every_ms {
+            self.seen.retain(|_, t| now.saturating_sub(*t) < every_ms);
+            self.pruned_at = now;
+        }
+        match self.seen.get(&sid) {
+            Some(&t) if now.saturating_sub(t) < every_ms => false,
+            _ => {
+                self.seen.insert(sid, now);
+                true
+            }
+        }
+    }
+
+    /// Records a write made by other means (the admission itself adds the session).
+    pub fn note(&mut self, sid: u64, now: u64) {
+        self.seen.insert(sid, now);
+    }
+
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+}

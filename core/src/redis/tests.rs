@@ -1,0 +1,209 @@
+//! Unit tests of the Redis store without I/O.
+
+use super::resp;
+use super::resp::Value;
+use super::*;
+use crate::room::rules::{Limits, Mode};
+use crate::room::{Place, Refusal, Verdict, Visit};
+
+fn limits() -> Limits {
+    Limits {
+        max_active: 5,
+        new_per_minute: None,
+        presence_ms: 20_000,
+        active_window_ms: 60_000,
+        mode: Mode::Fifo,
+        flood: None,
+        session_rate: None,
+    }
+}
+
+fn visit() -> Visit {
+    Visit {
+        sid: u64::MAX - 1,
+        qnum: 0,
+        draw: 7,
+        flood_key: None,
+        arrival: 0,
+    }
+}
+
+fn arr(x: &[i64]) -> Value {
+    Value::Array(x.iter().map(|&i| Value::Int(i)).collect())
+}
+
+#[test]
+fn keys_share_one_hash_tag() {
+    let k = Keys::new("smart_limit", "shop");
+    assert_eq!(k.state, "smart_limit:{shop}:state");
+    for key in k.all() {
+        assert_eq!(hash_tag(key), Some("shop"));
+    }
+    let k = Keys::new("eu-1:sl", "a_b");
+    assert_eq!(k.line, "eu-1:sl:{a_b}:line");
+    assert_eq!(hash_tag(&k.line), Some("a_b"));
+    assert_eq!(hash_tag("no tag"), None);
+    assert_eq!(hash_tag("{}x"), None);
+}
+
+#[test]
+fn script_calls_are_well_formed() {
+    let s = Script::new("p", "r", limits(), 0);
+    assert_eq!(s.sha.len(), 40);
+    let cmd = s.visit(Form::Sha, &visit(), 0);
+    let (v, used) = resp::parse(&cmd).unwrap().unwrap();
+    assert_eq!(used, cmd.len());
+    let Value::Array(items) = v else { panic!() };
+    let text: Vec<String> = items
+        .iter()
+        .map(|i| match i {
+            Value::Bulk(b) => String::from_utf8(b.clone()).unwrap(),
+            _ => panic!(),
+        })
+        .collect();
+    assert_eq!(text[0], "EVALSHA");
+    assert_eq!(text[1], s.sha);
+    assert_eq!(text[2], "4");
+    assert_eq!(text[7], "visit");
+    assert_eq!(text[14], (u64::MAX - 1).to_string());
+    assert_eq!(text.len(), 18);
+    let eval = s.visit(Form::Text, &visit(), 0);
+    assert!(eval
+        .windows(ROOM_SCRIPT.len())
+        .any(|w| w == ROOM_SCRIPT.as_bytes()));
+}
+
+#[test]
+fn replies_become_verdicts() {
+    let v = visit();
+    let o = visit_outcome(&arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77]), &v).unwrap();
+    assert_eq!(o.verdict, Verdict::Admit { sid: v.sid });
+    assert_eq!((o.queue_len, o.active), (3, 4));
+    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78]), &v).unwrap();
+    assert_eq!(
+        o.verdict,
+        Verdict::Wait(Place {
+            sid: v.sid,
+            qnum: 1000,
+            position: 3,
+            queue_len: 7,
+            eta_secs: Some(5)
+        })
+    );
+    assert!(o.joined);
+    assert_eq!(o.expired, 2);
+    let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79]), &v).unwrap();
+    assert_eq!(o.verdict, Verdict::Refuse(Refusal::Closed));
+    assert_eq!(o.mode_override, 4);
+}
+
+#[test]
+fn bad_replies_are_errors() {
+    let v = visit();
+    let bad = [
+        Value::Nil,
+        Value::Int(1),
+        Value::Status(b"OK".to_vec()),
+        Value::Bulk(b"1".to_vec()),
+        arr(&[1, 0, 0]),
+        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0]),
+        arr(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+        arr(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 1]),
+        arr(&[2, 5, -1, 1, 0, 0, 0, 0, 0, 1]),
+        arr(&[2, 5, 1, 1, 0, 0, 7, 0, 0, 1]),
+        arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, -1]),
+        Value::Array(vec![Value::Bulk(b"1".to_vec()); 10]),
+        Value::Error(b"WRONGTYPE Operation against a key".to_vec()),
+    ];
+    for b in bad {
+        assert!(visit_outcome(&b, &v).is_err(), "{b:?}");
+    }
+    assert_eq!(
+        visit_outcome(&Value::Error(b"NOSCRIPT No matching script".to_vec()), &v),
+        Err(ReplyError::NoScript)
+    );
+    assert_eq!(touch_outcome(&arr(&[3, 9])).unwrap().active, Some(3));
+    assert!(touch_outcome(&arr(&[-3, 9])).is_err());
+    assert!(touch_outcome(&arr(&[3])).is_err());
+    let (removed, m) = revoke_outcome(&arr(&[1, 2, 9])).unwrap();
+    assert!(removed);
+    assert_eq!((m.active, m.version), (Some(2), 9));
+    assert!(revoke_outcome(&arr(&[1, 2])).is_err());
+}
+
+#[test]
+fn load_reply_must_name_our_script() {
+    let sha = sha_of(ROOM_SCRIPT);
+    assert!(check_load(&Value::Bulk(sha.clone().into_bytes()), &sha).is_ok());
+    assert!(check_load(&Value::Bulk(b"0000".to_vec()), &sha).is_err());
+    assert!(check_load(&Value::Error(b"ERR no scripts".to_vec()), &sha).is_err());
+}
+
+#[test]
+fn cluster_redirections_and_sentinel_answers() {
+    let a = redirection(b"MOVED 3999 127.0.0.1:6381", b"MOVED ").unwrap();
+    assert_eq!(a, "127.0.0.1:6381".parse().unwrap());
+    let a = redirection(b"ASK 12 ::1:7002", b"ASK ").unwrap();
+    assert_eq!(a, "[::1]:7002".parse().unwrap());
+    assert_eq!(redirection(b"MOVED 3999 127.0.0.1:6381", b"ASK "), None);
+    assert_eq!(redirection(b"MOVED x 127.0.0.1:6381", b"MOVED "), None);
+    assert_eq!(redirection(b"MOVED 1 redis-a:6381", b"MOVED "), None);
+    assert_eq!(redirection(b"MOVED 1 127.0.0.1:99999", b"MOVED "), None);
+    assert_eq!(redirection(b"MOVED 1", b"MOVED "), None);
+    let ok = Value::Array(vec![
+        Value::Bulk(b"127.0.0.1".to_vec()),
+        Value::Bulk(b"6380".to_vec()),
+    ]);
+    assert_eq!(master_address(&ok), Some("127.0.0.1:6380".parse().unwrap()));
+    for bad in [
+        Value::Nil,
+        Value::Array(vec![]),
+        Value::Array(vec![Value::Bulk(b"x".to_vec()), Value::Bulk(b"1".to_vec())]),
+        Value::Error(b"ERR no such master".to_vec()),
+    ] {
+        assert_eq!(master_address(&bad), None);
+    }
+    let auth = auth_command(Some("u"), "p w");
+    let (v, _) = super::resp::parse(&auth).unwrap().unwrap();
+    assert_eq!(
+        v,
+        Value::Array(vec![
+            Value::Bulk(b"AUTH".to_vec()),
+            Value::Bulk(b"u".to_vec()),
+            Value::Bulk(b"p w".to_vec())
+        ])
+    );
+}
+
+#[test]
+fn backoff_doubles_and_resets() {
+    let mut b = Backoff::new(100, 1000);
+    assert!(b.may_try(0));
+    assert_eq!(b.failed(10), 100);
+    assert!(!b.may_try(109));
+    assert!(b.may_try(110));
+    assert_eq!(b.failed(110), 200);
+    assert_eq!(b.failed(310), 400);
+    assert_eq!(b.failed(710), 800);
+    assert_eq!(b.failed(1510), 1000);
+    assert_eq!(b.failed(2510), 1000);
+    b.succeeded();
+    assert!(b.may_try(2511));
+    assert_eq!(b.failed(3000), 100);
+}
+
+#[test]
+fn touches_are_rate_limited_per_session() {
+    let mut t = TouchLog::default();
+    assert!(t.due(1, 0, 30_000));
+    assert!(!t.due(1, 29_999, 30_000));
+    assert!(t.due(1, 30_000, 30_000));
+    t.note(2, 100);
+    assert!(!t.due(2, 200, 30_000));
+    for sid in 10..10_000 {
+        t.due(sid, 40_000, 30_000);
+    }
+    // Old entries are pruned once the log is large.
+    t.due(5, 80_000, 30_000);
+    assert!(t.len() < 100);
+}
