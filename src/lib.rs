@@ -1,20 +1,26 @@
 //! smart_limit: a fair waiting room for nginx.
 //!
 //! This file only registers the module with nginx: its directives, its configuration
-//! callbacks, the phase handler, the header filter and the per-worker start hook. The work is
-//! done in layers, each using only the ones above it in this list:
+//! callbacks, the phase handlers, the header filter and the per-worker start and exit hooks.
+//! The work is done in layers, each using only the ones above it in this list
+//! (`scripts/check-layout` fails on an import cycle):
 //!
-//! - `clock`, `log`: the cached time and throttled error lines (leaves);
-//! - `request`: the one boundary with nginx's request (a safe `Request`, headers, responses);
-//! - `store` (and `net` under it): a room's state in shared memory or Redis, one decision API;
-//!   `rate`: a fleet-wide request rate (its zone, preaccess handler and interval sync);
+//! - `clock`, `log`, `request`, `inflight`, `shared_zone`: the cached time, throttled error
+//!   lines, the one boundary with nginx's request (a safe `Request`), suspended calls, and
+//!   one shared-memory zone declaration (leaves);
+//! - `net`, `ticker`: a peer connection and TLS on nginx's event loop; a per-worker timer;
+//! - `redis`: the Redis client (connection, TLS step, Sentinel, Cluster) on `net`;
+//! - `store`: a room's state in shared memory, central Redis or a synced fleet, one decision
+//!   API (the shells of the core's `room`, `redis` and `fleet`);
+//! - `cookie`, `ctx`: the ticket cookie in and out; the typed per-request context, kept
+//!   across internal redirects;
+//! - `rate`, `vars`: a fleet-wide request rate (its zone, preaccess handler and interval
+//!   sync; the shell of the core's `rate`); `$smart_limit_*`;
 //! - `conf`: directives and the main, location and zone configurations;
-//! - `ctx`: the typed per-request context (decision, suspended store call), kept across
-//!   internal redirects;
-//! - `cookie`, `answer`: the ticket cookie in and out; the waiting answer (HTML, JSON);
-//! - `handler`, `filter`, `vars`, `endpoint`: the preaccess handler (request -> ticket ->
-//!   decision -> answer), the `X-Smart-Limit` header filter, `$smart_limit_*`, and the
-//!   `smart_limit_metrics` / `smart_limit_control` / `smart_limit_poll` locations.
+//! - `answer`, `filter`: the waiting answer (HTML, JSON); the `X-Smart-Limit` header filter;
+//! - `endpoint`: the `smart_limit_metrics` / `smart_limit_control` / `smart_limit_poll`
+//!   locations;
+//! - `handler`: the preaccess handler (request -> ticket -> decision -> answer).
 //!
 //! The rules themselves are in the `smart_limit_core` crate, which has no nginx symbols.
 
@@ -22,6 +28,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use core::ptr::addr_of;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ngx::ffi::{
     ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
@@ -43,6 +50,7 @@ mod inflight;
 mod log;
 mod net;
 mod rate;
+mod redis;
 mod request;
 mod shared_zone;
 mod store;
@@ -89,15 +97,27 @@ unsafe impl HttpModuleLocationConf for Module {
 /// timers of the fleet rate zones and of the synced rooms start.
 unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     smart_limit_core::util::random::after_fork();
-    let _ = std::panic::catch_unwind(|| rate::sync::start_worker(cycle));
-    let _ = std::panic::catch_unwind(|| store::fleet::start_worker(cycle));
+    if let Some(main) = conf::MainConf::of_cycle(cycle) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            main.rate_zones().for_each(rate::sync::start_worker)
+        }));
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            main.zones().for_each(store::fleet::start_worker)
+        }));
+    }
     Status::NGX_OK.into()
 }
 
 /// A worker exits: it stops syncing for the fleet rate zones and synced rooms it led.
 unsafe extern "C" fn exit_process(cycle: *mut ngx_cycle_t) {
-    let _ = std::panic::catch_unwind(|| rate::sync::stop_worker(cycle));
-    let _ = std::panic::catch_unwind(|| store::fleet::stop_worker(cycle));
+    if let Some(main) = conf::MainConf::of_cycle(cycle) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            main.rate_zones().for_each(rate::sync::stop_worker)
+        }));
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            main.zones().for_each(store::fleet::stop_worker)
+        }));
+    }
 }
 
 const ANY_LEVEL: u32 = NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF;

@@ -1,7 +1,6 @@
-//! Networking on nginx's event loop: a peer connection ([`peer`]), TLS on it with nginx's SSL
-//! ([`tls`]), and the Redis client built on them ([`redis`]). No threads, no blocking calls: everything is driven by nginx events and
-//! timers, and callers wait as futures on the `ngx::async_` runtime.
+//! Networking on nginx's event loop: a peer connection ([`peer`]) and TLS on it with nginx's
+//! SSL ([`tls`]). No threads, no blocking calls: everything is driven by nginx events and
+//! timers. The Redis client (`crate::redis`) is built on them.
 
 pub mod peer;
-pub mod redis;
 pub mod tls;

@@ -13,7 +13,7 @@
 
 use core::ffi::c_void;
 
-use ngx::ffi::{ngx_conf_t, ngx_cycle_t, NGX_LOG_ERR};
+use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::rate::{sync_reply, RateZoneParams, SyncScript};
 use smart_limit_core::redis::ReplyError;
@@ -21,8 +21,7 @@ use smart_limit_core::sync::leader::Leader;
 
 use super::RateZone;
 use crate::clock::now_ms;
-use crate::conf::MainConf;
-use crate::net::redis::{Client, ClientConfig};
+use crate::redis::{Client, ClientConfig};
 
 /// A rate zone's way to the fleet: the connection (per worker) and the script.
 pub struct Fleet {
@@ -50,31 +49,21 @@ impl Fleet {
     }
 }
 
-/// The rate zones of the cycle's configuration.
-fn zones(cycle: *mut ngx_cycle_t) -> impl Iterator<Item = &'static RateZone> {
-    MainConf::of_cycle(cycle)
-        .into_iter()
-        .flat_map(|m| m.rate_zones())
-}
-
-/// A worker starts: seeds its generator and starts each zone's ticker.
-pub fn start_worker(cycle: *mut ngx_cycle_t) {
-    for zone in zones(cycle) {
-        zone.rng
-            .set(smart_limit_core::util::random::u64().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1);
-        let owner = (zone as *const RateZone).cast::<c_void>();
-        zone.ticker.start(owner, on_tick, zone.params.interval_ms);
-    }
+/// A worker starts: seeds the zone's generator and starts its ticker (the process hooks call
+/// this for every rate zone).
+pub fn start_worker(zone: &'static RateZone) {
+    zone.rng
+        .set(smart_limit_core::util::random::u64().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1);
+    let owner = (zone as *const RateZone).cast::<c_void>();
+    zone.ticker.start(owner, on_tick, zone.params.interval_ms);
 }
 
 /// A worker exits: it leads no more, so another one syncs at its next tick.
-pub fn stop_worker(cycle: *mut ngx_cycle_t) {
-    for zone in zones(cycle) {
-        if let Some(s) = zone.shared() {
-            s.leadership().resign(me(zone));
-        }
-        zone.ticker.stop();
+pub fn stop_worker(zone: &'static RateZone) {
+    if let Some(s) = zone.shared() {
+        s.leadership().resign(me(zone));
     }
+    zone.ticker.stop();
 }
 
 fn me(zone: &RateZone) -> Leader {

@@ -27,7 +27,7 @@ use core::future::Future;
 use core::task::Poll;
 use core::time::Duration;
 
-use ngx::ffi::{ngx_conf_t, ngx_cycle_t, NGX_LOG_ERR};
+use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet::{
     draw_reply, picture_reply, FleetConfig, FleetNode, FleetScript, FleetSnapshot, FleetVerdict,
@@ -42,9 +42,8 @@ use smart_limit_core::zone::ZoneParams;
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
-use crate::conf::MainConf;
 use crate::log::LogThrottle;
-use crate::net::redis::{Client, ClientConfig};
+use crate::redis::{Client, ClientConfig};
 use crate::ticker::Ticker;
 
 /// How long a request waits for the pool draw it sent, at most (Redis answers a draw in well
@@ -384,26 +383,17 @@ fn bad_reply(zone: &Zone, fs: &FleetStore, e: &ReplyError) {
 
 // ------------------------------------------------------------------------------ the sync
 
-fn synced_zones(
-    cycle: *mut ngx_cycle_t,
-) -> impl Iterator<Item = (&'static Zone, &'static FleetStore)> {
-    MainConf::of_cycle(cycle)
-        .into_iter()
-        .flat_map(|m| m.zones())
-        .filter_map(|z| z.fleet.as_ref().map(|fs| (z, fs)))
-}
-
-/// A worker starts: each synced zone's ticker.
-pub fn start_worker(cycle: *mut ngx_cycle_t) {
-    for (zone, fs) in synced_zones(cycle) {
+/// A worker starts: a synced zone's ticker (the process hooks call this for every zone).
+pub fn start_worker(zone: &'static Zone) {
+    if let Some(fs) = zone.fleet.as_ref() {
         let owner = (zone as *const Zone).cast::<c_void>();
         fs.ticker.start(owner, on_tick, fs.cfg.interval_ms);
     }
 }
 
 /// A worker exits: it leads no more, so another one syncs at its next tick.
-pub fn stop_worker(cycle: *mut ngx_cycle_t) {
-    for (zone, fs) in synced_zones(cycle) {
+pub fn stop_worker(zone: &'static Zone) {
+    if let Some(fs) = zone.fleet.as_ref() {
         resign(zone, fs);
         fs.ticker.stop();
     }

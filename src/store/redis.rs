@@ -1,7 +1,7 @@
 //! `store=redis`: one room shared by a fleet of nginx nodes through Redis.
 //!
 //! Every decision is one call of the room script (core/src/room.lua) over the worker's
-//! pipelined connection ([`crate::net::redis::Client`]): `EVALSHA`, or `EVAL` with the text in
+//! pipelined connection ([`crate::redis::Client`]): `EVALSHA`, or `EVAL` with the text in
 //! the rare case the server lost its script cache. The script's reply becomes the verdict, and
 //! its figures are mirrored into this node's shared-memory room so metrics and the mode in
 //! force stay in step with the fleet.
@@ -30,7 +30,7 @@ use smart_limit_core::zone::{OnError, ZoneParams};
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
-use crate::net::redis::{Client, ClientConfig};
+use crate::redis::{Client, ClientConfig};
 
 /// The Redis side of a zone. Per worker after fork: the connection, the touch log.
 pub struct RedisStore {
