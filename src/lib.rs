@@ -56,6 +56,7 @@ mod shared_zone;
 mod store;
 mod ticker;
 mod vars;
+mod version;
 
 pub struct Module;
 
@@ -91,6 +92,24 @@ unsafe impl HttpModuleMainConf for Module {
 // SAFETY: LocConf is what create_loc_conf allocates for this module's loc_conf slot.
 unsafe impl HttpModuleLocationConf for Module {
     type LocationConf = conf::LocConf;
+}
+
+/// The master has read a configuration (at start-up, and on every reload): one line names the
+/// module's version, as `nginx -V` names nginx's.
+unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    // SAFETY: nginx passes the cycle it has just initialised; its log is open.
+    if let Some(log) = unsafe { cycle.as_ref() }.map(|c| c.log) {
+        if !log.is_null() {
+            ngx::ngx_log_error!(
+                ngx::ffi::NGX_LOG_NOTICE,
+                log,
+                "smart_limit/{} (built for nginx/{})",
+                version::MODULE,
+                version::nginx()
+            );
+        }
+    }
+    Status::NGX_OK.into()
 }
 
 /// Every worker starts here, after the fork: per-process state is reset, and the interval
@@ -246,6 +265,7 @@ pub static mut ngx_http_smart_limit_module: ngx_module_t = ngx_module_t {
     // SAFETY: nginx reads the table; nothing else writes it.
     commands: unsafe { &raw mut COMMANDS[0] },
     type_: NGX_HTTP_MODULE as _,
+    init_module: Some(init_module),
     init_process: Some(init_process),
     exit_process: Some(exit_process),
     ..ngx_module_t::default()

@@ -310,3 +310,13 @@ invalid number of arguments in "smart_limit_metrics" directive
 --- must_fail
 --- error_log
 "smart_limit_metrics" directive is not allowed here
+
+=== TEST 7: the module names its version: one notice at start-up, and smart_limit_build_info
+--- http_config
+    smart_limit_zone shop size=1m max_active=1;
+--- config
+    location = /metrics { smart_limit_metrics; }
+--- steps
+m GET /metrics => 200; body =~ /^# TYPE smart_limit_build_info gauge$/m; body =~ /^smart_limit_build_info\{version="\d+\.\d+\.\d+",nginx="1\.\d+\.\d+"\} 1$/m
+--- error_log
+[notice] [0-9]+#[0-9]+: smart_limit/[0-9]+[.][0-9]+[.][0-9]+ [(]built for nginx/1[.][0-9]+[.][0-9]+[)]

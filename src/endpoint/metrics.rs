@@ -10,7 +10,8 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleMainConf, Request};
 use smart_limit_core::metrics::{
-    render_prometheus, render_rate_prometheus, RateFigures, RoomFigures, PROMETHEUS_CONTENT_TYPE,
+    render_build_info, render_prometheus, render_rate_prometheus, RateFigures, RoomFigures,
+    PROMETHEUS_CONTENT_TYPE,
 };
 use smart_limit_core::room::rules::Mode;
 use smart_limit_core::zone::StoreKind;
@@ -89,7 +90,8 @@ fn serve(r: &mut Request) -> ngx_int_t {
         return INTERNAL_ERROR;
     };
     let now = now_ms();
-    let mut text = render_prometheus(&all_figures(mcf, now));
+    let mut text = render_build_info(crate::version::MODULE, crate::version::nginx());
+    text.push_str(&render_prometheus(&all_figures(mcf, now)));
     text.push_str(&render_rate_prometheus(&rate_figures(mcf, now)));
     answer::text(r, 200, PROMETHEUS_CONTENT_TYPE, &text)
 }

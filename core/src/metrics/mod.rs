@@ -34,6 +34,7 @@ use crate::room::Snapshot;
 pub use control::{parse_control_query, render_control_json, render_error_json, ControlQuery};
 pub use rate::{render_rate_prometheus, RateFigures};
 pub use room::render_prometheus;
+pub use text::render_build_info;
 
 /// One room as the operator sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -328,3 +328,15 @@ fn control_queries() {
         "{e}"
     );
 }
+
+#[test]
+fn build_info_names_the_version_and_nginx() {
+    let text = render_build_info("0.8.0", "1.28.3");
+    assert_eq!(
+        text,
+        "# HELP smart_limit_build_info The module's version and the nginx version it was built \
+         for, as labels; always 1.\n# TYPE smart_limit_build_info gauge\n\
+         smart_limit_build_info{version=\"0.8.0\",nginx=\"1.28.3\"} 1\n"
+    );
+    assert!(render_build_info("a\"b", "1").contains("version=\"a\\\"b\""));
+}

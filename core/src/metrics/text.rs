@@ -65,3 +65,21 @@ pub(super) enum Value {
     Int(u64),
     Milli(u64),
 }
+
+/// `smart_limit_build_info{version="...",nginx="..."} 1`: the module's version and the nginx
+/// it was built for, as Prometheus exporters name their build (one sample, always 1).
+pub fn render_build_info(version: &str, nginx: &str) -> String {
+    let mut out = String::new();
+    family(
+        &mut out,
+        "build_info",
+        "gauge",
+        "The module's version and the nginx version it was built for, as labels; always 1.",
+    );
+    out.push_str("smart_limit_build_info{version=\"");
+    label(&mut out, version);
+    out.push_str("\",nginx=\"");
+    label(&mut out, nginx);
+    out.push_str("\"} 1\n");
+    out
+}
