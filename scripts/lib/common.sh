@@ -22,12 +22,14 @@ sl_banner() {
 #   fuzz   make and gcc, to build AFL++ from cargo-afl's source (scripts/fuzz)
 #   test   + Test::Base (the t/ harness), redis-sentinel (t/250-redis-sentinel.t), openssl
 #          (the throw-away CA of t/240-redis-auth-tls.t), Chromium, its driver and a Japanese
-#          font (t/350-browser.t), and playwright-core from npm; + the fuzz packages
+#          font (t/350-browser.t), nghttp2-client (nghttp and h2load: several streams on one
+#          h2c connection in t/360-http2.t, which Debian 12's curl 7.88 cannot reuse), and
+#          playwright-core from npm; + the fuzz packages
 SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
 SL_BENCH_PACKAGES=(redis-server wrk)
 SL_FUZZ_PACKAGES=(make gcc)
 SL_TEST_PACKAGES=(libtest-base-perl redis-sentinel openssl chromium chromium-driver
-                  fonts-ipafont-gothic)
+                  fonts-ipafont-gothic nghttp2-client)
 sl_install_deps() {
     local purpose="${1:-test}" wanted=() missing=() p
     case "$purpose" in
