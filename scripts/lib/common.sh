@@ -23,13 +23,14 @@ sl_banner() {
 #   test   + Test::Base (the t/ harness), redis-sentinel (t/250-redis-sentinel.t), openssl
 #          (the throw-away CA of t/240-redis-auth-tls.t), Chromium, its driver and a Japanese
 #          font (t/350-browser.t), Prometheus 2.42 with promtool (t/510-prometheus.t: the contrib/
-#          rules and dashboard against a real Prometheus), and playwright-core from npm; + the fuzz
-#          packages
+#          rules and dashboard against a real Prometheus), nghttp2-client (nghttp and h2load:
+#          several streams on one h2c connection in t/360-http2.t, which Debian 12's curl 7.88
+#          cannot reuse), and playwright-core from npm; + the fuzz packages
 SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
 SL_BENCH_PACKAGES=(redis-server wrk)
 SL_FUZZ_PACKAGES=(make gcc)
 SL_TEST_PACKAGES=(libtest-base-perl redis-sentinel openssl chromium chromium-driver
-                  fonts-ipafont-gothic
+                  fonts-ipafont-gothic nghttp2-client
                   prometheus)  # + promtool, for t/510-prometheus.t; the test runs its own on a
                                # free port with temp storage (under systemd the package also
                                # starts a service on :9090, which the test neither uses nor needs)
