@@ -1,16 +1,6 @@
 //! Directive arguments: `key=value` split against a directive's parameter table, and the
 //! values several directives share (names, key prefixes, store timeouts, sync intervals).
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::{parse_time_ms, ConfError};
 
 /// Default Redis key prefix (rooms and rate zones).

@@ -1,15 +1,5 @@
 //! Single values: sizes, times, rates, status codes, addresses, positive numbers.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::ParseError;
 
 /// Parses an nginx size: decimal digits with an optional `k`/`K` (KiB), `m`/`M` (MiB) or

@@ -2,16 +2,6 @@
 //! last picture and this interval's share, and the tables of sightings kept for the next
 //! report; how a block is formatted or attached again after a reload.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use core::mem::{align_of, size_of};
 
 use super::{FleetNode, NotAFleetNode};

@@ -2,16 +2,6 @@
 //! by arrival, this interval's share, the pool draw), and positions from the picture's
 //! samples of the fleet's line.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::layout::{record, Seen};
 use super::layout::{Sight, ACTIVE_TAG};
 use super::{Sighting, WaiterSighting};

@@ -1,16 +1,6 @@
 //! The node's side of a sync: the report of what it saw since the last one, the picture
 //! applied, and the interval without Redis (the equal split of departures).
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::layout::record;
 use super::node::departures;
 use super::MAX_SAMPLES;

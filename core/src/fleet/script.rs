@@ -1,16 +1,6 @@
 //! The fleet room's script in Redis (`script.lua`): its arguments, and its replies (the
 //! fleet's picture, a pool draw) read fallibly.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::{FleetConfig, Report, RoomPicture, Sample, MAX_SAMPLES};
 use super::{Sighting, KEEP_PPM};
 

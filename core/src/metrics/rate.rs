@@ -1,15 +1,5 @@
 //! A rate zone's families (`smart_limit_rate_*`).
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use std::fmt::Write as _;
 
 use super::text::{family, label, value, Value};

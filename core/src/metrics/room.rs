@@ -1,15 +1,5 @@
 //! A room's families: its counters, its gauges, and the synced room's figures.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use std::fmt::Write as _;
 
 use super::text::{family, label, sample, value, Value};

@@ -1,15 +1,5 @@
 //! Prometheus text exposition (format 0.0.4): family headers, label escaping, samples.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use std::fmt::Write as _;
 
 /// Escapes a label value: backslash, double quote and line feed (exposition format 0.0.4).

@@ -1,16 +1,6 @@
 //! Content negotiation on raw header bytes: JSON or HTML (`Accept`), English or Japanese
 //! (`Accept-Language`), with q-values; nothing panics on any input.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::Lang;
 
 /// True when the `Accept` header asks for JSON: it names `application/json` or an

@@ -2,16 +2,6 @@
 //! position), prepared once per process, and the HTML answer written from them or from an
 //! operator's template.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::template::Slot;
 use super::template::Template;
 

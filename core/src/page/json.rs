@@ -1,15 +1,5 @@
 //! The JSON answer for programs: status, position, queue length, estimated wait, refresh.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::WaitView;
 use crate::util::out::{put_json_str, Out};
 

@@ -1,16 +1,6 @@
 //! Page templates: a text cut once at its `{{placeholder}}`s, then written per request with
 //! every substituted value HTML-escaped.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::text::{put_eta_text, utc_parts};
 
 use super::{Lang, WaitView};

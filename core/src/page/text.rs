@@ -1,15 +1,5 @@
 //! The page's words in English and Japanese, and the estimated wait as text.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::Lang;
 use crate::util::out::Out;
 

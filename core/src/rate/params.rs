@@ -1,15 +1,5 @@
 //! The `smart_limit_rate_zone` directive's parameters.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::{RateConfig, DEFAULT_INTERVAL_MS, FALLBACK_INTERVALS, STALE_INTERVALS};
 use crate::config::{
     key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError,

@@ -1,15 +1,5 @@
 //! The rate zone's script in Redis (`script.lua`): its arguments and its reply read fallibly.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use super::{FleetPicture, RateZoneParams, SyncArgs};
 use crate::redis::resp::Value;
 use crate::redis::{count, ints, Form, ReplyError};

@@ -1,16 +1,6 @@
 //! The `Cookie` header walker (every value of one cookie name, in order, without allocating)
 //! and the `Set-Cookie` header written for a ticket.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 use crate::util::out::Out;
 
 /// Finds cookie `name` in one `Cookie:` header value (`a=1; b=2`). Tolerant: spaces and
