@@ -14,21 +14,30 @@ sl_banner() {
     printf '\n==== %s ====\n' "$*"
 }
 
-# sl_install_deps [build|bench|fuzz|test]
+# sl_install_deps [build|bench|fuzz|package|test]
 # Installs the Debian packages a purpose needs, if any is missing (default: test, which is
 # everything). Quiet when everything is present; runs `apt-get update` once, only when needed.
-#   build  building the module and running the demo (no Redis, no browser)
-#   bench  + redis-server (the Redis variant) and wrk
-#   fuzz   make and gcc, to build AFL++ from cargo-afl's source (scripts/fuzz)
-#   test   + Test::Base (the t/ harness), redis-sentinel (t/250-redis-sentinel.t), openssl
-#          (the throw-away CA of t/240-redis-auth-tls.t), Chromium, its driver and a Japanese
-#          font (t/350-browser.t), Prometheus 2.42 with promtool (t/510-prometheus.t: the contrib/
-#          rules and dashboard against a real Prometheus), nghttp2-client (nghttp and h2load:
-#          several streams on one h2c connection in t/360-http2.t, which Debian 12's curl 7.88
-#          cannot reuse), and playwright-core from npm; + the fuzz packages
+#   build    building the module and running the demo (no Redis, no browser)
+#   bench    + redis-server (the Redis variant) and wrk
+#   fuzz     make and gcc, to build AFL++ from cargo-afl's source (scripts/fuzz)
+#   package  + what scripts/package needs to configure Debian's nginx source and assemble the
+#            .deb (t/500-package.t runs it)
+#   test     + Test::Base (the t/ harness), redis-sentinel (t/250-redis-sentinel.t), openssl
+#            (the throw-away CA of t/240-redis-auth-tls.t), Chromium, its driver and a Japanese
+#            font (t/350-browser.t), Prometheus 2.42 with promtool (t/510-prometheus.t: the
+#            contrib/ rules and dashboard against a real Prometheus), nghttp2-client (nghttp and
+#            h2load: several streams on one h2c connection in t/360-http2.t, which Debian 12's
+#            curl 7.88 cannot reuse), and playwright-core from npm; + the fuzz and package packages
 SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
 SL_BENCH_PACKAGES=(redis-server wrk)
 SL_FUZZ_PACKAGES=(make gcc)
+# scripts/package: gcc, make, libssl-dev and zlib1g-dev for `./configure` with Debian's nginx
+# flags (--with-http_ssl_module, gzip); dpkg-dev for dpkg-shlibdeps (the package's library
+# Depends); binutils for strip. nginx-dev itself is fetched with `apt-get download` and
+# unpacked under target/deb, not installed: installing it would pull in nginx, debhelper and
+# the -dev packages of every Debian nginx module. t/500-package.t installs the built package
+# with apt-get, which pulls Debian's nginx, and purges what it installed afterwards.
+SL_PACKAGE_PACKAGES=(gcc make libssl-dev zlib1g-dev dpkg-dev binutils)
 SL_TEST_PACKAGES=(libtest-base-perl redis-sentinel openssl chromium chromium-driver
                   fonts-ipafont-gothic nghttp2-client
                   prometheus)  # + promtool, for t/510-prometheus.t; the test runs its own on a
@@ -40,9 +49,10 @@ sl_install_deps() {
         build) wanted=("${SL_BUILD_PACKAGES[@]}") ;;
         bench) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}") ;;
         fuzz) wanted=("${SL_FUZZ_PACKAGES[@]}") ;;
+        package) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_PACKAGE_PACKAGES[@]}") ;;
         test) wanted=("${SL_BUILD_PACKAGES[@]}" "${SL_BENCH_PACKAGES[@]}" "${SL_FUZZ_PACKAGES[@]}"
-                      "${SL_TEST_PACKAGES[@]}") ;;
-        *) echo "sl_install_deps: purpose must be build, bench, fuzz or test, not '$purpose'" >&2; return 2 ;;
+                      "${SL_PACKAGE_PACKAGES[@]}" "${SL_TEST_PACKAGES[@]}") ;;
+        *) echo "sl_install_deps: purpose must be build, bench, fuzz, package or test, not '$purpose'" >&2; return 2 ;;
     esac
     for p in "${wanted[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
