@@ -415,6 +415,8 @@ subtest "a room on Debian's nginx answers" => sub {
     is($r->{status}, 200, 'metrics answer');
     like($r->{content}, qr/^smart_limit_admitted_total\{room="shop"\} 1$/m, '... one admission');
     like($r->{content}, qr/^smart_limit_queue_length\{room="shop"\} 1$/m, '... one waiting');
+    like($r->{content}, qr/^smart_limit_build_info\{version="\Q$version\E",nginx="1\.22\.1"\} 1$/m,
+         "... smart_limit_build_info names the package's version and Debian's nginx");
 
     my ($pid) = slurp($nginx_pid_file) =~ /(\d+)/;
     my $procs = debian_nginx_processes();
@@ -432,6 +434,8 @@ subtest "a room on Debian's nginx answers" => sub {
     like($log, qr{^GET / HTTP/1\.1 503 WAITING shop$}m, '... WAITING');
     my @bad = grep { /\[(?:alert|emerg|crit)\]|exited on signal/ } split /\n/, slurp("$dir/error.log");
     is_deeply(\@bad, [], 'error log: no [alert], [emerg], [crit] or crash');
+    like(slurp("$dir/error.log"), qr{\[notice\] \d+#\d+: smart_limit/\Q$version\E \(built for nginx/1\.22\.1\)},
+         "error log: one [notice] names the package's version at start-up");
 };
 
 # ---- 4. remove, reinstall, purge ----------------------------------------------------------------
