@@ -17,15 +17,39 @@
 //! - [`fleet`], [`rate`]: the synced room and the fleet-wide rate, each met through Redis;
 //! - [`zone`]: the `smart_limit_zone` parameters (naming a store);
 //! - [`metrics`]: Prometheus text and the control JSON, from every snapshot.
+//!
+//! Modules that read untrusted input (cookies, headers, Redis replies, configuration) are
+//! declared [`panic_free!`]: outside tests, clippy refuses `unwrap`, `expect`, `panic!` and
+//! indexing in them, since a panic in an nginx worker's callback aborts the worker.
 
-pub mod config;
-pub mod fleet;
-pub mod metrics;
-pub mod page;
-pub mod rate;
+/// Declares modules in which nothing may panic (see the crate comment).
+macro_rules! panic_free {
+    ($($vis:vis mod $name:ident;)*) => {
+        $(
+            #[cfg_attr(
+                not(test),
+                deny(
+                    clippy::unwrap_used,
+                    clippy::expect_used,
+                    clippy::panic,
+                    clippy::indexing_slicing
+                )
+            )]
+            $vis mod $name;
+        )*
+    };
+}
+
+panic_free! {
+    pub mod config;
+    pub mod fleet;
+    pub mod metrics;
+    pub mod page;
+    pub mod rate;
+    pub mod ticket;
+    pub mod zone;
+}
 pub mod redis;
 pub mod room;
 pub mod sync;
-pub mod ticket;
 pub mod util;
-pub mod zone;

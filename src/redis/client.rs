@@ -62,7 +62,7 @@ impl Client {
     }
 
     /// Asks for a flush at the end of this event loop round (once, however many commands).
-    pub(super) fn post_flush(&self) {
+    fn post_flush(&self) {
         let ev = self.flush_ev.get();
         // SAFETY: the event lives as long as the client, which does not move; single thread.
         unsafe {
@@ -87,7 +87,7 @@ impl Client {
     }
 
     /// The posted flush: writes what the round's requests queued.
-    pub(super) fn on_flush(&self) {
+    fn on_flush(&self) {
         let mut wake = Vec::new();
         if let Ok(mut st) = self.st.try_borrow_mut() {
             if st.phase == Phase::Ready {
@@ -139,7 +139,7 @@ impl Client {
         Call { slot }
     }
 
-    pub(super) fn submit(
+    fn submit(
         &self,
         st: &mut State,
         cmd: &[u8],

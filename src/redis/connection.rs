@@ -184,7 +184,7 @@ impl Client {
     }
 
     /// One line when a burst of failures starts, a reminder a minute while it lasts.
-    pub(super) fn log_failure(&self, st: &mut State, err: &ClientError, now: u64, delay: u64) {
+    fn log_failure(&self, st: &mut State, err: &ClientError, now: u64, delay: u64) {
         let log = crate::log::cycle_log();
         if log.is_null() {
             return;
@@ -222,7 +222,7 @@ impl Client {
     }
 
     /// Closes without blaming Redis: an idle connection it closed, or a worker shutting down.
-    pub(super) fn close_quietly(&self, st: &mut State, wake: &mut Vec<Waker>) {
+    fn close_quietly(&self, st: &mut State, wake: &mut Vec<Waker>) {
         self.close(st);
         Self::fail_waiters(st, &ClientError::Shutdown, wake);
     }
@@ -238,7 +238,7 @@ impl Client {
 
     /// One event of the connection, in steps: a shutdown request, the reply timer, the end of
     /// a connect, then write what is queued, read what came and hand out the replies.
-    pub(super) fn drive(&self, st: &mut State, timer: bool, wake: &mut Vec<Waker>) {
+    fn drive(&self, st: &mut State, timer: bool, wake: &mut Vec<Waker>) {
         let now = now_ms();
         if st.peer.close_requested() {
             self.close_quietly(st, wake);
@@ -295,7 +295,7 @@ impl Client {
 
     /// The reply timer fired: the oldest waiter's deadline has passed (Redis is deemed sick),
     /// or the timer was for a waiter already answered (re-armed for the next one).
-    pub(super) fn on_timer(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+    fn on_timer(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         match st.waiters.front() {
             Some(w) if w.deadline > now => self.arm(st, now),
             Some(_) => self.fail(st, ClientError::Timeout(self.cfg.timeout_ms), now, wake),
@@ -304,7 +304,7 @@ impl Client {
     }
 
     /// Reads everything the socket has into the input buffer. Ok(true): the peer closed.
-    pub(super) fn read_input(&self, st: &mut State) -> Result<bool, ClientError> {
+    fn read_input(&self, st: &mut State) -> Result<bool, ClientError> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             match st.peer.recv(&mut chunk) {
@@ -326,11 +326,7 @@ impl Client {
     }
 
     /// Hands each complete reply to the oldest waiter. Ok(true): at least one was answered.
-    pub(super) fn hand_out_replies(
-        &self,
-        st: &mut State,
-        wake: &mut Vec<Waker>,
-    ) -> Result<bool, ClientError> {
+    fn hand_out_replies(&self, st: &mut State, wake: &mut Vec<Waker>) -> Result<bool, ClientError> {
         let mut used = 0;
         let mut answered = false;
         let result = loop {
@@ -366,7 +362,7 @@ impl Client {
 
     /// Redis closed the connection: quietly when it was idle (a restart, its `timeout`; the
     /// next call reconnects), as a failure when calls were in flight.
-    pub(super) fn peer_closed(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+    fn peer_closed(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         if st.waiters.is_empty() && st.inbuf.is_empty() {
             self.close_quietly(st, wake);
         } else {
@@ -376,7 +372,7 @@ impl Client {
 
     /// Nothing more to do now: mark the connection idle when nobody waits (a worker shutting
     /// down then closes it) and ask for the next read event.
-    pub(super) fn wait_for_more(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+    fn wait_for_more(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         if st.waiters.is_empty() {
             st.peer.set_idle(true);
             // SAFETY: a plain global of the worker, read on its only thread.

@@ -37,7 +37,7 @@ impl Client {
     }
 
     /// A TLS handshake ended (at once, or through nginx's SSL handler).
-    pub(super) fn handshaken(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
+    fn handshaken(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         st.peer.set_handlers(Some(on_event), Some(on_event));
         let verdict = match (&self.cfg.tls, st.peer.connection()) {
             (Some(tls), Some(c)) => tls.verified(c),
@@ -50,7 +50,7 @@ impl Client {
     }
 
     /// A TLS handshake that went on in the background is over (or timed out).
-    pub(super) fn on_tls_done(&self, timed_out: bool) {
+    fn on_tls_done(&self, timed_out: bool) {
         let mut wake = Vec::new();
         if let Ok(mut st) = self.st.try_borrow_mut() {
             let now = now_ms();
@@ -68,7 +68,7 @@ impl Client {
 }
 
 /// nginx's SSL layer: the handshake of the client's connection is over (or timed out).
-pub(super) unsafe extern "C" fn on_tls_done(c: *mut ngx_connection_t) {
+unsafe extern "C" fn on_tls_done(c: *mut ngx_connection_t) {
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: nginx passes the client's connection, whose data is the Client.
         let (timed_out, client) = unsafe {

@@ -10,15 +10,6 @@
 //!
 //! The bottom layer of the crate: it uses no other module.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 mod param;
 mod value;

@@ -9,12 +9,12 @@ use super::{Sample, Sighting, WaiterSighting, MAX_SAMPLES};
 
 use crate::sync::leader::Leadership;
 
-pub(super) const MAGIC: u64 = 0x534c_464c_4545_5402; // "SLFLEET", version 2
+const MAGIC: u64 = 0x534c_464c_4545_5402; // "SLFLEET", version 2
 #[repr(C)]
 pub(super) struct Header {
-    pub(super) magic: u64,
-    pub(super) seen_len: u32,
-    pub(super) batch_len: u32,
+    magic: u64,
+    seen_len: u32,
+    batch_len: u32,
     pub(super) node_id: u64,
     pub(super) seq: u64,
     /// The picture in force.
@@ -52,7 +52,7 @@ pub(super) struct Header {
     pub(super) n_waiters: u64,
     /// Bumped when the batches are taken (entries of the sent table point into one batch).
     pub(super) batch_seq: u32,
-    pub(super) _pad: u32,
+    _pad: u32,
     /// Cumulative, for metrics.
     pub(super) admitted: u64,
     pub(super) draws: u64,
@@ -60,7 +60,7 @@ pub(super) struct Header {
     pub(super) dropped: u64,
     pub(super) syncs: u64,
     pub(super) sync_failures: u64,
-    pub(super) leadership: Leadership,
+    leadership: Leadership,
 }
 
 /// A session reported recently (so it is not sent again too soon), and where its sighting
@@ -114,11 +114,11 @@ pub(super) fn record<T>(
     true
 }
 
-pub(super) fn round8(n: usize) -> usize {
+fn round8(n: usize) -> usize {
     (n + 7) & !7
 }
 
-pub(super) struct Layout {
+struct Layout {
     pub(super) samples: usize,
     pub(super) seen: usize,
     pub(super) active: usize,
@@ -127,7 +127,7 @@ pub(super) struct Layout {
     pub(super) end: usize,
 }
 
-pub(super) fn layout(seen: usize, batch: usize) -> Layout {
+fn layout(seen: usize, batch: usize) -> Layout {
     let samples = round8(size_of::<Header>());
     let seen_at = samples + MAX_SAMPLES * size_of::<Sample>();
     let active = seen_at + seen * size_of::<Seen>();

@@ -38,15 +38,6 @@
 //!
 //! Uses `room` (shared vocabulary), `redis` (replies) and `sync` (the leader).
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 mod layout;
 mod node;

@@ -55,7 +55,7 @@ impl<'m> FleetNode<'m> {
     }
 
     /// One place of the node's share (or of its draws), if any is left: taken by `sid`.
-    pub(super) fn take_place(&mut self, sid: u64, now: u64) -> bool {
+    fn take_place(&mut self, sid: u64, now: u64) -> bool {
         if self.hdr.quota_left == 0 {
             return false;
         }
@@ -64,7 +64,7 @@ impl<'m> FleetNode<'m> {
         true
     }
 
-    pub(super) fn pool_empty(&self) -> bool {
+    fn pool_empty(&self) -> bool {
         self.hdr.window_ms != 0 && self.hdr.pool_empty_window == self.hdr.window_ms
     }
 
@@ -142,7 +142,7 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    pub(super) fn eligible(&self, arrival: u64) -> bool {
+    fn eligible(&self, arrival: u64) -> bool {
         self.hdr.cursor == u64::MAX || arrival <= self.hdr.cursor
     }
 
@@ -163,7 +163,7 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    pub(super) fn saw_waiter(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) {
+    fn saw_waiter(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) {
         let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
             Sight::New(at) => (true, at),
             Sight::Recent(at) => (false, Some(at)),
@@ -233,7 +233,7 @@ impl<'m> FleetNode<'m> {
     }
 
     /// A report that found its batch full: not noted as sent, so the next sighting tries again.
-    pub(super) fn drop_report(&mut self, key: u64) {
+    fn drop_report(&mut self, key: u64) {
         self.hdr.dropped += 1;
         let len = self.seen.len();
         let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize;
@@ -316,7 +316,7 @@ impl<'m> FleetNode<'m> {
 /// How many places the line gains an interval, as the last picture saw it: the free places,
 /// or those freeing within the interval, or the sessions about to leave spread over the
 /// horizon, whichever is most (in a room that is not full: its empty places).
-pub(super) fn per_interval(h: &Header, cfg: &FleetConfig) -> u64 {
+fn per_interval(h: &Header, cfg: &FleetConfig) -> u64 {
     match departures(h, cfg).max(h.free) {
         // A room that is not full has its empty places to give.
         0 => cfg.max_active.saturating_sub(h.fleet_active),

@@ -9,15 +9,6 @@
 //!
 //! The top of the crate: it reads snapshots of rooms, synced rooms and rate zones.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 mod control;
 mod rate;

@@ -11,7 +11,7 @@ use crate::util::out::Out;
 
 /// Inline style sheet of the default page: responsive card, large position, dark mode, and
 /// a small pulse that stops for people who prefer reduced motion.
-pub(super) const STYLE: &str = "\
+const STYLE: &str = "\
 :root{color-scheme:light dark;--bg:#f4f6f9;--card:#fff;--fg:#1b2230;--muted:#586275;--accent:#1f56d6;--line:#dfe3ea}
 @media (prefers-color-scheme:dark){:root{--bg:#10141a;--card:#1a2029;--fg:#e7eaf0;--muted:#a3adbd;--accent:#82a8ff;--line:#2d3542}}
 *{box-sizing:border-box}
@@ -42,7 +42,7 @@ dd{margin:0;font-size:1.1rem;font-weight:600}
 // ---------------------------------------------------------------------------------------
 
 /// The refresh note of the built-in page, with the refresh interval as a slot.
-pub(super) fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
+fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
     let (before, after) = match (lang, status) {
         (Lang::En, ViewStatus::Waiting) => (
             "This page refreshes by itself every ",
@@ -145,7 +145,7 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
 }
 
 /// The built-in pages, prepared once per process.
-pub(super) fn builtin_pages() -> &'static [Template; 16] {
+fn builtin_pages() -> &'static [Template; 16] {
     static PAGES: std::sync::OnceLock<[Template; 16]> = std::sync::OnceLock::new();
     PAGES.get_or_init(|| {
         core::array::from_fn(|i| {
@@ -161,7 +161,7 @@ pub(super) fn builtin_pages() -> &'static [Template; 16] {
     })
 }
 
-pub(super) fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
+fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
     let l = match lang {
         Lang::En => 0,
         Lang::Ja => 8,
@@ -181,7 +181,7 @@ pub fn prepare_builtin() {
 }
 
 /// The template an HTML answer uses: the configured one, or the built-in page in `lang`.
-pub(super) fn html_template<'t>(
+fn html_template<'t>(
     v: &WaitView,
     lang: Lang,
     template: Option<&'t Template>,

@@ -12,15 +12,6 @@
 //!
 //! Header parsing works on raw bytes from the client: nothing here panics on any input.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 mod accept;
 mod builtin;

@@ -8,7 +8,7 @@ use crate::config::ParseError;
 use crate::util::out::Out;
 
 /// Escapes text for HTML element content and quoted attribute values.
-pub(super) fn put_escaped(out: &mut impl Out, s: &str) {
+fn put_escaped(out: &mut impl Out, s: &str) {
     let b = s.as_bytes();
     let mut start = 0;
     for (i, c) in b.iter().enumerate() {
@@ -52,7 +52,7 @@ pub(super) enum Slot {
 }
 
 /// Placeholder names a template may use, and what each becomes.
-pub(super) const PLACEHOLDERS: &[(&str, Slot)] = &[
+const PLACEHOLDERS: &[(&str, Slot)] = &[
     ("position", Slot::Position),
     ("eta_seconds", Slot::EtaSeconds),
     ("eta_text", Slot::EtaText),
@@ -64,7 +64,7 @@ pub(super) const PLACEHOLDERS: &[(&str, Slot)] = &[
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Part {
+enum Part {
     Text(Box<[u8]>),
     Slot(Slot),
 }
@@ -73,11 +73,11 @@ pub(super) enum Part {
 /// only copies the text and writes the few values in between.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Template {
-    pub(super) parts: Vec<Part>,
+    parts: Vec<Part>,
     /// Bytes of text plus the most every slot but `{{room}}` writes.
-    pub(super) fixed_max: usize,
+    fixed_max: usize,
     /// How many `{{room}}` slots (each writes the escaped room name).
-    pub(super) room_slots: usize,
+    room_slots: usize,
 }
 
 impl Template {
@@ -159,7 +159,7 @@ impl Template {
     }
 }
 
-pub(super) fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
+fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
     match slot {
         Slot::Position => {
             if let Some(p) = v.position {
@@ -197,7 +197,7 @@ pub(super) fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang)
     }
 }
 
-pub(super) fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {
+fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {
     out.put_2(h);
     out.put(b":");
     out.put_2(mi);
@@ -206,16 +206,16 @@ pub(super) fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {
 }
 
 /// One `{{name}}` found in a template: byte range of the whole placeholder and the name.
-pub(super) struct Placeholder<'t> {
-    pub(super) start: usize,
-    pub(super) end: usize,
+struct Placeholder<'t> {
+    start: usize,
+    end: usize,
     pub(super) name: &'t str,
 }
 
 /// Finds the next placeholder at or after `from`: `{{`, optional spaces, a name made of
 /// `A-Z a-z 0-9 _`, optional spaces, `}}`. Any other `{{` (e.g. in inline script or CSS) is
 /// plain text. All indices are at ASCII bytes, so slicing at them is always valid.
-pub(super) fn next_placeholder(t: &str, from: usize) -> Option<Placeholder<'_>> {
+fn next_placeholder(t: &str, from: usize) -> Option<Placeholder<'_>> {
     let b = t.as_bytes();
     let mut i = from;
     loop {

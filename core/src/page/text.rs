@@ -84,7 +84,7 @@ pub(super) struct Texts {
     pub(super) updated: &'static str,
 }
 
-pub(super) const EN: Texts = Texts {
+const EN: Texts = Texts {
     lang: "en",
     waiting_title: "The site is busy right now",
     waiting_lead: "To keep the site working for everyone, visitors are admitted in order of \
@@ -106,7 +106,7 @@ pub(super) const EN: Texts = Texts {
     updated: "Updated",
 };
 
-pub(super) const JA: Texts = Texts {
+const JA: Texts = Texts {
     lang: "ja",
     waiting_title: "ただいま混雑しています",
     waiting_lead: "アクセスが集中しているため、到着順にご案内しています。\

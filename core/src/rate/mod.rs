@@ -22,15 +22,6 @@
 //! module only places [`RateShared`] in an nginx shared-memory zone and drives the timer and
 //! the Redis call.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 mod params;
 mod script;
@@ -48,10 +39,6 @@ pub const PPM: u32 = 1_000_000;
 
 /// Default sync interval.
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
-/// Shortest interval.
-pub const MIN_INTERVAL_MS: u64 = crate::config::MIN_SYNC_MS;
-/// Longest interval.
-pub const MAX_INTERVAL_MS: u64 = crate::config::MAX_SYNC_MS;
 /// A picture counts as fresh for this many intervals (one missed sync is nothing to act on).
 pub const FRESH_INTERVALS: u64 = 2;
 /// A node unheard of for this many intervals drops out of the fleet's sum.

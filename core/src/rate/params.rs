@@ -31,7 +31,7 @@ pub struct RateZoneParams {
 }
 
 /// The rate zone's own parameters (the Redis connection's are [`REDIS_PARAMS`]).
-pub(super) const RATE_PARAMS: &[(&str, &str)] = &[
+const RATE_PARAMS: &[(&str, &str)] = &[
     ("rate", "rate=1000r/s"),
     ("prefix", "prefix=smart_limit"),
     ("interval", "interval=1s"),
@@ -41,7 +41,7 @@ pub(super) const RATE_PARAMS: &[(&str, &str)] = &[
 ];
 
 /// A rate value in milli-requests a second (`10r/s`, `600r/m`).
-pub(super) fn rate_value(value: &str) -> Result<u64, String> {
+fn rate_value(value: &str) -> Result<u64, String> {
     let per_sec = parse_rate(value).map_err(|e| e.to_string())?;
     Ok(((per_sec * 1000.0).round() as u64).max(1))
 }

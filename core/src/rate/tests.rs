@@ -6,7 +6,6 @@ use core::sync::atomic::Ordering::Relaxed;
 use crate::config::ConfError;
 use crate::redis::resp::Value;
 use crate::redis::Form;
-use crate::util::time::{next_tick_in, window_end};
 
 fn parse(line: &str) -> Result<RateZoneParams, ConfError> {
     let words: Vec<&str> = line.split(' ').collect();
@@ -77,18 +76,6 @@ fn an_old_picture_ages_into_the_local_cap() {
     assert_eq!(aged_ppm(800_000, 200_000, 12_000, fresh, fallback), 200_000);
     assert_eq!(aged_ppm(200_000, 800_000, 7000, fresh, fallback), 500_000);
     assert_eq!(aged_ppm(5, 9, u64::MAX, fresh, 0), 9);
-}
-
-#[test]
-fn ticks_land_on_the_interval_boundaries() {
-    assert_eq!(window_end(10_003, 1000), 10_000);
-    assert_eq!(window_end(9_998, 1000), 10_000);
-    assert_eq!(window_end(10_600, 1000), 11_000);
-    // Late or early by a little, the next tick is on the next boundary.
-    assert_eq!(next_tick_in(10_003, 1000), 997);
-    assert_eq!(next_tick_in(9_998, 1000), 1002);
-    assert_eq!(next_tick_in(10_000, 250), 250);
-    assert_eq!(next_tick_in(5, 0), 1);
 }
 
 #[test]

@@ -10,7 +10,9 @@ mod conn;
 mod room;
 mod script;
 
-pub mod params;
+panic_free! {
+    pub mod params;
+}
 pub mod resp;
 
 #[cfg(test)]

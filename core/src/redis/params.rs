@@ -14,15 +14,6 @@
 //!
 //! Only the values are checked here; the module opens the files.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 use crate::config::{parse_host_port, ConfError};
 

@@ -65,7 +65,7 @@ impl fmt::Display for ReplyError {
 
 impl std::error::Error for ReplyError {}
 
-pub(super) fn server_error(v: &Value) -> Option<ReplyError> {
+fn server_error(v: &Value) -> Option<ReplyError> {
     let text = v.error_text()?;
     if text.starts_with("NOSCRIPT") {
         return Some(ReplyError::NoScript);

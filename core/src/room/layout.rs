@@ -7,7 +7,7 @@ use core::mem::{align_of, size_of};
 use super::rules::{Limits, Mode};
 use super::{Counters, Room};
 
-pub(super) const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
+const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// Bumped whenever the layout below changes; a reload onto an old layout is refused.
 pub const LAYOUT_VERSION: u32 = 3;
 pub(super) const NIL: u32 = u32::MAX;
@@ -16,13 +16,13 @@ pub(super) const FLOOD_WAYS: usize = 8;
 
 #[repr(C)]
 pub(super) struct Header {
-    pub(super) magic: u64,
+    magic: u64,
     pub(super) version: u32,
     pub(super) ring_len: u32,
-    pub(super) table_len: u32,
-    pub(super) bucket_len: u32,
-    pub(super) flood_len: u32,
-    pub(super) _pad0: u32,
+    table_len: u32,
+    bucket_len: u32,
+    flood_len: u32,
+    _pad0: u32,
     /// No live place has a queue number below this (the head is the first live one at or
     /// after it); `low == tail` when nobody waits.
     pub(super) low: u64,
@@ -48,7 +48,7 @@ pub(super) struct Header {
     pub(super) admit_interval_ms: u64,
     /// Mode switched at run time (see `rules::Mode`), stored as its code; 0 = the configured one.
     pub(super) mode_override: u32,
-    pub(super) _pad2: u32,
+    _pad2: u32,
     pub(super) counters: Counters,
     /// Redis store: the room's line length and active count from the latest script reply,
     /// and when it came (0 = never). Snapshots report them while they are fresh.
@@ -113,7 +113,7 @@ pub enum LayoutError {
     NotARoom,
 }
 
-pub(super) fn round8(n: usize) -> usize {
+fn round8(n: usize) -> usize {
     (n + 7) & !7
 }
 
@@ -132,16 +132,16 @@ pub fn capacity_for(len: usize) -> usize {
 }
 
 /// The regions after the header (buckets first): their offsets and the end.
-pub(super) struct Layout {
+struct Layout {
     pub(super) table: usize,
     pub(super) ring: usize,
     pub(super) places: usize,
     pub(super) live: usize,
     pub(super) flood: usize,
-    pub(super) end: usize,
+    end: usize,
 }
 
-pub(super) fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
+fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
     let hsize = round8(size_of::<Header>());
     let table = hsize + round8(nb * size_of::<u32>());
     let ring = table + nt * size_of::<Entry>();

@@ -43,7 +43,7 @@ impl<'m> Room<'m> {
     }
 
     /// Live places among ring indices `from..to` going round the ring (`from == to`: none).
-    pub(super) fn live_between(&self, from: usize, to: usize) -> u64 {
+    fn live_between(&self, from: usize, to: usize) -> u64 {
         let t = &*self.live;
         if from <= to {
             fenwick::prefix(t, to) - fenwick::prefix(t, from)
@@ -83,7 +83,7 @@ impl<'m> Room<'m> {
 
     /// The client's place (its ring index), whatever queue number its ticket shows: one
     /// session has one place, however often it comes back ([S3]).
-    pub(super) fn place_of(&self, sid: u64) -> Option<usize> {
+    fn place_of(&self, sid: u64) -> Option<usize> {
         let mut i = self.places[self.sid_bucket(sid, self.places.len())];
         let mut steps = 0usize;
         while i != NIL && steps <= self.ring.len() {
@@ -116,7 +116,7 @@ impl<'m> Room<'m> {
         self.live_between(from, to) + 1
     }
 
-    pub(super) fn join_line(&mut self, sid: u64, now: u64) -> Option<u64> {
+    fn join_line(&mut self, sid: u64, now: u64) -> Option<u64> {
         let low = self.head().unwrap_or(self.hdr.tail);
         let qnum = self.hdr.tail;
         // Queue numbers map onto ring slots: the line may span at most one turn of the ring.
@@ -151,7 +151,7 @@ impl<'m> Room<'m> {
     }
 
     /// The place at ring index `ix` empties (admitted, expired, passthrough).
-    pub(super) fn remove_place(&mut self, ix: usize) {
+    fn remove_place(&mut self, ix: usize) {
         let sid = self.ring[ix].sid;
         if sid == 0 {
             return;
@@ -181,13 +181,13 @@ impl<'m> Room<'m> {
     }
 
     /// A waiting client was seen: its place counts as present from now.
-    pub(super) fn seen_now(&mut self, ix: usize, now: u64) {
+    fn seen_now(&mut self, ix: usize, now: u64) {
         self.ring[ix].last_seen = now;
         self.seen_unlink(ix);
         self.seen_push(ix);
     }
 
-    pub(super) fn seen_unlink(&mut self, ix: usize) {
+    fn seen_unlink(&mut self, ix: usize) {
         let Slot { prev, next, .. } = self.ring[ix];
         if prev == NIL {
             self.hdr.seen_first = next;
@@ -203,7 +203,7 @@ impl<'m> Room<'m> {
         self.ring[ix].next = NIL;
     }
 
-    pub(super) fn seen_push(&mut self, ix: usize) {
+    fn seen_push(&mut self, ix: usize) {
         let last = self.hdr.seen_last;
         self.ring[ix].prev = last;
         self.ring[ix].next = NIL;
@@ -246,7 +246,7 @@ impl<'m> Room<'m> {
         }
     }
 
-    pub(super) fn capacity_now(&self, limits: &Limits) -> Capacity {
+    fn capacity_now(&self, limits: &Limits) -> Capacity {
         rules::capacity(
             limits,
             self.hdr.active,
@@ -304,7 +304,7 @@ impl<'m> Room<'m> {
 
     /// [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
     /// room; otherwise it takes the tail, paid from its address's flood budget ([S15]).
-    pub(super) fn newcomer(&mut self, v: Visit, mode: Mode, now: u64, limits: &Limits) -> Verdict {
+    fn newcomer(&mut self, v: Visit, mode: Mode, now: u64, limits: &Limits) -> Verdict {
         let cap = self.capacity_now(limits);
         if matches!(mode, Mode::Fifo | Mode::Random) && self.waiting() == 0 && cap == Capacity::Room
         {
@@ -336,7 +336,7 @@ impl<'m> Room<'m> {
         }
     }
 
-    pub(super) fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode) -> Verdict {
+    fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode) -> Verdict {
         self.hdr.counters.waited += 1;
         let position = match mode {
             Mode::Fifo => self.position(qnum),
@@ -356,7 +356,7 @@ impl<'m> Room<'m> {
         })
     }
 
-    pub(super) fn admit(&mut self, sid: u64, now: u64, from_line: bool) {
+    fn admit(&mut self, sid: u64, now: u64, from_line: bool) {
         self.touch(sid, now);
         self.hdr.admitted_in_minute += 1;
         self.hdr.counters.admitted += 1;

@@ -16,7 +16,7 @@ impl<'m> Room<'m> {
         self.touch_entry(sid, now).is_some()
     }
 
-    pub(super) fn touch_entry(&mut self, sid: u64, now: u64) -> Option<usize> {
+    fn touch_entry(&mut self, sid: u64, now: u64) -> Option<usize> {
         if let Some(i) = self.find(sid) {
             self.table[i].last_seen = now;
             self.lru_unlink(i);
@@ -157,7 +157,7 @@ impl<'m> Room<'m> {
         self.hdr.active = self.hdr.active.saturating_sub(1);
     }
 
-    pub(super) fn lru_unlink(&mut self, i: usize) {
+    fn lru_unlink(&mut self, i: usize) {
         let Entry { prev, next, .. } = self.table[i];
         if prev == NIL {
             self.hdr.lru_first = next;
@@ -173,7 +173,7 @@ impl<'m> Room<'m> {
         self.table[i].next = NIL;
     }
 
-    pub(super) fn lru_push(&mut self, i: usize) {
+    fn lru_push(&mut self, i: usize) {
         let last = self.hdr.lru_last;
         self.table[i].prev = last;
         self.table[i].next = NIL;

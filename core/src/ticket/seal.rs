@@ -13,7 +13,7 @@ use super::{KeyError, Ticket, TicketError, MAX_TICKET_LEN};
 use crate::util::out::{put_json_str, FixedBuf, Out};
 
 /// AES-256 key length in bytes.
-pub(super) const KEY_LEN: usize = 32;
+const KEY_LEN: usize = 32;
 /// AES-GCM standard nonce length (96 bits).
 pub(super) const NONCE_LEN: usize = 12;
 /// AES-GCM authentication tag length.
@@ -63,7 +63,7 @@ impl<'a> Wire<'a> {
 }
 
 /// Most raw bytes (nonce, JSON, tag) whose base64url fits in [`MAX_TICKET_LEN`].
-pub(super) const RAW_MAX: usize = MAX_TICKET_LEN / 4 * 3;
+const RAW_MAX: usize = MAX_TICKET_LEN / 4 * 3;
 
 /// A sealed ticket: its base64url text, in a fixed buffer.
 pub struct Sealed {
@@ -115,11 +115,11 @@ impl std::fmt::Debug for Keyring {
 
 /// Base64 decoders for key files: people paste keys from many tools, so padding is optional
 /// and both the standard and the url-safe alphabets are accepted.
-pub(super) const KEY_B64_STANDARD: GeneralPurpose = GeneralPurpose::new(
+const KEY_B64_STANDARD: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
-pub(super) const KEY_B64_URL: GeneralPurpose = GeneralPurpose::new(
+const KEY_B64_URL: GeneralPurpose = GeneralPurpose::new(
     &alphabet::URL_SAFE,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
@@ -276,12 +276,12 @@ pub fn random_sid() -> Result<u64, TicketError> {
 
 /// Builds the cipher for one key. The slice constructor reports a wrong length as an error
 /// instead of panicking (it cannot be wrong here, but no panics is the rule).
-pub(super) fn cipher_for(key: &[u8; KEY_LEN]) -> Result<Aes256Gcm, String> {
+fn cipher_for(key: &[u8; KEY_LEN]) -> Result<Aes256Gcm, String> {
     Aes256Gcm::new_from_slice(key).map_err(|_| "key is not 32 bytes".to_string())
 }
 
 /// Decodes one key word; the error says what is wrong without repeating the word.
-pub(super) fn decode_key(word: &str) -> Result<[u8; KEY_LEN], String> {
+fn decode_key(word: &str) -> Result<[u8; KEY_LEN], String> {
     if word.chars().any(char::is_whitespace) {
         return Err("expected one key per line, found spaces inside the key".to_string());
     }
@@ -316,7 +316,7 @@ pub(super) fn decode_key(word: &str) -> Result<[u8; KEY_LEN], String> {
 }
 
 /// Decodes exactly 64 hex digits (either case) into 32 bytes.
-pub(super) fn decode_hex_key(word: &str) -> Option<[u8; KEY_LEN]> {
+fn decode_hex_key(word: &str) -> Option<[u8; KEY_LEN]> {
     let mut key = [0u8; KEY_LEN];
     let bytes = word.as_bytes();
     if bytes.len() != 2 * KEY_LEN {
@@ -332,7 +332,7 @@ pub(super) fn decode_hex_key(word: &str) -> Option<[u8; KEY_LEN]> {
     Some(key)
 }
 
-pub(super) fn hex_val(b: u8) -> Option<u8> {
+fn hex_val(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
         b'a'..=b'f' => Some(b - b'a' + 10),

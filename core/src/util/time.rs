@@ -13,3 +13,20 @@ pub fn next_tick_in(now: u64, interval_ms: u64) -> u64 {
     let next = window_end(now, interval_ms).saturating_add(interval_ms.max(1));
     next.saturating_sub(now).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_land_on_the_interval_boundaries() {
+        assert_eq!(window_end(10_003, 1000), 10_000);
+        assert_eq!(window_end(9_998, 1000), 10_000);
+        assert_eq!(window_end(10_600, 1000), 11_000);
+        // Late or early by a little, the next tick is on the next boundary.
+        assert_eq!(next_tick_in(10_003, 1000), 997);
+        assert_eq!(next_tick_in(9_998, 1000), 1002);
+        assert_eq!(next_tick_in(10_000, 250), 250);
+        assert_eq!(next_tick_in(5, 0), 1);
+    }
+}

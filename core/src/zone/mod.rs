@@ -2,15 +2,6 @@
 //! tie them together (what `nginx -t` refuses). Above the stores: a zone names its store and
 //! how to reach Redis.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 #[cfg(test)]
 mod tests;
