@@ -11,6 +11,7 @@ use SmartLimit::Test::Server ();
 use Cwd ();
 use File::Path ();
 use HTTP::Tiny ();
+use SmartLimit::MiniJar ();
 use Test::More;
 
 my @BAD = (
@@ -36,29 +37,12 @@ run_tests();
 
 # ---------------------------------------------------------------- strict parser
 
+# A new browser: its own cookie jar, so it comes back from the room's cookie check (307)
+# with its ticket (HTTP::Tiny follows redirects).
+sub browser { HTTP::Tiny->new(timeout => 10, cookie_jar => SmartLimit::MiniJar->new) }
+
 # Parses Prometheus text exposition 0.0.4 strictly. Returns { families => {name => {type,
 # help}}, samples => [[name, {labels}, value]] } or dies with the first problem.
-# A new browser: its own cookie jar, so it comes back from the room's cookie check (307)
-# with its ticket (HTTP::Tiny follows redirects; its jar interface is `add` and
-# `cookie_header`).
-{
-    package MiniJar;
-    sub new { bless { c => {} }, shift }
-    sub add {
-        my ($s, $url, $h) = @_;
-        my ($pair) = split /;/, $h, 2;
-        my ($n, $v) = split /=/, $pair, 2;
-        return unless defined $v;
-        $n =~ s/^\s+|\s+$//g;
-        if ($v eq '' || $h =~ /max-age\s*=\s*0/i) { delete $s->{c}{$n} } else { $s->{c}{$n} = $v }
-    }
-    sub cookie_header {
-        my $s = shift;
-        return join '; ', map { "$_=$s->{c}{$_}" } sort keys %{ $s->{c} };
-    }
-}
-sub browser { HTTP::Tiny->new(timeout => 10, cookie_jar => MiniJar->new) }
-
 sub parse_exposition {
     my ($text) = @_;
     die "empty exposition\n" unless length $text;

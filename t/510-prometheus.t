@@ -23,6 +23,7 @@ use Cwd ();
 use File::Path ();
 use File::Temp ();
 use HTTP::Tiny ();
+use SmartLimit::MiniJar ();
 use JSON::PP ();
 use POSIX ();
 use Test::More;
@@ -204,25 +205,9 @@ EOF
 my ($up, $msg) = $nginx->start(1);
 ok($up, 'nginx with three rooms and a rate zone starts') or diag($msg);
 
-# A browser with its own cookie jar (comes back from the cookie check's 307 with its ticket).
-{
-    package MiniJar;
-    sub new { bless { c => {} }, shift }
-    sub add {
-        my ($s, $url, $h) = @_;
-        my ($pair) = split /;/, $h, 2;
-        my ($n, $v) = split /=/, $pair, 2;
-        return unless defined $v;
-        $n =~ s/^\s+|\s+$//g;
-        if ($v eq '' || $h =~ /max-age\s*=\s*0/i) { delete $s->{c}{$n} } else { $s->{c}{$n} = $v }
-    }
-    sub cookie_header {
-        my $s = shift;
-        return join '; ', map { "$_=$s->{c}{$_}" } sort keys %{ $s->{c} };
-    }
-}
 my $base = "http://127.0.0.1:$port";
-sub newcomer { HTTP::Tiny->new(timeout => 5, cookie_jar => MiniJar->new)->get("$base$_[0]")->{status} }
+# A new browser each time (its own jar: it comes back from the cookie check's 307 with its ticket).
+sub newcomer { HTTP::Tiny->new(timeout => 5, cookie_jar => SmartLimit::MiniJar->new)->get("$base$_[0]")->{status} }
 
 my @st = map { newcomer('/') } 1 .. 5;
 is("@st", "200 200 503 503 503", 'room shop: two clients admitted, three waiting');
