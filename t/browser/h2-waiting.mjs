@@ -17,11 +17,8 @@
 import { chromium, request } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { arg, check, chromiumArgs, report, screenshots, sleep } from './common.mjs';
 
-function arg(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-}
 
 const base = arg('base');
 const out = arg('out');
@@ -37,19 +34,8 @@ if (!base || !out || !(refresh > 0) || !releasePath || !releaseCookie) {
 }
 mkdirSync(out, { recursive: true });
 
-const checks = [];
-const screenshots = [];
-function check(name, ok, detail = '') {
-  checks.push({ name, ok: !!ok, detail: String(detail) });
-  return !!ok;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const COOKIE = 'smart_limit_shop';
-const browserArgs = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--disable-dev-shm-usage', '--ignore-certificate-errors',
-];
+const browserArgs = [...chromiumArgs, '--ignore-certificate-errors'];
 // What the page's navigation and resources came over ('h2', 'http/1.1', ...).
 const navProtocol = (page) => page.evaluate(() => {
   const nav = performance.getEntriesByType('navigation')[0];
@@ -154,4 +140,4 @@ try {
 } finally {
   if (browser) await browser.close().catch(() => {});
 }
-console.log(JSON.stringify({ checks, screenshots }));
+report();

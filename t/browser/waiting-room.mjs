@@ -14,11 +14,8 @@
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { arg, check, chromiumArgs, report, screenshots, sleep } from './common.mjs';
 
-function arg(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-}
 
 const base = arg('base');
 const out = arg('out');
@@ -30,13 +27,6 @@ if (!base || !out || !(refresh > 0)) {
 }
 mkdirSync(out, { recursive: true });
 
-const checks = [];
-const screenshots = [];
-function check(name, ok, detail = '') {
-  checks.push({ name, ok: !!ok, detail: String(detail) });
-  return !!ok;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // A scripted client with a one-cookie jar (the ticket).
 class Client {
@@ -61,11 +51,7 @@ class Client {
 }
 
 const COOKIE = 'smart_limit_shop';
-const browserArgs = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--disable-dev-shm-usage',
-];
+
 
 let browser;
 try {
@@ -83,7 +69,7 @@ try {
     `${held && held.status} ${[...holder.cookies.keys()].join(',')}`);
 
   // playwright gives every launch a fresh, empty --user-data-dir of its own.
-  browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: browserArgs });
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
   const context = await browser.newContext({
     viewport: { width: 960, height: 720 },
     locale: 'en-US',
@@ -185,4 +171,4 @@ try {
 } finally {
   if (browser) await browser.close().catch(() => {});
 }
-console.log(JSON.stringify({ checks, screenshots }));
+report();
