@@ -8,7 +8,9 @@
 #
 # Prints "failover N ms" (kill -> the Sentinel names another master), "resumed N ms" (kill ->
 # the room answers with a position again) and "lag N ms" (resumed - failover). Exits 1 when
-# either does not happen within --max seconds.
+# either does not happen within --max seconds. It polls 20 times a second: give the room
+# `poll=off`, or polls beyond its poll budget get the last answer replayed (a position from
+# before the kill) and "resumed" is measured from a replay, not from the room deciding again.
 
 use strict;
 use warnings;
