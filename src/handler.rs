@@ -103,13 +103,16 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let visit = match (held, closed_to_admitted) {
         // A waiting ticket: its place (or, for a ticket from the first contact, a place to
         // take, paid from its address's flood budget).
-        (Some(t), _) => Visit {
-            sid: t.sid,
-            qnum: t.qnum,
-            draw: draw(now, t.sid),
-            flood_key: (t.qnum == 0).then(|| flood_key(r, zone)),
-            arrival: t.issued_at,
-        },
+        (Some(t), _) => {
+            let (qnum, arrival) = place_of(zone, &t, now);
+            Visit {
+                sid: t.sid,
+                qnum,
+                draw: draw(now, t.sid),
+                flood_key: (t.qnum == 0).then(|| flood_key(r, zone)),
+                arrival,
+            }
+        }
         (None, Some(sid)) => Visit {
             sid,
             qnum: 0,
@@ -150,6 +153,38 @@ fn handle(r: &mut Request) -> ngx_int_t {
         Answer::Now(result) => conclude(r, &turn, result),
         Answer::Later(future) => suspend(r, turn, future),
     }
+}
+
+/// The place a waiting ticket holds (its queue number) and when it took it. A synced room's
+/// ticket carries the moment as its queue number and keeps it while it is seen (see
+/// [`fleet::place_arrival`]); a place gone, or never taken (the ticket of the cookie check),
+/// is taken now: number 0, arrival now. The other stores keep places themselves.
+fn place_of(zone: &Zone, t: &Ticket, now: u64) -> (u64, u64) {
+    if zone.fleet.is_none() {
+        return (t.qnum, now);
+    }
+    let presence = zone.limits.presence_ms;
+    match fleet::place_arrival(
+        t.qnum,
+        t.issued_at,
+        t.last_seen,
+        now,
+        presence,
+        rules::MAX_CLOCK_SKEW_MS,
+    ) {
+        Some(arrival) => (t.qnum, arrival),
+        None => (0, now),
+    }
+}
+
+/// Whether a waiting ticket is written again: its place changed, or (a synced room) its
+/// `last_seen` is half a presence old, so every node can tell it is still present.
+fn renew_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) -> bool {
+    let Some(t) = held else { return true };
+    if t.qnum != place.qnum || t.sid != place.sid {
+        return true;
+    }
+    zone.fleet.is_some() && now.saturating_sub(t.last_seen) >= zone.limits.presence_ms / 2
 }
 
 /// Flood control's key for this request: `flood_key=` (a value with variables), else the
@@ -420,11 +455,9 @@ fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int
 
 /// Told to wait: the waiting answer (in a dry run: a log line, and the request goes on).
 fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx_int_t {
-    // A new ticket only when the place changed: polling costs no encryption.
-    if turn
-        .held
-        .is_none_or(|t| t.qnum != place.qnum || t.sid != place.sid)
-    {
+    // A new ticket only when the place changed (or a synced room's proof of presence is old):
+    // polling costs no encryption.
+    if renew_waiting(turn.zone, turn.held, place, turn.now) {
         let t = Ticket {
             sid: place.sid,
             qnum: place.qnum,

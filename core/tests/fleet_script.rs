@@ -10,11 +10,12 @@ mod support;
 
 use smart_limit_core::fleet::FleetModel;
 use smart_limit_core::fleet::{
-    draw_reply, picture_reply, FleetConfig, FleetScript, Report, RoomPicture, Sighting,
-    WaiterSighting,
+    draw_reply, picture_reply, Fence, FleetConfig, FleetScript, Report, RoomPicture, Sighting,
+    SyncAnswer, WaiterSighting,
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::Form;
+use std::collections::HashMap;
 use support::{start, Client};
 
 const BASE: u64 = 1_800_000_000_000;
@@ -25,6 +26,7 @@ fn cfg(max_active: u64) -> FleetConfig {
         max_active,
         active_window_ms: 10_000,
         presence_ms: 5_000,
+        max_line: 0,
     }
 }
 
@@ -32,6 +34,17 @@ struct Twin {
     redis: Client,
     script: FleetScript,
     model: FleetModel,
+    /// Each node's last sync sequence.
+    seqs: HashMap<u64, u64>,
+}
+
+fn fence(node_id: u64, seq: u64, now: u64) -> Fence {
+    Fence {
+        node_id,
+        generation: 1,
+        window: now / 1000 * 1000,
+        seq,
+    }
 }
 
 impl Twin {
@@ -44,33 +57,44 @@ impl Twin {
             redis,
             script,
             model: FleetModel::new(c, BASE, 3_600_000),
+            seqs: HashMap::new(),
         }
     }
 
-    fn sync(&mut self, node: u64, now: u64, r: &Report) -> RoomPicture {
-        let window = now / 1000 * 1000;
-        let v = self
-            .redis
-            .cmd(&self.script.sync(Form::Sha, node, window, now, now, r));
+    /// A sync with the fence given, by both; their answers must agree.
+    fn sync_fenced(&mut self, f: Fence, now: u64, r: &Report) -> SyncAnswer {
+        let v = self.redis.cmd(&self.script.sync(Form::Sha, f, now, now, r));
         let got = picture_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
-        let want = self.model.sync(node, window, now, r);
-        assert_eq!(got, want, "sync of node {node} at {now}");
+        let want = self.model.sync(f, now, r);
+        assert_eq!(got, want, "sync of node {} at {now}", f.node_id);
         got
     }
 
-    fn draw(&mut self, node: u64, now: u64, want: u64) -> u64 {
-        let v = self.redis.cmd(
-            &self
-                .script
-                .draw(Form::Sha, node, now / 1000 * 1000, now, want),
-        );
+    fn sync(&mut self, node: u64, now: u64, r: &Report) -> RoomPicture {
+        let seq = self.seqs.entry(node).or_insert(0);
+        *seq += 1;
+        let f = fence(node, *seq, now);
+        match self.sync_fenced(f, now, r) {
+            SyncAnswer::Picture(p) => p,
+            SyncAnswer::Stale => panic!("a sync in order was taken for stale"),
+        }
+    }
+
+    fn draw_fenced(&mut self, f: Fence, now: u64, want: u64) -> u64 {
+        let v = self.redis.cmd(&self.script.draw(Form::Sha, f, now, want));
         let got = draw_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
         assert_eq!(
             got,
-            self.model.draw(node, now, want),
-            "draw of node {node} at {now}"
+            self.model.draw(f, now, want),
+            "draw of node {} at {now}",
+            f.node_id
         );
-        got
+        got.granted
+    }
+
+    fn draw(&mut self, node: u64, now: u64, want: u64) -> u64 {
+        let seq = self.seqs.get(&node).copied().unwrap_or(0);
+        self.draw_fenced(fence(node, seq, now), now, want)
     }
 }
 
@@ -263,4 +287,95 @@ fn random_syncs_and_draws_match_the_model() {
         }
         t.sync(node, now, &r);
     }
+}
+
+#[test]
+fn stale_syncs_and_draws_change_nothing() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "fenced", cfg(4));
+    let now = BASE + 10_000;
+    t.sync(1, now, &waiters(&[(11, 1000)]));
+    let p = t.sync(1, now + 1000, &waiters(&[]));
+    assert_eq!(p.quota, 3);
+    // A sync answered late (sequence 1 again, e.g. a stalled ex-leader's) is refused; so is
+    // one of an older configuration.
+    let late = Report {
+        admitted: vec![sighting(11, now + 900)],
+        ..Report::default()
+    };
+    assert_eq!(
+        t.sync_fenced(fence(1, 1, now + 1100), now + 1100, &late),
+        SyncAnswer::Stale
+    );
+    let old_gen = Fence {
+        generation: 0,
+        ..fence(1, 9, now + 1100)
+    };
+    assert_eq!(t.sync_fenced(old_gen, now + 1100, &late), SyncAnswer::Stale);
+    // A draw sent before the node's last sync was run is refused.
+    assert_eq!(t.draw_fenced(fence(1, 1, now + 1200), now + 1200, 1), 0);
+    // Nothing moved: the line still has 11, nobody is active.
+    let p = t.sync(2, now + 1300, &waiters(&[]));
+    assert_eq!((p.fleet_active, p.queue_len), (0, 1));
+}
+
+#[test]
+fn a_second_sync_in_the_interval_keeps_the_node_its_places() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "reload", cfg(10));
+    let now = BASE + 10_500;
+    // Alone, with everyone's polls: 80 % of 10 free places.
+    let p = t.sync(
+        1,
+        now,
+        &Report {
+            polls: 5,
+            ..Report::default()
+        },
+    );
+    assert_eq!(p.quota, 8);
+    // It admits 3, then a reload's new leader syncs in the same interval: it keeps the other 5.
+    let r = Report {
+        admitted: (1..=3).map(|s| sighting(s, now + 100)).collect(),
+        ..Report::default()
+    };
+    let p = t.sync(1, now + 200, &r);
+    assert_eq!((p.quota, p.fleet_active), (5, 3));
+    // The next interval shares out again: 7 free places, 80 %.
+    let p = t.sync(
+        1,
+        now + 1000,
+        &Report {
+            polls: 5,
+            ..Report::default()
+        },
+    );
+    assert_eq!(p.quota, 5);
+}
+
+#[test]
+fn the_line_holds_max_line_and_a_place_gone_comes_back_at_the_tail() {
+    let Some(srv) = start() else { return };
+    let c = FleetConfig {
+        max_line: 3,
+        ..cfg(1)
+    };
+    let mut t = Twin::new(srv.port, "maxline", c);
+    let now = BASE + 10_000;
+    let p = t.sync(
+        1,
+        now,
+        &waiters(&[(1, 1000), (2, 2000), (3, 3000), (4, 4000)]),
+    );
+    assert_eq!((p.queue_len, p.full), (3, true));
+    // 1 goes quiet; 2 and 3 keep polling: 1 leaves the line after presence (5 s).
+    let p = t.sync(1, now + 5_500, &waiters(&[(2, 2000), (3, 3000)]));
+    assert_eq!((p.queue_len, p.full), (2, false));
+    // 1 comes back with a new place (its ticket's place was gone): the tail.
+    let p = t.sync(1, now + 5_600, &waiters(&[(1, 15_600)]));
+    assert_eq!(p.queue_len, 3);
+    assert_eq!(p.samples.last().map(|s| s.arrival), Some(BASE + 15_600));
+    // A waiter's arrival only moves later: an old sighting does not take it back to the head.
+    let p = t.sync(2, now + 5_700, &waiters(&[(1, 1000)]));
+    assert_eq!(p.samples.last().map(|s| s.arrival), Some(BASE + 15_600));
 }

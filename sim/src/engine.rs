@@ -17,7 +17,9 @@
 
 use smart_limit_core::fleet::FleetModel;
 use smart_limit_core::fleet::{refresh_secs, FleetConfig, FleetNode, FleetSnapshot, FleetVerdict};
+use smart_limit_core::fleet::{Fence, SyncAnswer, Waiter};
 use smart_limit_core::util::fenwick;
+use smart_limit_core::util::time::window_end;
 
 use crate::args::{Args, OutageReport, Routing};
 use crate::stats::{Inversions, Tick, TrueActive};
@@ -76,8 +78,11 @@ enum State {
 
 #[derive(Debug, Clone, Copy)]
 struct Client {
-    /// Absolute ms of its first request: the ticket's issued_at, the same on every node.
+    /// Absolute ms of its first request (the moment it takes its place: in the module, its
+    /// first return after the cookie check), which its ticket carries to every node.
     arrival: u64,
+    /// Its place was taken (its first poll).
+    placed: bool,
     /// Gives up waiting at this time (u64::MAX: never).
     abandon_at: u64,
     /// Stops requesting at this time (set on admission).
@@ -185,6 +190,7 @@ impl Engine {
             max_active: a.max_active,
             active_window_ms: a.active_window_ms,
             presence_ms: a.presence_ms,
+            max_line: 0,
         };
         let t0 = epoch(a.interval_ms);
         let end = t0 + a.seconds_ms;
@@ -206,6 +212,7 @@ impl Engine {
             };
             clients.push(Client {
                 arrival,
+                placed: false,
                 abandon_at,
                 leave_at: u64::MAX,
                 node: picker.pick(&mut rng) as u16,
@@ -294,11 +301,15 @@ impl Engine {
                 node.age(now, &self.cfg);
                 self.out.failed_syncs += 1;
             } else {
-                let (_, window) = node.next_sync(now, &self.cfg);
+                let fence = node.next_sync(now, 1, &self.cfg);
                 self.out.reported_waiters += report.waiters.len() as u64;
                 self.out.reported_active += (report.active.len() + report.admitted.len()) as u64;
-                let picture = self.model.sync(i as u64 + 1, window, now, &report);
-                node.apply(&picture, now);
+                let SyncAnswer::Picture(picture) = self.model.sync(fence, now, &report) else {
+                    // Cannot happen: one sync per node at a time, in order.
+                    node.give_back(&report);
+                    continue;
+                };
+                node.apply(&picture, fence.seq, now);
                 free = picture.free;
                 granted += picture.quota;
                 cursor = Some(picture.cursor);
@@ -364,11 +375,24 @@ impl Engine {
         let outage = self.in_outage(now);
         self.out.visits += 1;
         let mut node = self.zones[n].node();
-        let mut verdict = node.visit(sid, arrival, now, &self.cfg);
+        let waiter = Waiter {
+            sid,
+            arrival,
+            new_place: !self.clients[c].placed,
+        };
+        self.clients[c].placed = true;
+        let mut verdict = node.visit(waiter, now, &self.cfg);
         if !outage {
             if let Some(want) = node.take_draw(now, &self.cfg) {
-                let granted = self.model.draw(n as u64 + 1, now, want);
-                node.drawn(want, Some(granted));
+                let fence = Fence {
+                    node_id: node.node_id(),
+                    generation: 1,
+                    window: window_end(now, self.cfg.interval_ms),
+                    seq: node.seq(),
+                };
+                let drawn = self.model.draw(fence, now, want);
+                let granted = drawn.granted;
+                node.drawn(want, Some(drawn));
                 self.out.draws += 1;
                 self.out.places_asked += want;
                 self.out.places_granted += granted;
@@ -406,8 +430,9 @@ impl Engine {
                 };
                 self.next_poll(c, now, every);
             }
-            // No picture yet: the zone's on_error policy; here the client just waits.
-            FleetVerdict::Unknown => {
+            // No picture yet: the zone's on_error policy; here the client just waits. (No
+            // max_line here.)
+            FleetVerdict::Unknown | FleetVerdict::LineFull { .. } => {
                 self.out.unknown += 1;
                 self.next_poll(c, now, self.a.refresh_ms);
             }

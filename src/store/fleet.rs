@@ -30,8 +30,8 @@ use core::time::Duration;
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet::{
-    draw_reply, picture_reply, FleetConfig, FleetNode, FleetScript, FleetSnapshot, FleetVerdict,
-    RoomPicture,
+    draw_reply, picture_reply, Drawn, Fence, FleetConfig, FleetNode, FleetScript, FleetSnapshot,
+    FleetVerdict, RoomPicture, SyncAnswer, Waiter,
 };
 use smart_limit_core::redis::ReplyError;
 use smart_limit_core::room::rules::Mode;
@@ -88,6 +88,7 @@ impl FleetStore {
             max_active: params.max_active,
             active_window_ms: params.active_window_ms,
             presence_ms: params.presence_ms,
+            max_line: params.max_line,
         };
         Ok(FleetStore {
             client: Client::new(client),
@@ -112,10 +113,11 @@ enum Step {
     Unknown,
 }
 
-/// A pool draw to send: for this node, this many places.
+/// A pool draw to send: for this node (after its last sync sent), this many places.
 #[derive(Clone, Copy)]
 struct Draw {
     node_id: u64,
+    seq: u64,
     want: u64,
 }
 
@@ -139,6 +141,11 @@ impl Zone {
         if let Some(throttled) = self.flood_refused(&v, now) {
             return Answer::Now(Ok(throttled.into()));
         }
+        let w = Waiter {
+            sid: v.sid,
+            arrival: v.arrival,
+            new_place: v.qnum == 0,
+        };
         let visited = self.shm.with_fleet(|room, node| {
             let (verdict, draw) = match room.mode(&self.limits) {
                 Mode::Reject => {
@@ -147,10 +154,10 @@ impl Zone {
                 }
                 Mode::Passthrough => (FleetVerdict::Admit, None),
                 // Everyone waits: the line is still reported, so positions stay true.
-                Mode::QueueAll => (node.hold(v.sid, v.arrival, now, &fs.cfg), None),
+                Mode::QueueAll => (node.hold(w, now, &fs.cfg), None),
                 // The fleet's line is by arrival; the lottery has no fleet-wide form.
                 Mode::Fifo | Mode::Random => {
-                    let verdict = node.visit(v.sid, v.arrival, now, &fs.cfg);
+                    let verdict = node.visit(w, now, &fs.cfg);
                     (verdict, self.draw_to_send(fs, node, now))
                 }
             };
@@ -186,6 +193,7 @@ impl Zone {
         let want = node.take_draw(now, &fs.cfg)?;
         Some(Draw {
             node_id: node.node_id(),
+            seq: node.seq(),
             want,
         })
     }
@@ -241,7 +249,7 @@ impl Zone {
     }
 
     /// A draw no request waits for: its places go to the next clients whose turn it is.
-    fn drawn_later(&'static self, want: u64, draw: impl Future<Output = Option<u64>> + 'static) {
+    fn drawn_later(&'static self, want: u64, draw: impl Future<Output = Option<Drawn>> + 'static) {
         ngx::async_::spawn(async move {
             let granted = draw.await;
             let _ = self.shm.with_fleet(|_, node| node.drawn(want, granted));
@@ -257,18 +265,23 @@ impl Zone {
         fs: &'static FleetStore,
         d: Draw,
         now: u64,
-    ) -> impl Future<Output = Option<u64>> + 'static {
-        let window = window_end(now, fs.cfg.interval_ms);
-        let Draw { node_id, want } = d;
+    ) -> impl Future<Output = Option<Drawn>> + 'static {
+        let fence = Fence {
+            node_id: d.node_id,
+            generation: fs.generation.get(),
+            window: window_end(now, fs.cfg.interval_ms),
+            seq: d.seq,
+        };
+        let want = d.want;
         async move {
             let reply = fs
                 .client
-                .eval(|form| fs.script.draw(form, node_id, window, 0, want))
+                .eval(|form| fs.script.draw(form, fence, 0, want))
                 .await;
             match reply.map(|value| draw_reply(&value)) {
-                Ok(Ok(granted)) => {
+                Ok(Ok(drawn)) => {
                     fs.client.reply_was_good();
-                    Some(granted)
+                    Some(drawn)
                 }
                 Ok(Err(e)) => {
                     bad_reply(self, fs, &e);
@@ -303,11 +316,14 @@ impl Zone {
         self.shm.with_fleet(|_, node| node.snapshot(now)).ok()
     }
 
-    /// The fleet's picture came back: the node decides by it, and its metrics show the
-    /// fleet's line and active sessions.
-    fn apply_picture(&self, p: &RoomPicture, now: u64) {
+    /// The fleet's picture came back for the sync of `seq`: the node decides by it (unless a
+    /// newer sync was sent meanwhile), and its metrics show the fleet's line and active
+    /// sessions.
+    fn apply_picture(&self, p: &RoomPicture, seq: u64, now: u64) {
         let _ = self.shm.with_fleet(|room, node| {
-            node.apply(p, now);
+            if !node.apply(p, seq, now) {
+                return;
+            }
             room.mirror_remote(
                 &Mirror {
                     queue_len: Some(p.queue_len),
@@ -330,6 +346,10 @@ fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
             queue_len,
             eta_secs,
         } => Step::Done(waiting(room, v, position, queue_len, eta_secs)),
+        FleetVerdict::LineFull { queue_len } => {
+            room.counters_mut().rejected += 1;
+            Step::Done(Verdict::Refuse(Refusal::LineFull { queue_len }))
+        }
         FleetVerdict::Unknown => Step::Unknown,
     }
 }
@@ -342,8 +362,8 @@ fn admitted(room: &mut Room, sid: u64, now: u64) -> Verdict {
     Verdict::Admit { sid }
 }
 
-/// Waiting in the fleet's line. The ticket's queue number only says "has a place" (1): the
-/// fleet orders by arrival, which the ticket carries.
+/// Waiting in the fleet's line, which is ordered by arrival: the ticket's queue number is the
+/// moment the client took its place (see [`smart_limit_core::fleet::place_arrival`]).
 fn waiting(
     room: &mut Room,
     v: &Visit,
@@ -358,7 +378,7 @@ fn waiting(
     }
     Verdict::Wait(Place {
         sid: v.sid,
-        qnum: 1,
+        qnum: v.arrival.max(1),
         position,
         queue_len,
         eta_secs,
@@ -434,10 +454,10 @@ fn tick(zone: &'static Zone, fs: &'static FleetStore) {
             return None;
         }
         let report = node.take_report();
-        let (_, window) = node.next_sync(now, &cfg);
-        Some((node.node_id(), window, report))
+        let fence = node.next_sync(now, fs.generation.get(), &cfg);
+        Some((fence, report))
     });
-    let Ok(Some((node_id, window, report))) = job else {
+    let Ok(Some((fence, report))) = job else {
         return;
     };
     fs.in_flight.set(true);
@@ -445,19 +465,25 @@ fn tick(zone: &'static Zone, fs: &'static FleetStore) {
     ngx::async_::spawn(async move {
         let reply = fs
             .client
-            .eval(|form| fs.script.sync(form, node_id, window, 0, sent_at, &report))
+            .eval(|form| fs.script.sync(form, fence, 0, sent_at, &report))
             .await;
         fs.in_flight.set(false);
         let now = now_ms();
-        let picture = match reply {
+        let answer = match reply {
             Ok(value) => picture_reply(&value).map_err(Some),
             // No reply (timeout, refused, reset): the client has logged the burst.
             Err(_) => Err(None),
         };
-        match picture {
-            Ok(p) => {
+        match answer {
+            Ok(SyncAnswer::Picture(p)) => {
                 fs.client.reply_was_good();
-                zone.apply_picture(&p, now);
+                zone.apply_picture(&p, fence.seq, now);
+            }
+            // The script had taken a newer sync of this node (one sent by another worker
+            // while this one stalled): this report never counted, it goes with the next.
+            Ok(SyncAnswer::Stale) => {
+                fs.client.reply_was_good();
+                let _ = zone.shm.with_fleet(|_, node| node.give_back(&report));
             }
             Err(bad) => {
                 if let Some(e) = bad {

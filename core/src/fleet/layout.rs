@@ -9,13 +9,14 @@ use super::{Sample, Sighting, WaiterSighting, MAX_SAMPLES};
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5402; // "SLFLEET", version 2
+const MAGIC: u64 = 0x534c_464c_4545_5403; // "SLFLEET", version 3
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
     seen_len: u32,
     batch_len: u32,
     pub(super) node_id: u64,
+    /// The last sync sent (fencing: only its answer is applied).
     pub(super) seq: u64,
     /// The picture in force.
     pub(super) window_ms: u64,
@@ -30,6 +31,9 @@ pub(super) struct Header {
     pub(super) expiring: u64,
     pub(super) leaving: u64,
     pub(super) samples_len: u64,
+    /// The picture said the line holds `max_line`; places taken here since it came.
+    pub(super) full: u64,
+    pub(super) taken: u64,
     /// Ranks of the picture's line let in since it came, as the node guesses without Redis
     /// (positions shown are that much nearer the head), and the fraction of a place an old
     /// picture's share left over (thousandths).
@@ -39,10 +43,8 @@ pub(super) struct Header {
     pub(super) pool_empty_window: u64,
     /// Clients whose turn it was, turned away for want of a place since the last draw.
     pub(super) want: u64,
-    /// When the draw in flight was sent (0: none), and the sync sequence then: a sync sent
-    /// after it released its places, so its answer no longer counts.
+    /// When the draw in flight was sent (0: none).
     pub(super) draw_since: u64,
-    pub(super) draw_seq: u64,
     /// The last window a tick (re)granted the quota in.
     pub(super) granted_window: u64,
     /// Since the last report.
@@ -94,7 +96,9 @@ pub(super) fn record<T>(
     same: impl Fn(&T) -> bool,
 ) -> bool {
     if !new {
-        if let Some(e) = seen.filter(|e| e.batch == batch_seq) {
+        // Only within the batch's live part: entries past it were sent (a capped report takes
+        // the batch's tail).
+        if let Some(e) = seen.filter(|e| e.batch == batch_seq && u64::from(e.slot) < *n) {
             if let Some(old) = list.get_mut(e.slot as usize).filter(|old| same(old)) {
                 *old = entry;
             }

@@ -52,7 +52,7 @@ mod tests;
 use layout::{Header, Seen};
 
 pub use model::FleetModel;
-pub use script::{draw_reply, picture_reply, FleetScript, FLEET_SCRIPT};
+pub use script::{draw_reply, picture_reply, Drawn, Fence, FleetScript, SyncAnswer, FLEET_SCRIPT};
 
 /// Most samples of the line a picture carries.
 pub const MAX_SAMPLES: usize = 128;
@@ -60,6 +60,10 @@ pub const MAX_SAMPLES: usize = 128;
 pub const KEEP_PPM: u64 = 800_000;
 /// A node unheard of for this many intervals is dropped (its grants released).
 pub const STALE_INTERVALS: u64 = 3;
+/// Most sightings of each kind one sync carries (the rest wait in the batch for the next):
+/// the script's work per call stays bounded (under 2 ms with 100,000 waiting, measured by
+/// t/273-sync-bounded.t with SLOWLOG) whatever the node kept, e.g. after an outage.
+pub const REPORT_CAP: usize = 1000;
 
 /// What a sync needs to know of the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +72,8 @@ pub struct FleetConfig {
     pub max_active: u64,
     pub active_window_ms: u64,
     pub presence_ms: u64,
+    /// Most waiters in the fleet's line (0: no cap).
+    pub max_line: u64,
 }
 
 impl FleetConfig {
@@ -119,6 +125,8 @@ pub struct RoomPicture {
     /// next picture; the cursor counts them) and within the horizon.
     pub expiring: u64,
     pub leaving: u64,
+    /// The line holds `max_line` waiters: no new place until it shortens.
+    pub full: bool,
     pub samples: Vec<Sample>,
 }
 
@@ -153,6 +161,36 @@ pub struct Report {
     pub waiters: Vec<WaiterSighting>,
 }
 
+/// A client without a valid admitted ticket, as the node sees it: its session, and its place in
+/// the fleet's line (the moment it took it: see [`place_arrival`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiter {
+    pub sid: u64,
+    pub arrival: u64,
+    /// It takes its place now (a first return after the cookie check, or a place gone).
+    pub new_place: bool,
+}
+
+/// Where a waiting ticket stands in the fleet's line: the arrival its place dates from, if it
+/// still holds one. A synced room's waiting ticket carries, as its queue number, the moment it
+/// took its place (its first return with the ticket), and as `last_seen` when a node last
+/// answered it (renewed every half `presence`); a place unseen for `presence` is gone on every
+/// node, as in the central room, so coming back later means the tail. A queue number that is
+/// not such a moment (before the ticket was issued, or ahead of this node's clock by more than
+/// the skew allowed) is no place either.
+pub fn place_arrival(
+    qnum: u64,
+    issued_at: u64,
+    last_seen: u64,
+    now: u64,
+    presence_ms: u64,
+    skew_ms: u64,
+) -> Option<u64> {
+    let plausible = qnum >= issued_at && qnum <= now.saturating_add(skew_ms);
+    let present = now.saturating_sub(last_seen) <= presence_ms;
+    (qnum != 0 && plausible && present).then_some(qnum)
+}
+
 /// What the node says to a client without a valid admitted ticket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FleetVerdict {
@@ -164,6 +202,8 @@ pub enum FleetVerdict {
         queue_len: u64,
         eta_secs: Option<u64>,
     },
+    /// No place left in the fleet's line (`max_line`) for a client taking one.
+    LineFull { queue_len: u64 },
     /// No picture yet (the node has not met the fleet since it started): the zone's on_error
     /// policy decides.
     Unknown,

@@ -10,12 +10,13 @@ use std::collections::{BTreeSet, HashMap};
 
 #[cfg(test)]
 use super::Sighting;
-use super::{FleetConfig, Report, RoomPicture, Sample, KEEP_PPM, MAX_SAMPLES};
+use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, Sample, SyncAnswer};
+use super::{KEEP_PPM, MAX_SAMPLES};
 use crate::util::fenwick;
 
 /// Most waiters one call drops from the line (the script's EXPIRE_STEP; the active set is
 /// trimmed whole).
-const EXPIRE_STEP: usize = 256;
+const EXPIRE_STEP: usize = 1000;
 const FIRST_RANKS: u64 = 32;
 const SAMPLES: u64 = 96;
 
@@ -27,6 +28,8 @@ struct Node {
     alloc: u64,
     polls: u64,
     carry: u64,
+    gen: u64,
+    seq: u64,
 }
 
 /// A member's place among equal scores: Redis orders them by the member's bytes (its decimal
@@ -106,7 +109,6 @@ impl BySight {
 pub struct FleetModel {
     cfg: FleetConfig,
     base_ms: u64,
-    reserved: u64,
     win: u64,
     free_w: u64,
     polls_w: u64,
@@ -128,7 +130,6 @@ impl FleetModel {
         FleetModel {
             cfg,
             base_ms,
-            reserved: 0,
             win: 0,
             free_w: 0,
             polls_w: 0,
@@ -156,71 +157,125 @@ impl FleetModel {
         }
     }
 
+    /// `ZADD arrival GT`: a new waiter joins the line; a known one only moves later.
+    fn join_line(&mut self, sid: u64, arrival: u64) {
+        match self.arrival.get(&sid).copied() {
+            Some(old) if old >= arrival => {}
+            Some(old) => {
+                let (from, to) = (self.slot(old), self.slot(arrival));
+                fenwick::add(&mut self.line, from, -1);
+                fenwick::add(&mut self.line, to, 1);
+                self.arrival.insert(sid, arrival);
+            }
+            None => {
+                let ix = self.slot(arrival);
+                fenwick::add(&mut self.line, ix, 1);
+                self.arrival.insert(sid, arrival);
+                self.queue_len += 1;
+            }
+        }
+    }
+
     /// The arrival of the waiter at 0-based `rank` in the line.
     fn at_rank(&self, rank: u64) -> Option<u64> {
         let ix = fenwick::find(&self.line, rank + 1)?;
         Some(self.base_ms + ix as u64)
     }
 
-    /// The script's "draw": up to `want` places.
-    pub fn draw(&mut self, node_id: u64, now: u64, want: u64) -> u64 {
-        self.calls += 1;
+    fn trim_active(&mut self, now: u64) {
         for sid in self
             .active
             .oldest(now.saturating_sub(self.cfg.active_window_ms), usize::MAX)
         {
             self.active.remove(sid);
         }
-        let active = self.active.len();
-        let me = self.nodes.entry(node_id).or_insert(Node {
+    }
+
+    /// The other live nodes' places (grants and draws), their number and polls; silent nodes
+    /// are dropped.
+    fn census(&mut self, me: u64, now: u64) -> (u64, u64, u64) {
+        let stale = self.cfg.stale_ms();
+        self.nodes
+            .retain(|&id, n| id == me || now.saturating_sub(n.seen) <= stale);
+        let (mut reserved, mut nodes, mut polls) = (0, 0, 0);
+        for (&id, n) in &self.nodes {
+            if id != me {
+                reserved += n.grant + n.draws;
+                nodes += 1;
+                polls += n.polls;
+            }
+        }
+        (reserved, nodes, polls)
+    }
+
+    fn entry(&self, node_id: u64, now: u64) -> Node {
+        self.nodes.get(&node_id).copied().unwrap_or(Node {
             seen: now,
             ..Node::default()
-        });
+        })
+    }
+
+    /// The script's "draw": up to `want` places.
+    pub fn draw(&mut self, f: Fence, now: u64, want: u64) -> Drawn {
+        self.calls += 1;
+        self.trim_active(now);
+        let active = self.active.len();
+        let mut me = self.entry(f.node_id, now);
+        if u64::from(f.generation) < me.gen || f.seq < me.seq {
+            return Drawn {
+                granted: 0,
+                seq: me.seq,
+            };
+        }
+        let (reserved, _, _) = self.census(f.node_id, now);
         me.seen = now;
-        let left = (self.cfg.max_active as i128 - active as i128 - self.reserved as i128).max(0);
-        let granted = (want as i128).min(left) as u64;
-        self.reserved += granted;
+        let left = self.cfg.max_active as i128
+            - active as i128
+            - (reserved + me.grant + me.draws) as i128;
+        let granted = (want as i128).min(left).max(0) as u64;
         me.draws += granted;
-        granted
+        self.nodes.insert(f.node_id, me);
+        Drawn {
+            granted,
+            seq: me.seq,
+        }
     }
 
     /// The script's "sync".
-    pub fn sync(&mut self, node_id: u64, window: u64, now: u64, r: &Report) -> RoomPicture {
+    pub fn sync(&mut self, f: Fence, now: u64, r: &Report) -> SyncAnswer {
         self.calls += 1;
         let cfg = self.cfg;
-        let mut me = self.nodes.get(&node_id).copied().unwrap_or(Node {
-            seen: now,
-            ..Node::default()
-        });
-        self.reserved = self.reserved.saturating_sub(me.grant + me.draws);
-        me.grant = 0;
-        me.draws = 0;
-        me.seen = now;
-        me.polls = r.polls;
+        let mut me = self.entry(f.node_id, now);
+        let gen = u64::from(f.generation);
+        if gen < me.gen || (gen == me.gen && f.seq <= me.seq) || f.window < me.alloc {
+            return SyncAnswer::Stale;
+        }
+        me.gen = gen;
+        me.seq = f.seq;
         // The script gets ages (node_now - at) and scores now - age: with one clock, `at`.
         let seen_at = |at: u64| at.min(now);
-        // Waiters first: an admitted session never joins the line again.
-        for w in &r.waiters {
-            if !self.present.add_later(w.sid, seen_at(w.at)) {
-                continue;
-            }
-            if self.active.score.contains_key(&w.sid) {
-                self.present.remove(w.sid);
-                continue;
-            }
-            if let std::collections::hash_map::Entry::Vacant(e) = self.arrival.entry(w.sid) {
-                e.insert(w.arrival);
-                let ix = self.slot(w.arrival);
-                fenwick::add(&mut self.line, ix, 1);
-                self.queue_len += 1;
-            }
+        for e in &r.admitted {
+            self.active.add_later(e.sid, seen_at(e.at));
+            self.leave_line(e.sid);
         }
         for e in &r.active {
             self.active.add_later(e.sid, seen_at(e.at));
         }
-        for e in &r.admitted {
-            self.active.add_later(e.sid, seen_at(e.at));
-            self.leave_line(e.sid);
+        // Waiters: an active session never joins the line again; arrivals only move later.
+        let mut queue_len = self.queue_len;
+        for w in &r.waiters {
+            if self.active.score.contains_key(&w.sid) {
+                continue;
+            }
+            let in_line = self.arrival.contains_key(&w.sid);
+            if !in_line && cfg.max_line > 0 && queue_len >= cfg.max_line {
+                continue;
+            }
+            if !in_line {
+                queue_len += 1;
+            }
+            self.present.add_later(w.sid, seen_at(w.at));
+            self.join_line(w.sid, w.arrival);
         }
         for sid in self
             .present
@@ -228,52 +283,32 @@ impl FleetModel {
         {
             self.leave_line(sid);
         }
-        for sid in self
-            .active
-            .oldest(now.saturating_sub(cfg.active_window_ms), usize::MAX)
-        {
-            self.active.remove(sid);
-        }
-        let mut nodes = 1u64;
-        let mut polls = me.polls;
-        let stale = cfg.stale_ms();
-        let mut gone = Vec::new();
-        for (&id, n) in &self.nodes {
-            if id == node_id {
-                continue;
-            }
-            if now.saturating_sub(n.seen) > stale {
-                gone.push(id);
-            } else {
-                nodes += 1;
-                polls += n.polls;
-            }
-        }
-        for id in gone {
-            if let Some(n) = self.nodes.remove(&id) {
-                self.reserved = self.reserved.saturating_sub(n.grant + n.draws);
-            }
-        }
+        self.trim_active(now);
+        let (reserved, others, polls) = self.census(f.node_id, now);
+        let nodes = others + 1;
+        me.seen = now;
+        me.polls = r.polls;
+        let polls = polls + me.polls;
         let active = self.active.len();
         let queue_len = self.queue_len;
+        let full = cfg.max_line > 0 && queue_len >= cfg.max_line;
         let since = now.saturating_sub(cfg.active_window_ms);
         let expiring = self.active.count(since, since + cfg.interval_ms);
         let leaving = self.active.count(since, since + cfg.horizon_ms());
-        let free_now = |reserved: u64| {
-            (cfg.max_active as i128 - active as i128 - reserved as i128 + expiring as i128).max(0)
-                as u64
-        };
-        let free_then = free_now(self.reserved);
-        if self.win != window {
-            self.win = window;
-            self.free_w = free_then;
+        let left = (me.grant + me.draws).saturating_sub(r.admitted.len() as u64);
+        me.draws = 0;
+        let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128
+            + expiring as i128)
+            .max(0) as u64;
+        if self.win != f.window {
+            self.win = f.window;
+            self.free_w = free_now;
             self.polls_w = polls;
             self.given_w = 0;
         } else {
-            self.free_w = self.free_w.max(free_then + self.given_w);
+            self.free_w = self.free_w.max(free_now + self.given_w);
         }
-        let mut quota = 0;
-        if me.alloc != window {
+        let quota = if me.alloc != f.window {
             let share = if self.polls_w > 0 {
                 (me.polls as f64 / self.polls_w as f64).min(1.0)
             } else {
@@ -281,14 +316,16 @@ impl FleetModel {
             };
             let millionths =
                 (self.free_w as f64 * share * KEEP_PPM as f64).floor() as u64 + me.carry;
-            quota = millionths / 1_000_000;
+            let quota = millionths / 1_000_000;
             me.carry = millionths - quota * 1_000_000;
-            quota = quota.min(free_now(self.reserved));
-            self.reserved += quota;
+            let quota = quota.min(free_now);
             self.given_w += quota;
-            me.grant = quota;
-            me.alloc = window;
-        }
+            me.alloc = f.window;
+            quota
+        } else {
+            left.min(free_now)
+        };
+        me.grant = quota;
         let places = cfg.max_active as i128 - active as i128 + expiring as i128;
         let cursor = if places <= 0 {
             0
@@ -297,9 +334,26 @@ impl FleetModel {
         } else {
             self.at_rank(places as u64 - 1).unwrap_or(0)
         };
-        self.nodes.insert(node_id, me);
+        self.nodes.insert(f.node_id, me);
+        SyncAnswer::Picture(RoomPicture {
+            fleet_active: active,
+            queue_len,
+            cursor,
+            quota,
+            nodes,
+            window_ms: f.window,
+            free: self.free_w,
+            expiring,
+            leaving,
+            full,
+            samples: self.samples(queue_len),
+        })
+    }
+
+    /// Samples of the line: every rank at the head, then spaced evenly so that the rest reach
+    /// the tail.
+    fn samples(&self, queue_len: u64) -> Vec<Sample> {
         let mut samples = Vec::new();
-        // Every rank at the head, then spaced evenly so that the rest reach the tail.
         let spread = queue_len
             .saturating_sub(FIRST_RANKS)
             .div_ceil(SAMPLES - FIRST_RANKS)
@@ -325,18 +379,7 @@ impl FleetModel {
             }
         }
         samples.truncate(MAX_SAMPLES);
-        RoomPicture {
-            fleet_active: active,
-            queue_len,
-            cursor,
-            quota,
-            nodes,
-            window_ms: window,
-            free: self.free_w,
-            expiring,
-            leaving,
-            samples,
-        }
+        samples
     }
 
     /// The fleet's active sessions as the model counts them.
@@ -347,28 +390,35 @@ impl FleetModel {
     pub fn queue_len(&self) -> u64 {
         self.queue_len
     }
+
+    /// The places the live nodes hold (grants and draws not yet reported).
+    pub fn reserved(&self) -> u64 {
+        self.nodes.values().map(|n| n.grant + n.draws).sum()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// What is reserved is what the nodes hold (grants and draws not yet reported).
-    fn check(m: &FleetModel) {
-        let held: u64 = m.nodes.values().map(|n| n.grant + n.draws).sum();
-        assert_eq!(
-            m.reserved, held,
-            "reserved drifted from the nodes' grants and draws"
-        );
+    fn fence(node_id: u64, seq: u64, now: u64) -> Fence {
+        Fence {
+            node_id,
+            generation: 1,
+            window: now / 1000 * 1000,
+            seq,
+        }
     }
 
+    /// Whatever the order of syncs and draws, the places held never exceed what is free.
     #[test]
-    fn reservations_are_what_the_nodes_hold() {
+    fn grants_and_draws_never_exceed_max_active() {
         let cfg = FleetConfig {
             interval_ms: 1000,
             max_active: 300,
             active_window_ms: 12_000,
             presence_ms: 20_000,
+            max_line: 0,
         };
         let base = 1_800_000_000_000;
         let mut m = FleetModel::new(cfg, base, 3_600_000);
@@ -381,23 +431,40 @@ mod tests {
         };
         let mut now = base + 100;
         let mut sid = 1;
+        let mut seqs = [0u64; 4];
+        // The places each node holds (its share and draws since its last sync), which is all
+        // it may admit.
+        let mut held = [0u64; 4];
         for _ in 0..20_000 {
             now += next(300);
-            let node = 1 + next(3);
+            let node = 1 + next(3) as usize;
             if next(3) == 0 {
-                m.draw(node, now, 1 + next(5));
+                let d = m.draw(fence(node as u64, seqs[node], now), now, 1 + next(5));
+                if d.seq == seqs[node] {
+                    held[node] += d.granted;
+                }
             } else {
+                seqs[node] += 1;
                 let mut r = Report {
                     polls: next(40),
                     ..Report::default()
                 };
-                for _ in 0..next(5) {
+                for _ in 0..next(5).min(held[node]) {
                     sid += 1;
                     r.admitted.push(Sighting { sid, at: now });
                 }
-                m.sync(node, now / 1000 * 1000, now, &r);
+                held[node] = match m.sync(fence(node as u64, seqs[node], now), now, &r) {
+                    SyncAnswer::Picture(p) => p.quota,
+                    SyncAnswer::Stale => 0,
+                };
             }
-            check(&m);
+            // Places whose session's window ends within the interval are given out already.
+            let staying = m.active.count(now + cfg.interval_ms - cfg.active_window_ms, u64::MAX);
+            assert!(
+                staying + m.reserved() <= cfg.max_active,
+                "{staying} + {} at {now}",
+                m.reserved()
+            );
         }
     }
 }

@@ -6,12 +6,17 @@ use super::layout::{record, Seen};
 use super::layout::{Sight, ACTIVE_TAG};
 use super::{Sighting, WaiterSighting};
 
-use super::{FleetConfig, FleetNode, FleetVerdict, Header};
+use super::{Drawn, FleetConfig, FleetNode, FleetVerdict, Header, Waiter};
 
 impl<'m> FleetNode<'m> {
-    /// A client without a valid admitted ticket, who arrived (first contact) at `arrival`.
-    pub fn visit(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+    /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
+    /// (`new_place`: it takes it now).
+    pub fn visit(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        let Waiter { sid, arrival, .. } = w;
         self.hdr.polls += 1;
+        if let Some(full) = self.line_full(w, cfg) {
+            return full;
+        }
         self.saw_waiter(sid, arrival, now, cfg);
         if !self.synced() {
             return FleetVerdict::Unknown;
@@ -70,10 +75,29 @@ impl<'m> FleetNode<'m> {
 
     /// A client who must wait whatever its turn (a room in `queue_all` mode): seen and
     /// reported like any waiter, so the fleet's line stays true, and told its place.
-    pub fn hold(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+    pub fn hold(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) -> FleetVerdict {
         self.hdr.polls += 1;
-        self.saw_waiter(sid, arrival, now, cfg);
-        self.wait(arrival, cfg)
+        if let Some(full) = self.line_full(w, cfg) {
+            return full;
+        }
+        self.saw_waiter(w.sid, w.arrival, now, cfg);
+        self.wait(w.arrival, cfg)
+    }
+
+    /// `max_line`: a client taking a place when the line is full (as the picture saw it, with
+    /// the places taken here since) gets none. Nodes may overshoot by what they take in one
+    /// interval; the script takes no waiter past `max_line` into the fleet's line.
+    fn line_full(&mut self, w: Waiter, cfg: &FleetConfig) -> Option<FleetVerdict> {
+        if !w.new_place || cfg.max_line == 0 {
+            return None;
+        }
+        let h = &mut *self.hdr;
+        let in_line = h.queue_len.saturating_add(h.taken);
+        if h.full != 0 || in_line >= cfg.max_line {
+            return Some(FleetVerdict::LineFull { queue_len: in_line });
+        }
+        h.taken += 1;
+        None
     }
 
     /// Places to ask the fleet's pool for now, if any: as many as clients whose turn it was
@@ -87,20 +111,26 @@ impl<'m> FleetNode<'m> {
         }
         let h = &mut *self.hdr;
         h.draw_since = now.max(1);
-        h.draw_seq = h.seq;
         h.draws += 1;
         Some(core::mem::take(&mut h.want))
+    }
+
+    /// The node's last sync sent (a draw carries it: the script refuses a draw sent before
+    /// the last sync it ran).
+    pub fn seq(&self) -> u64 {
+        self.hdr.seq
     }
 
     /// The pool's answer to [`FleetNode::take_draw`]: `granted` of the `asked` places (all
     /// of them when the pool had enough; otherwise it is empty until the next picture). None:
     /// no answer (Redis away): no places, and no more draws this interval.
-    pub fn drawn(&mut self, asked: u64, granted: Option<u64>) {
+    pub fn drawn(&mut self, asked: u64, answer: Option<Drawn>) {
         let h = &mut *self.hdr;
         h.draw_since = 0;
-        // A sync sent since the draw released its places (they were counted as this node's
-        // draws, which every sync gives back).
-        let granted = granted.filter(|_| h.draw_seq == h.seq);
+        // The places count only if the script ran the draw after the node's last sync sent: a
+        // sync run after the draw released them (every sync gives a node's draws back), and
+        // one sent since will.
+        let granted = answer.filter(|d| d.seq == h.seq).map(|d| d.granted);
         let got = granted.unwrap_or(0).min(asked);
         h.draws_granted += got;
         h.quota_left += got;

@@ -3,31 +3,37 @@
 
 use super::layout::record;
 use super::node::departures;
-use super::MAX_SAMPLES;
+use super::{Fence, MAX_SAMPLES, REPORT_CAP};
 use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture};
 
 use crate::util::time::window_end;
 
 impl<'m> FleetNode<'m> {
-    /// The node's report since the last sync (and empties the batches).
+    /// The node's report since the last sync, at most [`REPORT_CAP`] sightings of each kind
+    /// (the newest; the rest wait for the next sync).
     pub fn take_report(&mut self) -> Report {
-        fn take<T: Copy>(v: &[T], n: u64) -> Vec<T> {
-            v.get(..n as usize).unwrap_or_default().to_vec()
+        /// The last `REPORT_CAP` entries of the batch's live part; the others stay where they
+        /// are (so the sent table's slots still point at them).
+        fn take<T: Copy>(v: &[T], n: &mut u64) -> Vec<T> {
+            let end = (*n as usize).min(v.len());
+            let start = end.saturating_sub(REPORT_CAP);
+            *n = start as u64;
+            v.get(start..end).unwrap_or_default().to_vec()
         }
+        let h = &mut *self.hdr;
         let r = Report {
-            polls: core::mem::take(&mut self.hdr.polls),
-            active: take(self.active, self.hdr.n_active),
-            admitted: take(self.admitted, self.hdr.n_admitted),
-            waiters: take(self.waiters, self.hdr.n_waiters),
+            polls: core::mem::take(&mut h.polls),
+            active: take(self.active, &mut h.n_active),
+            admitted: take(self.admitted, &mut h.n_admitted),
+            waiters: take(self.waiters, &mut h.n_waiters),
         };
-        self.hdr.n_active = 0;
-        self.hdr.n_admitted = 0;
-        self.hdr.n_waiters = 0;
         // The sync releases what is left of this node's places (the report says what it used):
         // none is spent until the picture brings the next share.
-        self.hdr.quota_left = 0;
-        // Entries of the sent table no longer point into the batches.
-        self.hdr.batch_seq = self.hdr.batch_seq.wrapping_add(1) % u32::MAX;
+        h.quota_left = 0;
+        if h.n_active == 0 && h.n_admitted == 0 && h.n_waiters == 0 {
+            // Entries of the sent table no longer point into the batches.
+            h.batch_seq = h.batch_seq.wrapping_add(1) % u32::MAX;
+        }
         r
     }
 
@@ -55,14 +61,29 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    /// The next sequence number and window of this node's sync at `now`.
-    pub fn next_sync(&mut self, now: u64, cfg: &FleetConfig) -> (u64, u64) {
+    /// The fence of this node's next sync at `now` (a new sequence number).
+    pub fn next_sync(&mut self, now: u64, generation: u32, cfg: &FleetConfig) -> Fence {
         self.hdr.seq += 1;
-        (self.hdr.seq, window_end(now, cfg.interval_ms))
+        Fence {
+            node_id: self.hdr.node_id,
+            generation,
+            window: window_end(now, cfg.interval_ms),
+            seq: self.hdr.seq,
+        }
     }
 
-    /// The fleet's picture came back: the node decides by it until the next.
-    pub fn apply(&mut self, p: &RoomPicture, now: u64) {
+    /// Whether `seq` is still the node's last sync sent (its answer counts).
+    pub fn current(&self, seq: u64) -> bool {
+        self.hdr.seq == seq
+    }
+
+    /// The fleet's picture came back for the sync of `seq`: the node decides by it until the
+    /// next. An answer to a sync that a newer one superseded (a stalled leader's, one answered
+    /// late) is ignored: false.
+    pub fn apply(&mut self, p: &RoomPicture, seq: u64, now: u64) -> bool {
+        if !self.current(seq) {
+            return false;
+        }
         let h = &mut *self.hdr;
         h.aged_ranks = 0;
         // "Everyone" means everyone only while nobody waits anywhere in the fleet; otherwise
@@ -77,6 +98,8 @@ impl<'m> FleetNode<'m> {
         h.granted_window = p.window_ms;
         h.fleet_active = p.fleet_active;
         h.queue_len = p.queue_len;
+        h.full = u64::from(p.full);
+        h.taken = 0;
         h.quota = p.quota;
         h.quota_left = p.quota;
         h.nodes = p.nodes.max(1);
@@ -90,6 +113,7 @@ impl<'m> FleetNode<'m> {
             *slot = *s;
         }
         self.hdr.samples_len = n as u64;
+        true
     }
 
     /// A sync that failed (no answer, or not the script's).

@@ -6,34 +6,42 @@
 -- up takes more places from what the fleet has left (the global pool), atomically.
 --
 -- KEYS (one {room} hash tag, one slot):
---   [1] PREFIX:{ROOM}:fleet     hash: "reserved" (admissions granted but not yet reported),
---                               "win" / "free" / "polls" / "given" (this interval's
+--   [1] PREFIX:{ROOM}:fleet     hash: "win" / "free" / "polls" / "given" (this interval's
 --                               allocation: its base, the polls it is shared by, what was
---                               given out), and one
---                               field per node, "n:<id>": "seen grant draws alloc_win polls
---                               carry"
+--                               given out), and one field per node, "n:<id>":
+--                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
 --   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms): the fleet's line
 -- ARGV: [1] op "sync" | "draw"  [2] node id (digits)  [3] window (ms, a multiple of the
 --   interval)  [4] now in ms ("0": this server's clock, what nginx sends; tests pass times)
 --   [5] max_active  [6] active window ms  [7] presence ms  [8] stale ms (a node unheard of for
---   this long is dropped, its grant released)  [9] key TTL ms  [10] keep (ppm of the
+--   this long is dropped, its places released)  [9] key TTL ms  [10] keep (ppm of the
 --   interval's free places shared out to nodes; the rest stays in the pool)  [11] interval ms
---   sync only: [12] waiting polls this node answered since its last sync  [13] active sessions
+--   [12] generation of the node's configuration  [13] sequence: the node's sync number (a
+--   draw sends the number of the last sync it sent)  [14] max_line (0: no cap)
+--   sync only: [15] waiting polls this node answered since its last sync  [16] active sessions
 --   seen, "sid:age_ms" (space-separated; the age of the sighting when sent, so a report that
---   waited, or a node whose clock differs, does not make a session look newer)  [14] sessions
---   admitted since the last sync, "sid:age_ms"  [15] waiting sessions seen,
+--   waited, or a node whose clock differs, does not make a session look newer)  [17] sessions
+--   admitted since the last sync, "sid:age_ms"  [18] waiting sessions seen,
 --   "sid:arrival_ms:age_ms"
---   draw only: [12] places wanted
+--   draw only: [15] places wanted
+-- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
+-- sequence) is not newer than the last one this node's entry saw is stale (a stalled ex-leader,
+-- a retry answered late): it changes nothing and gets {-1}. A draw sent before the node's last
+-- sync was run here is refused (that sync released the node's draws).
 -- Replies:
 --   sync: {fleet_active, queue_len, cursor_ms (-1: everyone), quota, nodes, window, free,
 --          expiring (active sessions whose window ends within the interval), leaving (... within
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
---          longer), then pairs (rank, arrival_ms) sampled along the line, for positions}
---   draw: {places granted (0..wanted), fleet_active}
--- Work per call: O(nodes + what the node sends + sessions whose window ended (one C call) +
--- EXPIRE_STEP * log n + SAMPLES * log n).
+--          longer), full (1: the line holds max_line), then pairs (rank, arrival_ms) sampled
+--          along the line, for positions}; {-1}: stale
+--   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
+--          run here (the node counts the places only if it has sent no sync since)}
+-- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
+-- ended (one C call) + EXPIRE_STEP + SAMPLES * log n); the sightings go in variadic commands
+-- of at most CHUNK members.
+-- Needs Redis 6.2 (ZADD GT, ZMSCORE).
 
 if redis.replicate_commands then
   pcall(redis.replicate_commands)
@@ -50,8 +58,11 @@ local stale = tonumber(ARGV[8])
 local ttl = tonumber(ARGV[9])
 local keep = tonumber(ARGV[10])
 local interval = tonumber(ARGV[11])
+local gen = tonumber(ARGV[12])
+local seq = tonumber(ARGV[13])
+local max_line = tonumber(ARGV[14])
 if not (string.match(id, '^%d+$') and window and now and max_active and active_window
-        and presence and stale and ttl and keep and interval) then
+        and presence and stale and ttl and keep and interval and gen and seq and max_line) then
   return redis.error_reply('smart_limit: bad fleet arguments')
 end
 if now == 0 then
@@ -59,9 +70,10 @@ if now == 0 then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Most waiters one call drops from the line (each costs three commands here; the active set
--- is trimmed in one command, whatever the number).
-local EXPIRE_STEP = 256
+-- Most waiters one call drops from the line (three variadic commands, whatever the number).
+local EXPIRE_STEP = 1000
+-- Members per variadic command (Lua's unpack has a limit of a few thousand).
+local CHUNK = 500
 -- Samples of the line returned for positions: the first ranks one by one, then spaced out.
 local FIRST_RANKS, SAMPLES = 32, 96
 
@@ -69,109 +81,174 @@ local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
 
 -- A node's entry: seen, grant, draws, alloc_win, polls, carry (the fraction of a place its
--- shares left over, in millionths: over a few intervals every node gets its exact share).
+-- shares left over, in millionths: over a few intervals every node gets its exact share),
+-- gen and seq (the last sync taken from it).
 local function read_node(text)
   if not text then return nil end
   local e = {}
   for w in string.gmatch(text, '%S+') do e[#e + 1] = tonumber(w) end
-  if #e ~= 6 then return nil end
-  return {seen = e[1], grant = e[2], draws = e[3], alloc = e[4], polls = e[5], carry = e[6]}
+  if #e ~= 8 then return nil end
+  return {seen = e[1], grant = e[2], draws = e[3], alloc = e[4], polls = e[5], carry = e[6],
+          gen = e[7], seq = e[8]}
 end
 local function write_node(e)
   return digits(e.seen) .. ' ' .. digits(e.grant) .. ' ' .. digits(e.draws) .. ' '
-    .. digits(e.alloc) .. ' ' .. digits(e.polls) .. ' ' .. digits(e.carry)
+    .. digits(e.alloc) .. ' ' .. digits(e.polls) .. ' ' .. digits(e.carry) .. ' '
+    .. digits(e.gen) .. ' ' .. digits(e.seq)
 end
 
-local reserved = number(redis.call('HGET', K_FLEET, 'reserved'))
 local field = 'n:' .. id
 local me = read_node(redis.call('HGET', K_FLEET, field))
-  or {seen = now, grant = 0, draws = 0, alloc = 0, polls = 0, carry = 0}
+  or {seen = now, grant = 0, draws = 0, alloc = 0, polls = 0, carry = 0, gen = 0, seq = 0}
 
-local function expire(key, older_than)
-  local old = redis.call('ZRANGEBYSCORE', key, '-inf', older_than, 'LIMIT', 0, EXPIRE_STEP)
-  for _, sid in ipairs(old) do
-    redis.call('ZREM', key, sid)
-    if key == K_PRESENT then redis.call('ZREM', K_ARRIVAL, sid) end
+-- Runs `cmd key [flag] m1 m2 ...` over `list` in chunks of CHUNK (an even number: pairs of
+-- score and member are never split); returns the replies' sum.
+local function variadic(cmd, key, list, flag)
+  local sum = 0
+  for i = 1, #list, CHUNK do
+    local args = {key}
+    if flag then args[2] = flag end
+    for j = i, math.min(i + CHUNK - 1, #list) do args[#args + 1] = list[j] end
+    local r = redis.call(cmd, unpack(args))
+    if type(r) == 'number' then sum = sum + r end
   end
+  return sum
+end
+-- ZMSCORE over `sids` in chunks: a list of scores (false: not a member).
+local function scores(key, sids)
+  local out = {}
+  for i = 1, #sids, CHUNK do
+    local args = {}
+    for j = i, math.min(i + CHUNK - 1, #sids) do args[#args + 1] = sids[j] end
+    local r = redis.call('ZMSCORE', key, unpack(args))
+    for _, s in ipairs(r) do out[#out + 1] = s end
+  end
+  return out
+end
+
+-- The live nodes' places (grants and draws not yet reported): recomputed from the entries on
+-- every call, never kept as a running total that could drift. Silent nodes are dropped.
+local function census()
+  local reserved, nodes, polls = 0, 0, 0
+  local all = redis.call('HGETALL', K_FLEET)
+  for i = 1, #all, 2 do
+    local f = all[i]
+    if string.sub(f, 1, 2) == 'n:' and f ~= field then
+      local e = read_node(all[i + 1])
+      if not e or now - e.seen > stale then
+        redis.call('HDEL', K_FLEET, f)
+      else
+        nodes = nodes + 1
+        polls = polls + e.polls
+        reserved = reserved + e.grant + e.draws
+      end
+    end
+  end
+  return reserved, nodes, polls
 end
 
 local function save()
-  redis.call('HSET', K_FLEET, 'reserved', digits(math.max(reserved, 0)), field, write_node(me))
+  redis.call('HSET', K_FLEET, field, write_node(me))
   for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
 end
 
 if op == 'draw' then
-  local want = tonumber(ARGV[12])
+  local want = tonumber(ARGV[15])
   if not want or want < 0 then
     return redis.error_reply('smart_limit: bad fleet arguments')
   end
   -- Sessions whose window ended since the last sync free their places now.
   redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', now - active_window)
   local active = redis.call('ZCARD', K_ACTIVE)
+  if gen < me.gen or seq < me.seq then
+    return {0, active, me.seq}
+  end
+  local reserved = census()
   me.seen = now
-  local granted = math.max(math.min(want, max_active - active - reserved), 0)
-  reserved = reserved + granted
+  local granted = math.max(math.min(want, max_active - active - reserved - me.grant - me.draws), 0)
   me.draws = me.draws + granted
   save()
-  return {granted, active}
+  return {granted, active, me.seq}
 end
 if op ~= 'sync' then
   return redis.error_reply('smart_limit: unknown fleet op')
 end
+if gen < me.gen or (gen == me.gen and seq <= me.seq) or window < me.alloc then
+  return {-1}
+end
+me.gen, me.seq = gen, seq
 
--- What the node reports: its previous grant and draws became admissions it now reports (or
--- were not used): either way they are no longer reserved.
-reserved = reserved - me.grant - me.draws
-me.grant, me.draws, me.seen = 0, 0, now
-me.polls = number(ARGV[12])
 local function seen_at(age)
   return math.max(now - tonumber(age), 0)
 end
--- Waiters first: a session admitted since it was seen waiting (here or on another node) is
--- active, and never joins the line again. One command for a waiter already present (the
--- common case: every poll of every waiter is a sighting); three for a new one.
-for sid, arrival, age in string.gmatch(ARGV[15] or '', '(%d+):(%d+):(%d+)') do
-  if redis.call('ZADD', K_PRESENT, 'GT', seen_at(age), sid) == 1 then
-    if redis.call('ZSCORE', K_ACTIVE, sid) then
-      redis.call('ZREM', K_PRESENT, sid)
-    else
-      redis.call('ZADD', K_ARRIVAL, 'NX', arrival, sid)
+
+-- What the node reports. Admissions first: they leave the line for the active set.
+local admitted, adm_args = {}, {}
+for sid, age in string.gmatch(ARGV[17] or '', '(%d+):(%d+)') do
+  admitted[#admitted + 1] = sid
+  adm_args[#adm_args + 1] = seen_at(age)
+  adm_args[#adm_args + 1] = sid
+end
+if #admitted > 0 then
+  variadic('ZADD', K_ACTIVE, adm_args, 'GT')
+  variadic('ZREM', K_PRESENT, admitted)
+  variadic('ZREM', K_ARRIVAL, admitted)
+end
+local act_args = {}
+for sid, age in string.gmatch(ARGV[16] or '', '(%d+):(%d+)') do
+  act_args[#act_args + 1] = seen_at(age)
+  act_args[#act_args + 1] = sid
+end
+variadic('ZADD', K_ACTIVE, act_args, 'GT')
+
+-- Waiters: a session already active (admitted here or on another node since it was seen
+-- waiting) never joins the line again. A waiter's arrival only moves later: a client whose
+-- place had gone (unseen for presence) comes back with a new one, at the tail.
+local w_sid, w_arrival, w_at = {}, {}, {}
+for sid, arrival, age in string.gmatch(ARGV[18] or '', '(%d+):(%d+):(%d+)') do
+  w_sid[#w_sid + 1] = sid
+  w_arrival[#w_arrival + 1] = arrival
+  w_at[#w_at + 1] = seen_at(age)
+end
+local full = 0
+if #w_sid > 0 then
+  local is_active = scores(K_ACTIVE, w_sid)
+  local in_line = scores(K_ARRIVAL, w_sid)
+  local queue_len = redis.call('ZCARD', K_ARRIVAL)
+  local pres_args, line_args = {}, {}
+  for i = 1, #w_sid do
+    if not is_active[i] then
+      local room = in_line[i] or max_line == 0 or queue_len < max_line
+      if room then
+        if not in_line[i] then queue_len = queue_len + 1 end
+        pres_args[#pres_args + 1] = w_at[i]
+        pres_args[#pres_args + 1] = w_sid[i]
+        line_args[#line_args + 1] = w_arrival[i]
+        line_args[#line_args + 1] = w_sid[i]
+      end
     end
   end
+  variadic('ZADD', K_PRESENT, pres_args, 'GT')
+  variadic('ZADD', K_ARRIVAL, line_args, 'GT')
 end
-for sid, age in string.gmatch(ARGV[13] or '', '(%d+):(%d+)') do
-  redis.call('ZADD', K_ACTIVE, 'GT', seen_at(age), sid)
+
+-- Waiters unseen for presence leave the line; sessions whose window ended free their places.
+local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', now - presence, 'LIMIT', 0, EXPIRE_STEP)
+if #old > 0 then
+  variadic('ZREM', K_PRESENT, old)
+  variadic('ZREM', K_ARRIVAL, old)
 end
-for sid, age in string.gmatch(ARGV[14] or '', '(%d+):(%d+)') do
-  redis.call('ZADD', K_ACTIVE, 'GT', seen_at(age), sid)
-  redis.call('ZREM', K_PRESENT, sid)
-  redis.call('ZREM', K_ARRIVAL, sid)
-end
-expire(K_PRESENT, now - presence)
 redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', now - active_window)
 
--- The live nodes; a silent one is dropped and its reservations released.
-local nodes, polls = 0, 0
-local all = redis.call('HGETALL', K_FLEET)
-for i = 1, #all, 2 do
-  local f = all[i]
-  if string.sub(f, 1, 2) == 'n:' and f ~= field then
-    local e = read_node(all[i + 1])
-    if not e or now - e.seen > stale then
-      if e then reserved = reserved - e.grant - e.draws end
-      redis.call('HDEL', K_FLEET, f)
-    else
-      nodes = nodes + 1
-      polls = polls + e.polls
-    end
-  end
-end
-nodes = nodes + 1
+local reserved, others, polls = census()
+local nodes = others + 1
+me.seen = now
+me.polls = number(ARGV[15])
 polls = polls + me.polls
-reserved = math.max(reserved, 0)
 
 local active = redis.call('ZCARD', K_ACTIVE)
 local queue_len = redis.call('ZCARD', K_ARRIVAL)
+if max_line > 0 and queue_len >= max_line then full = 1 end
 
 -- Sessions whose active window ends soon (they were last seen that long ago): within the
 -- interval (their places free before the next picture) and within the horizon (how fast the
@@ -181,6 +258,14 @@ local since = now - active_window
 local expiring = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(since + interval))
 local leaving = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(since + horizon))
 
+-- The node's places: what it was given and drew became admissions it reports now, or were not
+-- used. A new interval releases them all and shares the free places out again; a second sync
+-- in the same interval (a reload's new leader, a retry) keeps what is left of them, so the
+-- node never loses its share.
+local left = math.max(me.grant + me.draws - #admitted, 0)
+me.draws = 0
+local free_now = math.max(max_active - active - reserved + expiring, 0)
+
 -- This interval's allocation: the free places (with those that free within the interval: a
 -- place is shared out as its session's window ends, not an interval later), shared out by each
 -- node's part of the waiting polls (Cloudflare: its share of the traffic). The first node to
@@ -188,7 +273,6 @@ local leaving = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(since + hori
 -- freed (grants of the last interval they did not use), so places held by a report not yet in
 -- are not lost for long.
 local win = number(redis.call('HGET', K_FLEET, 'win'))
-local free_now = math.max(max_active - active - reserved + expiring, 0)
 local free_w, polls_w, given_w
 if win ~= window then
   free_w, polls_w, given_w = free_now, polls, 0
@@ -198,7 +282,7 @@ else
   given_w = number(redis.call('HGET', K_FLEET, 'given'))
   free_w = math.max(free_w, free_now + given_w)
 end
-local quota = 0
+local quota
 if me.alloc ~= window then
   local share
   if polls_w > 0 then share = me.polls / polls_w else share = 1 / nodes end
@@ -206,11 +290,12 @@ if me.alloc ~= window then
   quota = math.floor(millionths / 1000000)
   me.carry = millionths - quota * 1000000
   quota = math.max(math.min(quota, free_now), 0)
-  reserved = reserved + quota
   given_w = given_w + quota
-  me.grant = quota
   me.alloc = window
+else
+  quota = math.min(left, free_now)
 end
+me.grant = quota
 redis.call('HSET', K_FLEET, 'win', digits(window), 'free', digits(free_w), 'polls',
   digits(polls_w), 'given', digits(given_w))
 
@@ -227,7 +312,7 @@ else
 end
 
 save()
-local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving}
+local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full}
 -- Samples of the line (rank, arrival): every rank at the head, then spaced evenly so that
 -- the rest reach the tail.
 local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / (SAMPLES - FIRST_RANKS)))

@@ -37,7 +37,7 @@ impl FleetScript {
         crate::redis::load_command_of(FLEET_SCRIPT)
     }
 
-    fn head(&self, form: Form, op: &str, node_id: u64, window: u64, now: u64) -> ::redis::Cmd {
+    fn head(&self, form: Form, op: &str, f: Fence, now: u64) -> ::redis::Cmd {
         let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
         let c = &self.cfg;
         cmd.arg(4)
@@ -46,8 +46,8 @@ impl FleetScript {
             .arg(&self.keys[2])
             .arg(&self.keys[3])
             .arg(op)
-            .arg(node_id)
-            .arg(window)
+            .arg(f.node_id)
+            .arg(f.window)
             .arg(now)
             .arg(c.max_active)
             .arg(c.active_window_ms)
@@ -55,22 +55,17 @@ impl FleetScript {
             .arg(c.stale_ms())
             .arg(c.key_ttl_ms())
             .arg(KEEP_PPM)
-            .arg(c.interval_ms);
+            .arg(c.interval_ms)
+            .arg(f.generation)
+            .arg(f.seq)
+            .arg(c.max_line);
         cmd
     }
 
     /// A sync; `now` 0 lets the script use the Redis server's clock (what nginx sends).
     /// Sightings go as their age at `node_now` (the node's clock), so the two clocks need not
     /// agree.
-    pub fn sync(
-        &self,
-        form: Form,
-        node_id: u64,
-        window: u64,
-        now: u64,
-        node_now: u64,
-        r: &Report,
-    ) -> Vec<u8> {
+    pub fn sync(&self, form: Form, f: Fence, now: u64, node_now: u64, r: &Report) -> Vec<u8> {
         use core::fmt::Write as _;
         let age = |at: u64| node_now.saturating_sub(at);
         let join = |v: &[Sighting]| {
@@ -84,7 +79,7 @@ impl FleetScript {
         for w in &r.waiters {
             let _ = write!(waiters, "{}:{}:{} ", w.sid, w.arrival, age(w.at));
         }
-        let mut cmd = self.head(form, "sync", node_id, window, now);
+        let mut cmd = self.head(form, "sync", f, now);
         cmd.arg(r.polls)
             .arg(join(&r.active))
             .arg(join(&r.admitted))
@@ -92,19 +87,27 @@ impl FleetScript {
         cmd.get_packed_command()
     }
 
-    /// A draw of up to `want` places from the pool.
-    pub fn draw(&self, form: Form, node_id: u64, window: u64, now: u64, want: u64) -> Vec<u8> {
-        self.head(form, "draw", node_id, window, now)
+    /// A draw of up to `want` places from the pool (`f.seq`: the node's last sync sent).
+    pub fn draw(&self, form: Form, f: Fence, now: u64, want: u64) -> Vec<u8> {
+        self.head(form, "draw", f, now)
             .arg(want)
             .get_packed_command()
     }
 }
 
 /// Integers before the samples in a sync's reply.
-const HEAD: usize = 9;
+const HEAD: usize = 10;
+
+/// What a sync got back: the fleet's picture, or word that the script took a newer sync of
+/// this node already (this one changed nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncAnswer {
+    Picture(RoomPicture),
+    Stale,
+}
 
 /// The script's answer to a sync, checked.
-pub fn picture_reply(v: &Value) -> Result<RoomPicture, ReplyError> {
+pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
     if let Some(e) = v.error_text() {
         return Err(if e.starts_with("NOSCRIPT") {
             ReplyError::NoScript
@@ -115,6 +118,9 @@ pub fn picture_reply(v: &Value) -> Result<RoomPicture, ReplyError> {
     let Value::Array(items) = v else {
         return Err(ReplyError::Shape("expected an array"));
     };
+    if let [Value::Int(-1)] = items.as_slice() {
+        return Ok(SyncAnswer::Stale);
+    }
     if items.len() < HEAD
         || (items.len() - HEAD) % 2 == 1
         || items.len() > HEAD + 2 * (MAX_SAMPLES + 1)
@@ -148,7 +154,7 @@ pub fn picture_reply(v: &Value) -> Result<RoomPicture, ReplyError> {
         i += 2;
     }
     samples.truncate(MAX_SAMPLES);
-    Ok(RoomPicture {
+    Ok(SyncAnswer::Picture(RoomPicture {
         fleet_active: n(0)?,
         queue_len: n(1)?,
         cursor,
@@ -158,15 +164,39 @@ pub fn picture_reply(v: &Value) -> Result<RoomPicture, ReplyError> {
         free: n(6)?,
         expiring: n(7)?,
         leaving: n(8)?,
+        full: n(9)? != 0,
         samples,
-    })
+    }))
 }
 
-/// The script's answer to a draw: how many places were granted.
-pub fn draw_reply(v: &Value) -> Result<u64, ReplyError> {
-    let x = crate::redis::ints(v, 2)?;
-    match x.first() {
-        Some(&n) => count(n),
-        None => Err(ReplyError::Shape("bad draw answer")),
+/// The script's answer to a draw: how many places were granted, and the sequence of the
+/// node's last sync the script had run then (the places count only if the node sent none
+/// since).
+pub fn draw_reply(v: &Value) -> Result<Drawn, ReplyError> {
+    let x = crate::redis::ints(v, 3)?;
+    match (x.first(), x.get(2)) {
+        (Some(&n), Some(&seq)) => Ok(Drawn {
+            granted: count(n)?,
+            seq: count(seq)?,
+        }),
+        _ => Err(ReplyError::Shape("bad draw answer")),
     }
+}
+
+/// A pool draw's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drawn {
+    pub granted: u64,
+    pub seq: u64,
+}
+
+/// Who sends a call, and when: the node, its configuration's generation, the interval's window
+/// and the node's sync sequence. The script ignores a sync that is not newer than the last it
+/// took from the node, and a draw sent before that sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    pub node_id: u64,
+    pub generation: u32,
+    pub window: u64,
+    pub seq: u64,
 }

@@ -9,7 +9,27 @@ fn cfg() -> FleetConfig {
         max_active: 10,
         active_window_ms: 60_000,
         presence_ms: 20_000,
+        max_line: 0,
     }
+}
+
+/// A waiter holding its place since `arrival`.
+fn w(sid: u64, arrival: u64) -> Waiter {
+    Waiter {
+        sid,
+        arrival,
+        new_place: false,
+    }
+}
+
+/// The node's next picture (the answer to its last sync).
+fn show(n: &mut FleetNode, p: &RoomPicture, now: u64) {
+    assert!(n.apply(p, n.seq(), now));
+}
+
+/// A draw's answer after the node's last sync.
+fn got(granted: u64) -> Option<Drawn> {
+    Some(Drawn { granted, seq: 0 })
 }
 
 struct Mem(Vec<u64>);
@@ -30,8 +50,9 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    assert_eq!(n.visit(1, 100, 1000, &c), FleetVerdict::Unknown);
-    n.apply(
+    assert_eq!(n.visit(w(1, 100), 1000, &c), FleetVerdict::Unknown);
+    show(
+        &mut n,
         &RoomPicture {
             fleet_active: 8,
             queue_len: 3,
@@ -42,6 +63,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             free: 2,
             expiring: 0,
             leaving: 0,
+            full: false,
             samples: vec![
                 Sample {
                     rank: 0,
@@ -60,10 +82,10 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
         1001,
     );
     // Arrived at or before the cursor, with quota: in.
-    assert_eq!(n.visit(1, 100, 1100, &c), FleetVerdict::Admit);
+    assert_eq!(n.visit(w(1, 100), 1100, &c), FleetVerdict::Admit);
     // The quota is used up: come back in a moment; the node asks the pool meanwhile.
     assert_eq!(
-        n.visit(2, 200, 1100, &c),
+        n.visit(w(2, 200), 1100, &c),
         FleetVerdict::Wait {
             position: 2,
             queue_len: 3,
@@ -73,29 +95,29 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     assert_eq!(n.take_draw(1100, &c), Some(1));
     // One draw in flight at a time.
     assert!(matches!(
-        n.visit(2, 200, 1150, &c),
+        n.visit(w(2, 200), 1150, &c),
         FleetVerdict::Wait { .. }
     ));
     assert_eq!(n.take_draw(1150, &c), None);
     // Granted: the next one whose turn it is walks in.
-    n.drawn(1, Some(1));
-    assert_eq!(n.visit(2, 200, 1200, &c), FleetVerdict::Admit);
+    n.drawn(1, got(1));
+    assert_eq!(n.visit(w(2, 200), 1200, &c), FleetVerdict::Admit);
     // Two were turned away since (at 1150 and now): two places asked for.
     assert!(matches!(
-        n.visit(5, 150, 1210, &c),
+        n.visit(w(5, 150), 1210, &c),
         FleetVerdict::Wait { .. }
     ));
     assert_eq!(n.take_draw(1210, &c), Some(2));
     // The pool is empty: no more draws this interval.
-    n.drawn(2, Some(0));
+    n.drawn(2, got(0));
     assert!(matches!(
-        n.visit(5, 150, 1220, &c),
+        n.visit(w(5, 150), 1220, &c),
         FleetVerdict::Wait { .. }
     ));
     assert_eq!(n.take_draw(1220, &c), None);
     // Younger than the cursor: waits, at its place in the fleet's line.
     assert!(matches!(
-        n.visit(3, 300, 1100, &c),
+        n.visit(w(3, 300), 1100, &c),
         FleetVerdict::Wait {
             position: 3,
             queue_len: 3,
@@ -103,7 +125,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
         }
     ));
     assert!(matches!(
-        n.visit(4, 900, 1100, &c),
+        n.visit(w(4, 900), 1100, &c),
         FleetVerdict::Wait { position: 4, .. }
     ));
     let r = n.take_report();
@@ -136,7 +158,8 @@ fn places_drawn_for_those_turned_away_are_theirs() {
     let mut n = node(&mut mem);
     let c = cfg();
     // Nobody waits anywhere: everyone may come in, as far as the share goes.
-    n.apply(
+    show(
+        &mut n,
         &RoomPicture {
             fleet_active: 0,
             queue_len: 0,
@@ -147,44 +170,45 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             free: 2,
             expiring: 0,
             leaving: 0,
+            full: false,
             samples: vec![],
         },
         1001,
     );
-    assert_eq!(n.visit(1, 1010, 1010, &c), FleetVerdict::Admit);
+    assert_eq!(n.visit(w(1, 1010), 1010, &c), FleetVerdict::Admit);
     // The share is used up: B is turned away for a moment, and a place drawn for it.
     assert!(matches!(
-        n.visit(2, 1020, 1020, &c),
+        n.visit(w(2, 1020), 1020, &c),
         FleetVerdict::Wait { .. }
     ));
     assert_eq!(n.take_draw(1020, &c), Some(1));
-    n.drawn(1, Some(1));
+    n.drawn(1, got(1));
     // C, who came after B, does not take B's place ...
     assert!(matches!(
-        n.visit(3, 1030, 1030, &c),
+        n.visit(w(3, 1030), 1030, &c),
         FleetVerdict::Wait { .. }
     ));
     // ... which B finds when it comes back.
-    assert_eq!(n.visit(2, 1020, 1500, &c), FleetVerdict::Admit);
+    assert_eq!(n.visit(w(2, 1020), 1500, &c), FleetVerdict::Admit);
     // D, who came before B, is turned away: its request waits for the draw and claims
     // the place it brought.
     assert!(matches!(
-        n.visit(4, 1005, 1510, &c),
+        n.visit(w(4, 1005), 1510, &c),
         FleetVerdict::Wait {
             eta_secs: Some(0),
             ..
         }
     ));
     assert_eq!(n.take_draw(1510, &c), Some(1));
-    n.drawn(1, Some(1));
+    n.drawn(1, got(1));
     assert_eq!(n.claim(4, 1005, 1512, &c), FleetVerdict::Admit);
     // The pool had nothing for E (who came before D): it waits, by its place in the line.
     assert!(matches!(
-        n.visit(5, 1002, 1520, &c),
+        n.visit(w(5, 1002), 1520, &c),
         FleetVerdict::Wait { .. }
     ));
     assert_eq!(n.take_draw(1520, &c), Some(1));
-    n.drawn(1, Some(0));
+    n.drawn(1, got(0));
     assert!(matches!(
         n.claim(5, 1002, 1522, &c),
         FleetVerdict::Wait { .. }
@@ -221,7 +245,8 @@ fn sessions_are_reported_once_an_interval() {
 fn positions_interpolate_between_samples() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
-    n.apply(
+    show(
+        &mut n,
         &RoomPicture {
             queue_len: 1000,
             cursor: 0,
@@ -259,7 +284,8 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     let c = cfg();
     let sample = |rank, arrival| Sample { rank, arrival };
     // A line of 100 who arrived from 10 s to 20 s; 4 sessions leave an interval.
-    n.apply(
+    show(
+        &mut n,
         &RoomPicture {
             cursor: 10_000,
             quota: 6,
@@ -279,7 +305,7 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
         2000,
     );
     assert!(matches!(
-        n.visit(7, 12_000, 2100, &c),
+        n.visit(w(7, 12_000), 2100, &c),
         FleetVerdict::Wait { position: 21, .. }
     ));
     // No picture at 3 s: this node's half of the 4 leaving; the cursor 4 places on.
@@ -288,7 +314,7 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     assert_eq!(n.hdr.cursor, 10_400);
     // Positions move up as the fleet is thought to let people in.
     assert!(matches!(
-        n.visit(7, 12_000, 3100, &c),
+        n.visit(w(7, 12_000), 3100, &c),
         FleetVerdict::Wait { position: 17, .. }
     ));
     n.age(4000, &c);
@@ -298,7 +324,7 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     assert_eq!(n.hdr.cursor, 11_200);
     // The same window is aged once.
     let left = n.snapshot(0).quota_left;
-    n.visit(1, 1, 30_100, &c);
+    n.visit(w(1, 1), 30_100, &c);
     n.age(30_200, &c);
     assert_eq!(n.snapshot(0).quota_left, left - 1);
     // Past the end of the picture's line: everyone who came until now.
@@ -307,7 +333,8 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     }
     assert_eq!(n.hdr.cursor, 79_000);
     // Fractions of a place are carried: 3 leaving, 2 nodes: 1, 2, 1, 2...
-    n.apply(
+    show(
+        &mut n,
         &RoomPicture {
             cursor: 0,
             nodes: 2,
@@ -330,7 +357,8 @@ fn a_failed_sync_gives_its_report_back() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    n.apply(
+    show(
+        &mut n,
         &RoomPicture {
             cursor: u64::MAX,
             quota: 5,
@@ -340,11 +368,11 @@ fn a_failed_sync_gives_its_report_back() {
         },
         1000,
     );
-    assert_eq!(n.visit(1, 10, 1100, &c), FleetVerdict::Admit);
+    assert_eq!(n.visit(w(1, 10), 1100, &c), FleetVerdict::Admit);
     let r = n.take_report();
     // The sync released the rest of the share: nothing more until the next picture.
     assert!(matches!(
-        n.visit(2, 20, 1200, &c),
+        n.visit(w(2, 20), 1200, &c),
         FleetVerdict::Wait {
             eta_secs: Some(0),
             ..
@@ -372,15 +400,27 @@ fn the_head_of_the_line_comes_back_sooner() {
 #[test]
 fn replies_are_checked() {
     let arr = |x: &[i64]| Value::Array(x.iter().map(|&i| Value::Int(i)).collect());
-    let p = picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 0, 10, 4, 30])).unwrap();
+    let Ok(SyncAnswer::Picture(p)) =
+        picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 0, 10, 4, 30]))
+    else {
+        panic!("not a picture");
+    };
     assert_eq!((p.cursor, p.quota, p.nodes, p.free), (u64::MAX, 2, 3, 4));
-    assert_eq!((p.expiring, p.leaving), (1, 2));
+    assert_eq!((p.expiring, p.leaving, p.full), (1, 2, true));
     assert_eq!(p.samples.len(), 2);
+    assert_eq!(picture_reply(&arr(&[-1])), Ok(SyncAnswer::Stale));
     assert!(picture_reply(&arr(&[1, 2, 3])).is_err());
-    assert!(picture_reply(&arr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10])).is_err());
-    assert!(picture_reply(&arr(&[-1, 2, 3, 4, 5, 6, 7, 8, 9])).is_err());
+    assert!(picture_reply(&arr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])).is_err());
+    assert!(picture_reply(&arr(&[-1, 2, 3, 4, 5, 6, 7, 8, 9, 0])).is_err());
     assert!(picture_reply(&Value::Error(b"NOSCRIPT x".to_vec())).is_err());
-    assert_eq!(draw_reply(&arr(&[3, 9])), Ok(3));
-    assert_eq!(draw_reply(&arr(&[0, 9])), Ok(0));
-    assert!(draw_reply(&arr(&[-2, 9])).is_err());
+    assert_eq!(
+        draw_reply(&arr(&[3, 9, 4])),
+        Ok(Drawn { granted: 3, seq: 4 })
+    );
+    assert_eq!(
+        draw_reply(&arr(&[0, 9, 0])),
+        Ok(Drawn { granted: 0, seq: 0 })
+    );
+    assert!(draw_reply(&arr(&[-2, 9, 1])).is_err());
+    assert!(draw_reply(&arr(&[2, 9])).is_err());
 }
