@@ -78,7 +78,7 @@ impl Ticker {
     }
 }
 
-fn shutting_down() -> bool {
+pub fn shutting_down() -> bool {
     // SAFETY: plain globals of the worker, read on its only thread.
     unsafe { ngx_exiting != 0 || ngx_quit != 0 || ngx_terminate != 0 }
 }

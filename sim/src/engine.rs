@@ -17,7 +17,7 @@
 
 use smart_limit_core::fleet::FleetModel;
 use smart_limit_core::fleet::{refresh_secs, FleetConfig, FleetNode, FleetSnapshot, FleetVerdict};
-use smart_limit_core::fleet::{Fence, SyncAnswer, Waiter};
+use smart_limit_core::fleet::{Fence, SyncAnswer, Waiter, MAX_SYNCS_PER_INTERVAL};
 use smart_limit_core::util::fenwick;
 use smart_limit_core::util::time::window_end;
 
@@ -301,19 +301,29 @@ impl Engine {
                 node.age(now, &self.cfg);
                 self.out.failed_syncs += 1;
             } else {
-                let fence = node.next_sync(now, 1, &self.cfg);
-                self.out.reported_waiters += report.waiters.len() as u64;
-                self.out.reported_active += (report.active.len() + report.admitted.len()) as u64;
-                let SyncAnswer::Picture(picture) = self.model.sync(fence, now, &report) else {
-                    // Cannot happen: one sync per node at a time, in order.
-                    node.give_back(&report);
-                    continue;
-                };
-                node.apply(&picture, fence.seq, now);
-                free = picture.free;
-                granted += picture.quota;
-                cursor = Some(picture.cursor);
-                self.out.syncs += 1;
+                // As the module's leader does: while a capped report left sightings behind,
+                // the next sync follows at once (a few per interval at most).
+                let mut report = report;
+                for n in 1..=MAX_SYNCS_PER_INTERVAL {
+                    let fence = node.next_sync(now, 1, &self.cfg);
+                    self.out.reported_waiters += report.waiters.len() as u64;
+                    self.out.reported_active +=
+                        (report.active.len() + report.admitted.len()) as u64;
+                    let SyncAnswer::Picture(picture) = self.model.sync(fence, now, &report) else {
+                        // Cannot happen: one sync per node at a time, in order.
+                        node.give_back(&report);
+                        break;
+                    };
+                    node.apply(&picture, fence.seq, now);
+                    free = picture.free;
+                    granted += picture.quota;
+                    cursor = Some(picture.cursor);
+                    self.out.syncs += 1;
+                    if !node.backlog() || n == MAX_SYNCS_PER_INTERVAL {
+                        break;
+                    }
+                    report = node.take_report();
+                }
             }
         }
         let eligible = cursor.map_or(0, |cur| {

@@ -29,6 +29,7 @@ use core::time::Duration;
 
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
+use smart_limit_core::fleet::MAX_SYNCS_PER_INTERVAL;
 use smart_limit_core::fleet::{
     draw_reply, picture_reply, Drawn, Fence, FleetConfig, FleetNode, FleetScript, FleetSnapshot,
     FleetVerdict, RoomPicture, SyncAnswer, Waiter,
@@ -59,6 +60,8 @@ pub struct FleetStore {
     ticker: Ticker,
     /// Per worker: a sync is waiting for its reply.
     in_flight: Cell<bool>,
+    /// Per worker: syncs sent since the last tick (a capped report's rest follows at once).
+    syncs_this_tick: Cell<u32>,
     /// The generation of this configuration (set at zone init): a reload's workers take the
     /// sync over from the previous ones.
     pub generation: Cell<u32>,
@@ -96,6 +99,7 @@ impl FleetStore {
             cfg,
             ticker: Ticker::default(),
             in_flight: Cell::new(false),
+            syncs_this_tick: Cell::new(0),
             generation: Cell::new(1),
             problems: LogThrottle::default(),
         })
@@ -319,10 +323,11 @@ impl Zone {
     /// The fleet's picture came back for the sync of `seq`: the node decides by it (unless a
     /// newer sync was sent meanwhile), and its metrics show the fleet's line and active
     /// sessions.
-    fn apply_picture(&self, p: &RoomPicture, seq: u64, now: u64) {
-        let _ = self.shm.with_fleet(|room, node| {
+    /// True when the node's batches still hold sightings for another sync.
+    fn apply_picture(&self, p: &RoomPicture, seq: u64, now: u64) -> bool {
+        let applied = self.shm.with_fleet(|room, node| {
             if !node.apply(p, seq, now) {
-                return;
+                return false;
             }
             room.mirror_remote(
                 &Mirror {
@@ -333,7 +338,9 @@ impl Zone {
                 },
                 now,
             );
+            node.backlog()
         });
+        applied.unwrap_or(false)
     }
 }
 
@@ -444,20 +451,35 @@ fn on_tick(owner: *const c_void, shutting_down: bool) {
 fn tick(zone: &'static Zone, fs: &'static FleetStore) {
     let now = now_ms();
     let cfg = fs.cfg;
-    let job = zone.shm.with_fleet(|_, node| {
+    let leads = zone.shm.with_fleet(|_, node| {
         if !node.leadership().lead(fs.me(), now, cfg.stale_ms()) || fs.in_flight.get() {
-            return None;
+            return false;
         }
         if !fs.client.available(now) {
             // Backing off after a failure (the client logged it): the picture ages.
             node.age(now, &cfg);
-            return None;
+            return false;
         }
+        true
+    });
+    if matches!(leads, Ok(true)) {
+        fs.syncs_this_tick.set(1);
+        send_sync(zone, fs, now);
+    }
+}
+
+/// Sends the node's report (at most [`smart_limit_core::fleet::REPORT_CAP`] sightings) and
+/// applies the picture that comes back; while a capped report left sightings in the batch,
+/// the next sync follows at once (up to [`MAX_SYNCS_PER_INTERVAL`] an interval), so a long
+/// line's sightings keep up while no script call grows long.
+fn send_sync(zone: &'static Zone, fs: &'static FleetStore, now: u64) {
+    let cfg = fs.cfg;
+    let job = zone.shm.with_fleet(|_, node| {
         let report = node.take_report();
         let fence = node.next_sync(now, fs.generation.get(), &cfg);
-        Some((fence, report))
+        (fence, report)
     });
-    let Ok(Some((fence, report))) = job else {
+    let Ok((fence, report)) = job else {
         return;
     };
     fs.in_flight.set(true);
@@ -477,7 +499,12 @@ fn tick(zone: &'static Zone, fs: &'static FleetStore) {
         match answer {
             Ok(SyncAnswer::Picture(p)) => {
                 fs.client.reply_was_good();
-                zone.apply_picture(&p, fence.seq, now);
+                let more = zone.apply_picture(&p, fence.seq, now);
+                let n = fs.syncs_this_tick.get();
+                if more && n < MAX_SYNCS_PER_INTERVAL && !crate::ticker::shutting_down() {
+                    fs.syncs_this_tick.set(n + 1);
+                    send_sync(zone, fs, now);
+                }
             }
             // The script had taken a newer sync of this node (one sent by another worker
             // while this one stalled): this report never counted, it goes with the next.

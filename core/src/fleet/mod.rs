@@ -60,10 +60,14 @@ pub const MAX_SAMPLES: usize = 128;
 pub const KEEP_PPM: u64 = 800_000;
 /// A node unheard of for this many intervals is dropped (its grants released).
 pub const STALE_INTERVALS: u64 = 3;
-/// Most sightings of each kind one sync carries (the rest wait in the batch for the next):
-/// the script's work per call stays bounded (under 2 ms with 100,000 waiting, measured by
-/// t/273-sync-bounded.t with SLOWLOG) whatever the node kept, e.g. after an outage.
-pub const REPORT_CAP: usize = 1000;
+/// Most sightings one sync carries (admissions first, then active sessions, then waiters; the
+/// rest wait in the batch): the script's work per call stays bounded whatever the node kept
+/// (after an outage, with a long line). About 2-4 us of script time each; t/273-sync-bounded.t
+/// holds every call under 2 ms (SLOWLOG) with 100,000 waiting.
+pub const REPORT_CAP: usize = 400;
+/// Syncs a leader sends in one interval at most: the first, then more at once while its batch
+/// holds what a capped sync left (a long line's sightings keep up, each call stays short).
+pub const MAX_SYNCS_PER_INTERVAL: u32 = 16;
 
 /// What a sync needs to know of the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,13 +229,14 @@ pub struct FleetNode<'m> {
 #[error("zone memory does not hold a synced room of this module's layout")]
 pub struct NotAFleetNode;
 
-/// How soon a waiting client should come back: a client whose turn is expected before its
-/// configured refresh comes back at that time (never sooner than an interval, nor 1 s), so the
-/// head of the line is there when places free and the fleet fills them in order.
+/// How soon a waiting client should come back: a client whose turn is expected within three
+/// of its configured refreshes comes back at a third of that time (a wave of departures moves
+/// the line faster than the last picture saw; the head must be there when places free, or they
+/// stay empty), never sooner than an interval, nor 1 s.
 pub fn refresh_secs(configured: u64, eta_secs: Option<u64>, interval_ms: u64) -> u64 {
     let floor = interval_ms.div_ceil(1000).max(1);
     match eta_secs {
-        Some(eta) if eta < configured => eta.max(floor).min(configured),
+        Some(eta) if eta < configured.saturating_mul(3) => (eta / 3).max(floor).min(configured),
         _ => configured,
     }
 }

@@ -18,6 +18,8 @@ use crate::util::fenwick;
 /// trimmed whole).
 const EXPIRE_STEP: usize = 1000;
 const FIRST_RANKS: u64 = 32;
+/// The cursor's band: up to this many times the waiters the free places take.
+const BAND: u64 = 2;
 const SAMPLES: u64 = 96;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -287,7 +289,11 @@ impl FleetModel {
         let (reserved, others, polls) = self.census(f.node_id, now);
         let nodes = others + 1;
         me.seen = now;
-        me.polls = r.polls;
+        me.polls = if me.alloc == f.window {
+            me.polls + r.polls
+        } else {
+            r.polls
+        };
         let polls = polls + me.polls;
         let active = self.active.len();
         let queue_len = self.queue_len;
@@ -332,7 +338,7 @@ impl FleetModel {
         } else if places as u64 >= queue_len {
             u64::MAX
         } else {
-            self.at_rank(places as u64 - 1).unwrap_or(0)
+            self.cursor(places as u64, queue_len)
         };
         self.nodes.insert(f.node_id, me);
         SyncAnswer::Picture(RoomPicture {
@@ -348,6 +354,18 @@ impl FleetModel {
             full,
             samples: self.samples(queue_len),
         })
+    }
+
+    /// The script's cursor for `places` free places (fewer than the line): the arrival of the
+    /// last waiter they take, or further, up to twice as many waiters, as long as those arrived
+    /// within an interval of the head of the line. The places then fill as fast as that band
+    /// polls, not as fast as its slowest client does, and nobody is let in ahead of someone
+    /// who came more than an interval earlier.
+    fn cursor(&self, places: u64, queue_len: u64) -> u64 {
+        let rightful = self.at_rank(places - 1).unwrap_or(0);
+        let band = self.at_rank(places.saturating_mul(BAND).min(queue_len) - 1).unwrap_or(0);
+        let head = self.at_rank(0).unwrap_or(0);
+        rightful.max(band.min(head.saturating_add(self.cfg.interval_ms)))
     }
 
     /// Samples of the line: every rank at the head, then spaced evenly so that the rest reach

@@ -9,32 +9,44 @@ use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture};
 use crate::util::time::window_end;
 
 impl<'m> FleetNode<'m> {
-    /// The node's report since the last sync, at most [`REPORT_CAP`] sightings of each kind
-    /// (the newest; the rest wait for the next sync).
+    /// The node's report since the last sync, at most [`REPORT_CAP`] sightings: admissions
+    /// first (they free the line and hold the fleet's places), then active sessions, then
+    /// waiters; the newest of each, the rest wait for the next sync ([`FleetNode::backlog`]).
     pub fn take_report(&mut self) -> Report {
-        /// The last `REPORT_CAP` entries of the batch's live part; the others stay where they
-        /// are (so the sent table's slots still point at them).
-        fn take<T: Copy>(v: &[T], n: &mut u64) -> Vec<T> {
+        /// The last `cap` entries of the batch's live part; the others stay where they are
+        /// (so the sent table's slots still point at them).
+        fn take<T: Copy>(v: &[T], n: &mut u64, cap: &mut usize) -> Vec<T> {
             let end = (*n as usize).min(v.len());
-            let start = end.saturating_sub(REPORT_CAP);
+            let start = end.saturating_sub(*cap);
             *n = start as u64;
+            *cap -= end - start;
             v.get(start..end).unwrap_or_default().to_vec()
         }
         let h = &mut *self.hdr;
+        let mut cap = REPORT_CAP;
+        let admitted = take(self.admitted, &mut h.n_admitted, &mut cap);
+        let active = take(self.active, &mut h.n_active, &mut cap);
+        let waiters = take(self.waiters, &mut h.n_waiters, &mut cap);
         let r = Report {
             polls: core::mem::take(&mut h.polls),
-            active: take(self.active, &mut h.n_active),
-            admitted: take(self.admitted, &mut h.n_admitted),
-            waiters: take(self.waiters, &mut h.n_waiters),
+            active,
+            admitted,
+            waiters,
         };
         // The sync releases what is left of this node's places (the report says what it used):
         // none is spent until the picture brings the next share.
         h.quota_left = 0;
-        if h.n_active == 0 && h.n_admitted == 0 && h.n_waiters == 0 {
+        if !self.backlog() {
             // Entries of the sent table no longer point into the batches.
+            let h = &mut *self.hdr;
             h.batch_seq = h.batch_seq.wrapping_add(1) % u32::MAX;
         }
         r
+    }
+
+    /// Sightings a capped report left in the batches (another sync should follow soon).
+    pub fn backlog(&self) -> bool {
+        self.hdr.n_active + self.hdr.n_admitted + self.hdr.n_waiters > 0
     }
 
     /// A report whose sync failed goes back into the batches (as far as they have room), so

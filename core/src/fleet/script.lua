@@ -76,6 +76,8 @@ local EXPIRE_STEP = 1000
 local CHUNK = 500
 -- Samples of the line returned for positions: the first ranks one by one, then spaced out.
 local FIRST_RANKS, SAMPLES = 32, 96
+-- The cursor's band: up to this many times the waiters the free places take.
+local BAND = 2
 
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
@@ -243,7 +245,13 @@ redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', now - active_window)
 local reserved, others, polls = census()
 local nodes = others + 1
 me.seen = now
-me.polls = number(ARGV[15])
+-- The polls since the last sync weigh this node's share of the next interval; a later sync in
+-- the same interval (a capped report's rest, a reload) adds to them.
+if me.alloc == window then
+  me.polls = me.polls + number(ARGV[15])
+else
+  me.polls = number(ARGV[15])
+end
 polls = polls + me.polls
 
 local active = redis.call('ZCARD', K_ACTIVE)
@@ -299,16 +307,25 @@ me.grant = quota
 redis.call('HSET', K_FLEET, 'win', digits(window), 'free', digits(free_w), 'polls',
   digits(polls_w), 'given', digits(given_w))
 
--- The cursor: waiters who arrived no later than it are among the oldest the free places (and
--- those that free within the interval) can take, so they may be admitted wherever they poll.
+-- The cursor: waiters who arrived no later than it may be admitted wherever they poll: the
+-- oldest the free places (and those that free within the interval) can take, and beyond them
+-- up to BAND times as many, as long as those arrived within an interval of the head of the
+-- line. The places then fill as fast as that band polls, not as fast as its slowest client
+-- (or one who left) does, and nobody is let in ahead of someone who came more than an
+-- interval earlier.
 local places = max_active - active + expiring
 local cursor
+local function arrival_at(rank)
+  return tonumber(redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')[2]) or 0
+end
 if places <= 0 then
   cursor = 0
 elseif places >= queue_len then
   cursor = -1
 else
-  cursor = tonumber(redis.call('ZRANGE', K_ARRIVAL, places - 1, places - 1, 'WITHSCORES')[2])
+  local rightful = arrival_at(places - 1)
+  local band = arrival_at(math.min(places * BAND, queue_len) - 1)
+  cursor = math.max(rightful, math.min(band, arrival_at(0) + interval))
 end
 
 save()

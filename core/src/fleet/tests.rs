@@ -390,8 +390,11 @@ fn a_failed_sync_gives_its_report_back() {
 #[test]
 fn the_head_of_the_line_comes_back_sooner() {
     assert_eq!(refresh_secs(10, None, 1000), 10);
-    assert_eq!(refresh_secs(10, Some(30), 1000), 10);
-    assert_eq!(refresh_secs(10, Some(4), 1000), 4);
+    assert_eq!(refresh_secs(10, Some(40), 1000), 10);
+    // At a third of its expected wait (a wave of departures moves the line faster than the
+    // last picture saw), never sooner than an interval or a second.
+    assert_eq!(refresh_secs(10, Some(12), 1000), 4);
+    assert_eq!(refresh_secs(10, Some(4), 1000), 1);
     assert_eq!(refresh_secs(10, Some(0), 1000), 1);
     assert_eq!(refresh_secs(10, Some(0), 2500), 3);
     assert_eq!(refresh_secs(2, Some(0), 5000), 2);
@@ -423,4 +426,34 @@ fn replies_are_checked() {
     );
     assert!(draw_reply(&arr(&[-2, 9, 1])).is_err());
     assert!(draw_reply(&arr(&[2, 9])).is_err());
+}
+
+#[test]
+fn a_report_is_capped_and_the_rest_follows() {
+    let mut mem = Mem(vec![0; 1 << 16]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    for sid in 1..=700 {
+        n.visit(w(sid, 100 + sid), 1000 + sid, &c);
+    }
+    for sid in 1001..=900 + REPORT_CAP as u64 {
+        n.admit(sid, 2000);
+    }
+    // Admissions first, then waiters, REPORT_CAP in all.
+    let r = n.take_report();
+    assert_eq!(r.admitted.len(), REPORT_CAP - 100);
+    assert_eq!(r.waiters.len(), 100);
+    assert!(n.backlog());
+    // The rest comes with the next syncs, each waiter once.
+    let mut sids: Vec<u64> = r.waiters.iter().map(|w| w.sid).collect();
+    while n.backlog() {
+        let r = n.take_report();
+        assert!(r.waiters.len() <= REPORT_CAP);
+        sids.extend(r.waiters.iter().map(|w| w.sid));
+    }
+    sids.sort_unstable();
+    assert_eq!(sids, (1..=700).collect::<Vec<_>>());
+    // A waiter seen again after it was sent is not sent again before half presence.
+    n.visit(w(5, 105), 3000, &c);
+    assert!(!n.backlog());
 }
