@@ -79,7 +79,7 @@ redis ZCARD smart_limit:{shop}:line => /^17$/
 === TEST 3: every key has a TTL, carries the {room} hash tag, and the prefix is configurable
 --- redis
 --- http_config
-    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1 prefix=eu-1:sl;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1 prefix=eu-1:sl flood=1r/m;
 --- config
     location / { smart_limit shop; root html; }
 --- user_files
@@ -88,11 +88,15 @@ origin
 --- steps
 A GET / => 200
 B GET / => 503
-redis --scan => /\Aeu-1:sl:\{shop\}:(?:active|line|seen|state)\neu-1:sl:\{shop\}:(?:active|line|seen|state)\neu-1:sl:\{shop\}:(?:active|line|seen|state)\neu-1:sl:\{shop\}:(?:active|line|seen|state)\n\z/
+# The room's four keys, and the flood budget of the address A and B came from (flood=1r/m:
+# its TTL, two minutes after two places, outlives the test).
+redis --scan => /\A(?:eu-1:sl:\{shop\}:(?:active|line|seen|state|flood:[0-9a-f]{16})\n){5}\z/
+redis --scan --pattern eu-1:sl:{shop}:flood:* => /\Aeu-1:sl:\{shop\}:flood:[0-9a-f]{16}\n\z/
 redis PTTL eu-1:sl:{shop}:state => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:line => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:seen => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:active => /^[1-9]\d*$/
+sh redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'eu-1:sl:{shop}:flood:*' | xargs redis-cli -p $TEST_NGINX_REDIS_PORT PTTL => /\A[1-9]\d{4,}\n\z/
 --- error_log
 smart_limit_zone "shop" has store=redis but smart_limit_secret is not set
 

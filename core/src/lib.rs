@@ -14,7 +14,8 @@
 //! - [`ticket`], [`page`]: the sealed cookie and the waiting answer;
 //! - [`room`]: the line, positions, sessions, flood control and the rules;
 //! - [`redis`]: RESP, connection parameters, scripts, the central room in Redis;
-//! - [`fleet`], [`rate`]: the synced room and the fleet-wide rate, each met through Redis;
+//! - [`fleet`], [`rate`], [`flood`]: the synced room, the fleet-wide rate and the fleet's
+//!   flood budget, each met through Redis;
 //! - [`zone`]: the `smart_limit_zone` parameters (naming a store);
 //! - [`metrics`]: Prometheus text and the control JSON, from every snapshot.
 //!
@@ -43,6 +44,7 @@ macro_rules! panic_free {
 panic_free! {
     pub mod config;
     pub mod fleet;
+    pub mod flood;
     pub mod metrics;
     pub mod page;
     pub mod rate;

@@ -10,6 +10,7 @@ use support::{packed, start, Client};
 
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{self, Form, Script};
+use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Room, Verdict, Visit};
 
@@ -47,11 +48,23 @@ struct Twin<'m> {
 
 impl Twin<'_> {
     fn visit(&mut self, sid: u64, qnum: u64, draw: u32, now: u64) -> Verdict {
+        self.visit_from(sid, qnum, draw, None, now)
+    }
+
+    /// A visit that pays for a place from client key `flood_key`'s budget, when it has one.
+    fn visit_from(
+        &mut self,
+        sid: u64,
+        qnum: u64,
+        draw: u32,
+        flood_key: Option<u64>,
+        now: u64,
+    ) -> Verdict {
         let v = Visit {
             sid,
             qnum,
             draw,
-            flood_key: None,
+            flood_key,
             arrival: 0,
         };
         let expected = self.room.visit(v, now, &self.limits);
@@ -228,11 +241,13 @@ fn new_per_minute_counts_calendar_minutes() {
 }
 
 /// A long random run: clients arrive, poll, pass, go away, get revoked; the mode changes now
-/// and then. Every verdict must be the same in both stores.
-fn random_run(mode: Mode, seed: u64, steps: usize, port: u16) {
+/// and then. Every verdict must be the same in both stores. With `flood`, clients come from
+/// three addresses and pay for their places from their address's budget.
+fn random_run(mode: Mode, seed: u64, steps: usize, port: u16, flood: Option<Rate>) {
     let mut mem = Mem::new(1 << 20);
     let l = Limits {
         mode,
+        flood,
         ..limits(3, Some(8))
     };
     let mut t = twin(&mut mem, port, &format!("rnd{seed}"), l, T0);
@@ -252,7 +267,7 @@ fn random_run(mode: Mode, seed: u64, steps: usize, port: u16) {
         x % n
     };
     let mut now = T0;
-    let (mut admits, mut waits) = (0, 0);
+    let (mut admits, mut waits, mut throttled) = (0, 0, 0);
     for _ in 0..steps {
         now += rnd(2500);
         let i = rnd(clients.len() as u64) as usize;
@@ -295,24 +310,90 @@ fn random_run(mode: Mode, seed: u64, steps: usize, port: u16) {
                 }
                 Verdict::Refuse(_) | Verdict::Throttled { .. } => S::Waiting(q),
             },
-            _ => match t.visit(sid, 0, draw, now) {
+            _ => match t.visit_from(sid, 0, draw, Some(sid % 3 + 1), now) {
                 Verdict::Admit { .. } => S::Admitted(now),
                 Verdict::Wait(p) => S::Waiting(p.qnum),
-                Verdict::Refuse(_) | Verdict::Throttled { .. } => S::New,
+                Verdict::Refuse(_) => S::New,
+                Verdict::Throttled { .. } => {
+                    throttled += 1;
+                    S::New
+                }
             },
         };
     }
     // The run went through both paths many times (not a room that only queues).
     assert!(admits > 20 && waits > 200, "admits {admits}, waits {waits}");
+    // With flood control, the budgets were exhausted and refilled many times.
+    assert_eq!(flood.is_some(), throttled > 20, "throttled {throttled}");
 }
 
 #[test]
 fn random_runs_match_the_shm_room() {
     let Some(srv) = start() else { return };
     for seed in 1..=4 {
-        random_run(Mode::Fifo, seed, 3000, srv.port);
+        random_run(Mode::Fifo, seed, 3000, srv.port, None);
     }
-    random_run(Mode::Random, 7, 3000, srv.port);
+    random_run(Mode::Random, 7, 3000, srv.port, None);
+}
+
+#[test]
+fn random_runs_with_flood_control_match_the_shm_room() {
+    let Some(srv) = start() else { return };
+    for seed in 11..=13 {
+        random_run(
+            Mode::Fifo,
+            seed,
+            3000,
+            srv.port,
+            Some(Rate::per_sec(1.0 / 60.0, 2)),
+        );
+    }
+    random_run(
+        Mode::Random,
+        17,
+        3000,
+        srv.port,
+        Some(Rate::per_sec(1.0 / 30.0, 0)),
+    );
+}
+
+#[test]
+fn flood_control_matches_the_shm_room() {
+    let Some(srv) = start() else { return };
+    let mut mem = Mem::new(256 * 1024);
+    let l = Limits {
+        flood: Some(Rate::per_sec(1.0 / 60.0, 2)),
+        ..limits(1, None)
+    };
+    let mut t = twin(&mut mem, srv.port, "flood", l, T0);
+    let addr = Some(0x0a0b_0c0d);
+    // Walking in pays too: 1 + burst 2 places for the address, then throttled.
+    assert!(matches!(
+        t.visit_from(1, 0, 0, addr, T0),
+        Verdict::Admit { .. }
+    ));
+    let q2 = place(t.visit_from(2, 0, 0, addr, T0 + 1));
+    place(t.visit_from(3, 0, 0, addr, T0 + 2));
+    for (sid, at) in [(4, T0 + 3), (5, T0 + 10_000)] {
+        match t.visit_from(sid, 0, 0, addr, at) {
+            Verdict::Throttled { retry_ms, .. } => assert_eq!(retry_ms, 60_000 - (at - T0)),
+            other => panic!("expected throttled, got {other:?}"),
+        }
+    }
+    // A client that holds its place pays nothing, even with a key.
+    assert_eq!(place(t.visit_from(2, 0, 0, addr, T0 + 11_000)), q2);
+    // Another address is not slowed.
+    place(t.visit_from(6, 0, 0, Some(7), T0 + 12_000));
+    // A closed or open room takes no place, so nobody pays.
+    t.set_mode(Some(Mode::Reject));
+    t.visit_from(8, 0, 0, addr, T0 + 13_000);
+    t.set_mode(Some(Mode::Passthrough));
+    t.visit_from(9, 0, 0, addr, T0 + 14_000);
+    t.set_mode(None);
+    t.visit_from(10, 0, 0, addr, T0 + 15_000);
+    // The rate: a place an interval after the first one.
+    place(t.visit_from(11, 0, 0, addr, T0 + 60_000));
+    t.visit_from(12, 0, 0, addr, T0 + 60_001);
 }
 
 #[test]
@@ -324,9 +405,13 @@ fn every_key_has_a_ttl_and_one_hash_tag() {
     t.visit(2, 0, 0, T0);
     t.set_mode(Some(Mode::Fifo));
     t.pass(1, T0 + 1);
+    // A flood bucket is one more key (the twin's limits have no flood control: set it here).
+    t.script.limits.flood = Some(Rate::per_sec(1.0, 5));
+    t.limits.flood = t.script.limits.flood;
+    t.visit_from(3, 0, 0, Some(42), T0 + 2);
     let keys = t.redis.cmd(&packed(&["KEYS", "test:*"]));
     let Value::Array(keys) = keys else { panic!() };
-    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert_eq!(keys.len(), 5, "{keys:?}");
     for k in keys {
         let Value::Bulk(k) = k else { panic!() };
         let name = String::from_utf8(k).unwrap();

@@ -142,9 +142,15 @@ impl Zone {
         v: Visit,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
-        if let Some(throttled) = self.flood_refused(&v, now) {
-            return Answer::Now(Ok(throttled.into()));
-        }
+        // A flood key still there: the fleet's budget (Zone::fleet_flood_visit) could not be
+        // asked, so this node's pays, once (the rest of the visit carries no key).
+        let v = match self.flood_refused(&v, now) {
+            Some(throttled) => return Answer::Now(Ok(throttled.into())),
+            None => Visit {
+                flood_key: None,
+                ..v
+            },
+        };
         let w = Waiter {
             sid: v.sid,
             arrival: v.arrival,

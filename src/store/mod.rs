@@ -23,6 +23,7 @@ use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 use crate::log::LogThrottle;
 
 pub mod fleet;
+pub mod flood;
 pub mod redis;
 pub mod shm;
 
@@ -53,6 +54,9 @@ pub struct Zone {
     /// `store=redis sync=TIME`: the fleet's room decided on this node's shared memory, met in
     /// Redis once an interval (then `redis` is None).
     pub fleet: Option<fleet::FleetStore>,
+    /// `sync=` with flood control: the fleet's flood budget in Redis (the central room pays in
+    /// its own script call instead).
+    pub fleet_flood: Option<flood::FloodStore>,
     /// Per worker: tickets opened recently, by their cookie bytes.
     opened: RefCell<Option<OpenCache>>,
     /// Per worker: places of waiting tickets answered recently, and their poll budgets.
@@ -61,7 +65,9 @@ pub struct Zone {
     pub poll_budget: Option<Rate>,
     /// `flood_key=`: compiled at configuration time (null: the client address).
     pub flood_key: Cell<*mut ngx_http_complex_value_t>,
-    /// Mixes flood keys (the same in every worker: taken from the zone's shared memory).
+    /// Mixes flood keys: the same in every worker (set at zone init, before the fork) and,
+    /// with `smart_limit_secret`, on every node (derived from the ticket keys), so that one
+    /// address names one flood bucket in Redis whichever node it reaches.
     pub flood_seed: Cell<u64>,
 }
 
@@ -102,6 +108,10 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         (StoreKind::Redis, None) => (Some(redis::RedisStore::new(cf, &params, limits)?), None),
         (StoreKind::Shm, _) => (None, None),
     };
+    let fleet_flood = match (&fleet, limits.flood) {
+        (Some(_), Some(rate)) => Some(flood::FloodStore::new(cf, &params, rate)?),
+        _ => None,
+    };
     let size = params.size;
     let name = params.name.clone();
     // SAFETY: the configuration's pool lives as long as the configuration (and the zone).
@@ -117,6 +127,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         floods: LogThrottle::default(),
         redis,
         fleet,
+        fleet_flood,
         opened: RefCell::new(None),
         polls: RefCell::new(None),
         poll_budget,
@@ -190,7 +201,8 @@ impl Zone {
             }
         }
         if let Some(fs) = &self.fleet {
-            return self.fleet_visit(fs, v, now);
+            // Flood control first, from the fleet's budget in Redis; then the node's room.
+            return self.fleet_flood_visit(fs, v, now);
         }
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
@@ -202,8 +214,10 @@ impl Zone {
         }
     }
 
-    /// Flood control ([S15]), this node's (its shared memory), before any store is asked: a
-    /// client taking a place faster than its address's budget allows gets no place this time.
+    /// Flood control ([S15]) from this node's budget (its shared memory): a client taking a
+    /// place faster than its address's budget allows gets no place this time. The Redis stores
+    /// pay from the fleet's budget (the central room in its script call, a synced room in
+    /// [`Zone::fleet_flood_visit`]); this is their fallback when Redis does not answer.
     fn flood_refused(&self, v: &Visit, now: u64) -> Option<Verdict> {
         let key = v.flood_key?;
         let allowed = self

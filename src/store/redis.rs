@@ -75,9 +75,8 @@ impl Zone {
         v: Visit,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
-        if let Some(throttled) = self.flood_refused(&v, now) {
-            return Answer::Now(Ok(throttled.into()));
-        }
+        // Flood control is paid in the script call, from the fleet's budget (a visit with a
+        // flood key carries its bucket); this node's budget only when Redis does not answer.
         if !rs.client.available(now) {
             // Backing off after a failure: decide now, without the network.
             return Answer::Now(self.store_failed(v, now, None));
@@ -132,7 +131,8 @@ impl Zone {
         }
     }
 
-    /// [S10]: Redis did not decide; the zone's policy does.
+    /// [S10]: Redis did not decide; the zone's policy does. A visit that still has its flood
+    /// key (Redis took no payment for its place) pays from this node's budget first.
     pub(super) fn store_failed(
         &self,
         v: Visit,
@@ -155,6 +155,12 @@ impl Zone {
                     e,
                     repeats
                 );
+            }
+        }
+        if self.params.on_error != OnError::Local {
+            // (Under on_error=local the node's room pays, as it decides the place itself.)
+            if let Some(throttled) = self.flood_refused(&v, now) {
+                return Ok(throttled.into());
             }
         }
         match self.params.on_error {
@@ -182,15 +188,12 @@ impl Zone {
                     by_policy: true,
                 })
             }
-            // The flood check already ran (above): the local room does not pay twice.
+            // The node's room decides, flood control included (a key still there was not
+            // paid for in Redis).
             OnError::Local => Ok(Decision {
-                verdict: self.shm.with_room(|room| {
-                    let v = Visit {
-                        flood_key: None,
-                        ..v
-                    };
-                    room.visit(v, now, &self.limits)
-                })?,
+                verdict: self
+                    .shm
+                    .with_room(|room| room.visit(v, now, &self.limits))?,
                 by_policy: true,
             }),
         }

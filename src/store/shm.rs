@@ -188,10 +188,20 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     }
     // SAFETY: `shared` points at the zone's header (checked or written above).
     let key = unsafe { (*shared).key };
-    // The same seed in every worker (they fork from here), and secret.
-    let mut seed = [0u8; 8];
-    seed.copy_from_slice(&key[24..]);
-    zone.flood_seed.set(u64::from_le_bytes(seed));
+    // The flood keys' seed: the same in every worker (they fork from here), and secret. With
+    // smart_limit_secret (the zone has its keys already) it is derived from the ticket keys,
+    // so every node of a fleet hashes an address alike and one address meets one budget in
+    // Redis; without it, from the zone's own random key (one node: tickets, too, are this
+    // node's alone).
+    let seed = match &zone.keys {
+        Some(keys) => keys.derive_u64(smart_limit_core::flood::SEED_PURPOSE, name),
+        None => {
+            let mut seed = [0u8; 8];
+            seed.copy_from_slice(&key[24..]);
+            u64::from_le_bytes(seed)
+        }
+    };
+    zone.flood_seed.set(seed);
     if zone.keys.is_none() {
         match Keyring::from_key(&key) {
             Ok(k) => zone.keys = Some(k),

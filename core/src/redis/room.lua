@@ -11,14 +11,22 @@
 --   KEYS[2] PREFIX:{ROOM}:line    sorted set: waiting SID scored by its queue number
 --   KEYS[3] PREFIX:{ROOM}:seen    sorted set: waiting SID scored by its last sight (ms)
 --   KEYS[4] PREFIX:{ROOM}:active  sorted set: admitted SID scored by its last sight (ms)
+--   KEYS[5] PREFIX:{ROOM}:flood:HASH  visit only, when the client pays for its place from its
+--                                 address's budget (flood control, [S15]): a string holding
+--                                 the GCRA bucket's theoretical arrival time (us). HASH is the
+--                                 client key hashed with a seed every node derives from the
+--                                 ticket keys, so one address meets one budget on the fleet.
 -- Every key has a TTL, set when the key is created and renewed at least every quarter of it,
--- so a room that calms down leaves nothing behind.
+-- so a room that calms down leaves nothing behind. A flood bucket expires when it is full
+-- again (a missing bucket is a full one): at most (1 + burst) intervals after its address
+-- last took a place.
 --
 -- True positions ([S16]): a place unseen for `presence` is removed from `line` and `seen`
 -- (the oldest by last sight first, wherever it stands in the line), so a position is
 -- ZRANK(line) + 1 over present places only, in O(log n). Bounded work ([S15]): one call removes
 -- at most EXPIRE_STEP absent places and EXPIRE_STEP stale sessions (a backlog goes over the next
 -- calls, each of which adds at most one place), and the line holds at most `max_line` places.
+-- Flood control costs one GET and at most one SET of KEYS[5].
 --
 -- ARGV:
 --   [1] op: "visit" | "touch" | "revoke" | "mode"
@@ -32,11 +40,16 @@
 --       mode: the new override code (0 = clear)
 --   [10] visit: the lottery draw (0 .. 2^32-1)
 --   [11] max_line: most places in the line (0 = no cap)
+--   [12] visit with KEYS[5]: the flood rate's interval in us (1 / rate)  [13] its burst
+--       (the arithmetic of room::gcra::Rate::take: 1 + burst places at once, then one per
+--       interval)
 --
 -- Replies (arrays of integers; `version` is the script's clock in microseconds, which orders
 -- the figures that several connections bring back):
 --   visit:  {kind, qnum, position, queue_len, admit_interval_ms, active, joined, expired, mode,
---            version}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full
+--            version}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
+--            5 = throttled (flood control: no place; the second element is then the ms until
+--            the address may take one)
 --   touch:  {active, version}   revoke: {removed, active, version}   mode: {code}
 
 -- Redis < 5 needs this before writing after TIME; Redis 7 and Valkey ignore it.
@@ -144,6 +157,9 @@ if not string.match(qnum_s, '^[1-9]%d*$') then
   qnum = 0
 end
 local draw = tonumber(ARGV[10]) or 0
+local flood_key = KEYS[5]
+local flood_interval = tonumber(ARGV[12]) or 0
+local flood_burst = tonumber(ARGV[13]) or 0
 
 local st = redis.call('HMGET', K_STATE, 'tail', 'minute', 'adm', 'last_admit', 'interval',
   'active', 'ttl_at', 'mode')
@@ -297,12 +313,56 @@ local function free_places()
   return free
 end
 
+-- Flood control (Room::flood_take): a place, walked into or taken at the tail, is paid from
+-- the client key's bucket. Returns 0 when paid, else the ms until the bucket allows one.
+-- Microseconds, as the shm room counts them: `version` is the clock in us.
+local function pay_flood()
+  if not flood_key or flood_interval <= 0 then
+    return 0
+  end
+  local now_us = version
+  local tat = tonumber(redis.call('GET', flood_key)) or 0
+  if tat < now_us then
+    tat = now_us
+  end
+  local allowed_from = tat - flood_burst * flood_interval
+  if allowed_from > now_us then
+    -- Rounded up to whole ms in integers (as u64::div_ceil), not by float division.
+    local wait_us = allowed_from - now_us
+    local ms = math.floor(wait_us / 1000)
+    if ms * 1000 < wait_us then
+      ms = ms + 1
+    end
+    return math.max(ms, 1)
+  end
+  tat = tat + flood_interval
+  -- The bucket is full again at `tat`: it may go then.
+  local ttl = math.floor((tat - now_us + 999) / 1000)
+  redis.call('SET', flood_key, ntos(tat), 'PX', ntos(math.max(ttl, 1)))
+  return 0
+end
+
+-- Room::throttled: no place this time, the line as it is.
+local function throttled(wait_ms, waiting)
+  save()
+  return {5, wait_ms, 0, waiting, interval, active, 0, expired, override, version}
+end
+
 local waiting = redis.call('ZCARD', K_LINE)
 if not held then
   -- [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
-  -- room; otherwise it takes the tail (Room::join_line), if the line has room.
+  -- room; otherwise it takes the tail (Room::join_line), if the line has room. Either way it
+  -- pays from its flood budget first.
   if (mode == FIFO or mode == RANDOM) and waiting == 0 and free_places() > 0 then
+    local wait_ms = pay_flood()
+    if wait_ms > 0 then
+      return throttled(wait_ms, waiting)
+    end
     return admit(false)
+  end
+  local wait_ms = pay_flood()
+  if wait_ms > 0 then
+    return throttled(wait_ms, waiting)
   end
   if max_line > 0 and waiting >= max_line then
     save()

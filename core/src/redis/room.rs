@@ -5,14 +5,15 @@ use super::resp::Value;
 use super::script::{count, ints, Form, ReplyError};
 use super::script::{load_command_of, script_call, sha_of};
 
+use crate::room::gcra::Rate;
 use crate::room::rules::{Limits, Mode};
 use crate::room::{Mirror, Place, Refusal, Verdict, Visit};
 
 /// The room's rules in Lua: one call per decision, atomic inside Redis.
 pub const ROOM_SCRIPT: &str = include_str!("room.lua");
 
-/// The four keys of one room. They share the `{room}` hash tag, so Redis Cluster keeps
-/// them in one slot and the script may touch them all.
+/// The four keys of one room, and the names of its flood buckets. They share the `{room}`
+/// hash tag, so Redis Cluster keeps them in one slot and the script may touch them all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     /// Hash: tail, minute counters, the smoothed admission interval, the mode override.
@@ -23,6 +24,8 @@ pub struct Keys {
     pub seen: String,
     /// Sorted set: admitted session ids by last sight.
     pub active: String,
+    /// Start of the flood-control buckets' names (see [`Keys::flood`]).
+    flood_base: String,
 }
 
 impl Keys {
@@ -35,7 +38,16 @@ impl Keys {
             line: format!("{base}:line"),
             seen: format!("{base}:seen"),
             active: format!("{base}:active"),
+            flood_base: format!("{base}:flood:"),
         }
+    }
+
+    /// The flood-control bucket of one client key ([S15]), by the key's hash (seeded alike on
+    /// every node, so one address names one bucket on the fleet): a string holding the GCRA's
+    /// theoretical arrival time (us) that expires when the bucket is full again. Under the
+    /// room's hash tag, so a script may touch it with the room's other keys.
+    pub fn flood(&self, key: u64) -> String {
+        format!("{}{key:016x}", self.flood_base)
     }
 
     #[cfg(test)]
@@ -70,15 +82,28 @@ impl Script {
         load_command_of(ROOM_SCRIPT)
     }
 
-    fn call(&self, form: Form, op: &str, now: u64, sid: u64, a9: u64, a10: u64) -> Vec<u8> {
+    /// A call of the room script, with ARGV 9 and 10 as given; `flood`: the visit pays for a
+    /// place from this client key's bucket (a fifth key, and the rate as ARGV 12 and 13).
+    fn call(
+        &self,
+        form: Form,
+        op: &str,
+        now: u64,
+        sid: u64,
+        [a9, a10]: [u64; 2],
+        flood: Option<(u64, Rate)>,
+    ) -> Vec<u8> {
         let l = &self.limits;
         let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
-        cmd.arg(4)
+        cmd.arg(if flood.is_some() { 5 } else { 4 })
             .arg(&self.keys.state)
             .arg(&self.keys.line)
             .arg(&self.keys.seen)
-            .arg(&self.keys.active)
-            .arg(op)
+            .arg(&self.keys.active);
+        if let Some((key, _)) = flood {
+            cmd.arg(self.keys.flood(key));
+        }
+        cmd.arg(op)
             .arg(now)
             .arg(l.max_active)
             .arg(l.new_per_minute.unwrap_or(0))
@@ -89,24 +114,37 @@ impl Script {
             .arg(a9)
             .arg(a10)
             .arg(self.max_line);
+        let (interval_us, burst) = flood.map_or((0, 0), |(_, r)| (r.interval_us, r.burst));
+        cmd.arg(interval_us).arg(burst);
         cmd.get_packed_command()
     }
 
+    /// A visit. A client with a flood key (taking its place) pays for it from its address's
+    /// budget in the same call, when the room has flood control: one round trip still.
     pub fn visit(&self, form: Form, v: &Visit, now: u64) -> Vec<u8> {
-        self.call(form, "visit", now, v.sid, v.qnum, u64::from(v.draw))
+        let flood = v.flood_key.zip(self.limits.flood);
+        self.call(
+            form,
+            "visit",
+            now,
+            v.sid,
+            [v.qnum, u64::from(v.draw)],
+            flood,
+        )
     }
 
     pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(form, "touch", now, sid, 0, 0)
+        self.call(form, "touch", now, sid, [0, 0], None)
     }
 
     pub fn revoke(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(form, "revoke", now, sid, 0, 0)
+        self.call(form, "revoke", now, sid, [0, 0], None)
     }
 
     /// Sets the room-wide mode override (None: back to each node's configured mode).
     pub fn set_mode(&self, form: Form, mode: Option<Mode>) -> Vec<u8> {
-        self.call(form, "mode", 0, 1, u64::from(mode.map_or(0, Mode::code)), 0)
+        let code = u64::from(mode.map_or(0, Mode::code));
+        self.call(form, "mode", 0, 1, [code, 0], None)
     }
 }
 
@@ -174,6 +212,12 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
         }
         3 => Verdict::Refuse(Refusal::Closed),
         4 => Verdict::Refuse(Refusal::LineFull { queue_len }),
+        // Flood control: the second element is the wait (never 0), not a queue number.
+        5 if qnum > 0 => Verdict::Throttled {
+            retry_ms: qnum,
+            queue_len,
+        },
+        5 => return Err(ReplyError::Shape("a throttle without a wait")),
         _ => return Err(ReplyError::Shape("unknown verdict")),
     };
     Ok(Outcome {

@@ -66,7 +66,7 @@ fn script_calls_are_well_formed() {
     assert_eq!(text[2], "4");
     assert_eq!(text[7], "visit");
     assert_eq!(text[14], (u64::MAX - 1).to_string());
-    assert_eq!(text.len(), 18);
+    assert_eq!(text.len(), 20);
     let eval = s.visit(Form::Text, &visit(), 0);
     assert!(eval
         .windows(ROOM_SCRIPT.len())
@@ -95,6 +95,16 @@ fn replies_become_verdicts() {
     let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79]), &v).unwrap();
     assert_eq!(o.verdict, Verdict::Refuse(Refusal::Closed));
     assert_eq!(o.mode_override, 4);
+    // Flood control: no place, the wait in the second element, the line as it is.
+    let o = visit_outcome(&arr(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80]), &v).unwrap();
+    assert_eq!(
+        o.verdict,
+        Verdict::Throttled {
+            retry_ms: 2500,
+            queue_len: 6
+        }
+    );
+    assert!(!o.joined);
 }
 
 #[test]
@@ -112,6 +122,8 @@ fn bad_replies_are_errors() {
         arr(&[2, 5, -1, 1, 0, 0, 0, 0, 0, 1]),
         arr(&[2, 5, 1, 1, 0, 0, 7, 0, 0, 1]),
         arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, -1]),
+        arr(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 1]),
+        arr(&[5, -5, 0, 1, 0, 0, 0, 0, 0, 1]),
         Value::Array(vec![Value::Bulk(b"1".to_vec()); 10]),
         Value::Error(b"WRONGTYPE Operation against a key".to_vec()),
     ];

@@ -11,12 +11,16 @@
 //! Putting a new key first and keeping the old one second rotates without logging anyone
 //! out; the old key is dropped once the longest grant has run out.
 //!
+//! The first key also derives values a fleet's nodes must agree on without talking
+//! ([`Keyring::derive_u64`]: the seed of flood-control keys).
+//!
 //! Everything here runs inside nginx workers on untrusted bytes, so nothing may panic:
 //! lengths are checked before slicing and every failure is a [`TicketError`] value.
 
 
 mod cache;
 mod cookie;
+mod derive;
 mod seal;
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the keyring's keys, base64url; key files (base64 or hex) and key generation.
 
 use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
+use aes_gcm::aes::Aes256;
 use aes_gcm::Aes256Gcm;
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
@@ -102,6 +103,10 @@ pub struct Keyring {
     // Ciphers rather than raw key bytes: the key schedule is computed once at load time,
     // and the raw bytes are not kept around in a second place.
     pub(super) ciphers: Vec<Aes256Gcm>,
+    /// The first key as a block cipher, for values every node with the same key file must
+    /// agree on ([`Keyring::derive_u64`]). Boxed: the cipher needs 16-byte alignment, and a
+    /// keyring lives in nginx's configuration pool, which aligns to the word size only.
+    pub(super) derive: Box<Aes256>,
 }
 
 // Hand-written so that debug output can never print key material.
@@ -132,6 +137,7 @@ impl Keyring {
         // A UTF-8 byte order mark from some editors is not part of the first key.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut ciphers = Vec::new();
+        let mut derive = None;
         for (idx, raw) in text.lines().enumerate() {
             let line = idx.saturating_add(1);
             let word = raw.trim();
@@ -140,11 +146,14 @@ impl Keyring {
             }
             let key = decode_key(word).map_err(|reason| KeyError::BadLine { line, reason })?;
             ciphers.push(cipher_for(&key).map_err(|reason| KeyError::BadLine { line, reason })?);
+            if derive.is_none() {
+                derive = Some(Box::new(Aes256::new(&key.into())));
+            }
         }
-        if ciphers.is_empty() {
-            return Err(KeyError::Empty);
+        match derive {
+            Some(derive) if !ciphers.is_empty() => Ok(Keyring { ciphers, derive }),
+            _ => Err(KeyError::Empty),
         }
-        Ok(Keyring { ciphers })
     }
 
     /// One fresh random key, for running without a key file (tickets then do not survive a
@@ -152,10 +161,7 @@ impl Keyring {
     pub fn generate() -> Result<Keyring, KeyError> {
         let mut key = [0u8; KEY_LEN];
         crate::util::random::fill(&mut key).map_err(KeyError::Random)?;
-        let cipher = cipher_for(&key).map_err(|reason| KeyError::BadLine { line: 0, reason })?;
-        Ok(Keyring {
-            ciphers: vec![cipher],
-        })
+        Keyring::from_key(&key)
     }
 
     /// A keyring of one key given as bytes (a zone's own random key).
@@ -163,6 +169,7 @@ impl Keyring {
         let cipher = cipher_for(key).map_err(|reason| KeyError::BadLine { line: 0, reason })?;
         Ok(Keyring {
             ciphers: vec![cipher],
+            derive: Box::new(Aes256::new(&(*key).into())),
         })
     }
 

@@ -405,6 +405,35 @@ fn key_file_errors() {
 }
 
 #[test]
+fn derived_values_follow_the_first_key_only() {
+    let a = Keyring::parse(KEY_A).unwrap();
+    // Another node with the same key file (and old keys after it) agrees.
+    let a_again = Keyring::parse(&format!("# keys\n{KEY_A}\n{KEY_B}\n")).unwrap();
+    let x = a.derive_u64("flood seed", "shop");
+    assert_eq!(x, a_again.derive_u64("flood seed", "shop"));
+    assert_eq!(x, a.derive_u64("flood seed", "shop"));
+    // The same key as bytes (Keyring::from_key) derives the same.
+    let mut raw = [0u8; 32];
+    for (i, b) in raw.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    assert_eq!(Keyring::from_key(&raw).unwrap().derive_u64("flood seed", "shop"), x);
+    // Another first key, room or purpose: another value; the split between purpose and room
+    // is part of the input.
+    let b = Keyring::parse(&format!("{KEY_B}\n{KEY_A}")).unwrap();
+    assert_ne!(b.derive_u64("flood seed", "shop"), x);
+    assert_ne!(a.derive_u64("flood seed", "shop2"), x);
+    assert_ne!(a.derive_u64("flood see", "dshop"), x);
+    assert_ne!(a.derive_u64("", ""), x);
+    // Long inputs (several blocks) work and differ in their last byte.
+    let long = "r".repeat(100);
+    assert_ne!(
+        a.derive_u64("flood seed", &long),
+        a.derive_u64("flood seed", &format!("{}s", &long[..99]))
+    );
+}
+
+#[test]
 fn key_parse_never_panics() {
     let mut rng = XorShift(12345);
     for _ in 0..5_000 {

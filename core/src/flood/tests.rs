@@ -1,0 +1,136 @@
+//! Unit tests of the flood script's call and replies, without I/O.
+
+use super::*;
+use crate::redis::resp::{self, Value};
+use crate::redis::{hash_tag, Form, Keys, ReplyError, Script};
+use crate::room::gcra::Rate;
+use crate::room::rules::{Limits, Mode};
+use crate::room::Visit;
+
+fn words(cmd: &[u8]) -> Vec<String> {
+    let (v, used) = resp::parse(cmd).unwrap().unwrap();
+    assert_eq!(used, cmd.len());
+    let Value::Array(items) = v else { panic!() };
+    items
+        .iter()
+        .map(|i| match i {
+            Value::Bulk(b) => String::from_utf8(b.clone()).unwrap(),
+            _ => panic!(),
+        })
+        .collect()
+}
+
+fn arr(x: &[i64]) -> Value {
+    Value::Array(x.iter().map(|&i| Value::Int(i)).collect())
+}
+
+#[test]
+fn the_bucket_is_one_key_per_client_under_the_rooms_tag() {
+    let k = Keys::new("smart_limit", "shop");
+    let a = k.flood(0x0123_4567_89ab_cdef);
+    assert_eq!(a, "smart_limit:{shop}:flood:0123456789abcdef");
+    assert_eq!(hash_tag(&a), Some("shop"));
+    // Fixed width: small hashes do not shorten the name.
+    assert_eq!(k.flood(1), "smart_limit:{shop}:flood:0000000000000001");
+    assert_ne!(k.flood(1), k.flood(2));
+}
+
+#[test]
+fn the_take_call_is_well_formed() {
+    let s = FloodScript::new("p", "r", Rate::per_sec(2.0, 7));
+    assert_eq!(s.sha.len(), 40);
+    let w = words(&s.take(Form::Sha, 0xff, 0));
+    assert_eq!(
+        w,
+        [
+            "EVALSHA",
+            s.sha.as_str(),
+            "1",
+            "p:{r}:flood:00000000000000ff",
+            "0",
+            "500000",
+            "7"
+        ]
+    );
+    let w = words(&s.take(Form::Text, 0xff, 123));
+    assert_eq!(w[0], "EVAL");
+    assert_eq!(w[1], FLOOD_SCRIPT);
+    assert_eq!(w[4], "123");
+    // The call loads under the SHA it is called by.
+    let load = words(&FloodScript::load_command());
+    assert_eq!(load, ["SCRIPT", "LOAD", FLOOD_SCRIPT]);
+}
+
+#[test]
+fn replies_are_read_fallibly() {
+    assert_eq!(take_reply(&arr(&[1, 0])), Ok(Take::Paid));
+    assert_eq!(
+        take_reply(&arr(&[0, 1500])),
+        Ok(Take::Refused { retry_ms: 1500 })
+    );
+    for bad in [
+        arr(&[0, 0]),
+        arr(&[0, -3]),
+        arr(&[1, 5]),
+        arr(&[2, 0]),
+        arr(&[1]),
+        arr(&[1, 0, 0]),
+        Value::Int(1),
+        Value::Nil,
+        Value::Array(vec![Value::Bulk(b"1".to_vec()), Value::Int(0)]),
+    ] {
+        assert!(
+            matches!(take_reply(&bad), Err(ReplyError::Shape(_))),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        take_reply(&Value::Error(b"NOSCRIPT No matching script".to_vec())),
+        Err(ReplyError::NoScript)
+    );
+    assert!(matches!(
+        take_reply(&Value::Error(b"ERR smart_limit: bad flood arguments".to_vec())),
+        Err(ReplyError::Server(_))
+    ));
+}
+
+#[test]
+fn the_central_room_pays_in_its_own_call() {
+    let limits = Limits {
+        max_active: 5,
+        new_per_minute: None,
+        presence_ms: 20_000,
+        active_window_ms: 60_000,
+        mode: Mode::Fifo,
+        flood: Some(Rate::per_sec(1.0, 60)),
+        session_rate: None,
+    };
+    let v = Visit {
+        sid: 9,
+        qnum: 0,
+        draw: 0,
+        flood_key: Some(0xabc),
+        arrival: 0,
+    };
+    let s = Script::new("p", "r", limits, 0);
+    let w = words(&s.visit(Form::Sha, &v, 0));
+    // Five keys, the fifth the client's bucket, and the rate at the end.
+    assert_eq!(w[2], "5");
+    assert_eq!(w[7], "p:{r}:flood:0000000000000abc");
+    assert_eq!(w[8], "visit");
+    assert_eq!(&w[w.len() - 2..], ["1000000", "60"]);
+    // No flood key (a client holding a place), or no flood control: four keys, rate 0.
+    for (v, l) in [
+        (Visit { flood_key: None, ..v }, limits),
+        (v, Limits { flood: None, ..limits }),
+    ] {
+        let w = words(&Script::new("p", "r", l, 0).visit(Form::Sha, &v, 0));
+        assert_eq!(w[2], "4");
+        assert_eq!(w[7], "visit");
+        assert_eq!(&w[w.len() - 2..], ["0", "0"]);
+        assert!(!w.iter().any(|x| x.contains(":flood:")));
+    }
+    // Touches never carry a bucket.
+    let w = words(&s.touch(Form::Sha, 9, 0));
+    assert_eq!(w[2], "4");
+}
