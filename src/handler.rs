@@ -36,6 +36,7 @@ use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
 use smart_limit_core::ticket::{self, Ticket};
+use smart_limit_core::zone::StoreKind;
 
 use crate::answer;
 use crate::clock::now_ms;
@@ -507,12 +508,13 @@ fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_
     }
     let mut view = turn.view(ViewStatus::Closed, None);
     if let Refusal::LineFull { queue_len } = why {
-        problem(
-            r,
-            turn.zone,
-            turn.now,
-            "is full: no place left in the line for a new client; increase its size=",
-        );
+        // The shared-memory line is bounded by the zone's memory, a Redis line by max_line=.
+        let what = if turn.zone.params.store == StoreKind::Redis {
+            "is full: no place left in the line for a new client (max_line=)"
+        } else {
+            "is full: no place left in the line for a new client; increase its size="
+        };
+        problem(r, turn.zone, turn.now, what);
         view.status = ViewStatus::Waiting;
         view.queue_len = queue_len;
     }

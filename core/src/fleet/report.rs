@@ -3,7 +3,7 @@
 
 use super::layout::record;
 use super::node::departures;
-use super::{Fence, MAX_SAMPLES, REPORT_CAP};
+use super::{Fence, MAX_SAMPLES, REPORT_CAP, REPORT_WAITERS_CAP};
 use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture};
 
 use crate::util::time::window_end;
@@ -11,7 +11,7 @@ use crate::util::time::window_end;
 impl<'m> FleetNode<'m> {
     /// The node's report since the last sync, at most [`REPORT_CAP`] sightings: admissions
     /// first (they free the line and hold the fleet's places), then active sessions, then
-    /// waiters; the newest of each, the rest wait for the next sync ([`FleetNode::backlog`]).
+    /// waiters (at most [`REPORT_WAITERS_CAP`]); the newest of each, the rest wait for the next sync ([`FleetNode::backlog`]).
     pub fn take_report(&mut self) -> Report {
         /// The last `cap` entries of the batch's live part; the others stay where they are
         /// (so the sent table's slots still point at them).
@@ -26,7 +26,8 @@ impl<'m> FleetNode<'m> {
         let mut cap = REPORT_CAP;
         let admitted = take(self.admitted, &mut h.n_admitted, &mut cap);
         let active = take(self.active, &mut h.n_active, &mut cap);
-        let waiters = take(self.waiters, &mut h.n_waiters, &mut cap);
+        let mut wcap = cap.min(REPORT_WAITERS_CAP);
+        let waiters = take(self.waiters, &mut h.n_waiters, &mut wcap);
         let r = Report {
             polls: core::mem::take(&mut h.polls),
             active,

@@ -214,20 +214,40 @@ for sid, arrival, age in string.gmatch(ARGV[18] or '', '(%d+):(%d+):(%d+)') do
 end
 local full = 0
 if #w_sid > 0 then
-  local is_active = scores(K_ACTIVE, w_sid)
+  -- Most waiters are in the line already: one lookup each, and their arrival is rewritten
+  -- only if it moved. Only those not in it are looked up among the active sessions.
   local in_line = scores(K_ARRIVAL, w_sid)
+  local fresh, fresh_sid = {}, {}
+  for i = 1, #w_sid do
+    if not in_line[i] then
+      fresh[#fresh + 1] = i
+      fresh_sid[#fresh_sid + 1] = w_sid[i]
+    end
+  end
+  local is_active = {}
+  if #fresh > 0 then
+    local a = scores(K_ACTIVE, fresh_sid)
+    for k, i in ipairs(fresh) do is_active[i] = a[k] end
+  end
   local queue_len = redis.call('ZCARD', K_ARRIVAL)
   local pres_args, line_args = {}, {}
   for i = 1, #w_sid do
-    if not is_active[i] then
-      local room = in_line[i] or max_line == 0 or queue_len < max_line
-      if room then
-        if not in_line[i] then queue_len = queue_len + 1 end
-        pres_args[#pres_args + 1] = w_at[i]
-        pres_args[#pres_args + 1] = w_sid[i]
+    local keep
+    if in_line[i] then
+      keep = true
+      if tonumber(in_line[i]) < tonumber(w_arrival[i]) then
         line_args[#line_args + 1] = w_arrival[i]
         line_args[#line_args + 1] = w_sid[i]
       end
+    elseif not is_active[i] and (max_line == 0 or queue_len < max_line) then
+      keep = true
+      queue_len = queue_len + 1
+      line_args[#line_args + 1] = w_arrival[i]
+      line_args[#line_args + 1] = w_sid[i]
+    end
+    if keep then
+      pres_args[#pres_args + 1] = w_at[i]
+      pres_args[#pres_args + 1] = w_sid[i]
     end
   end
   variadic('ZADD', K_PRESENT, pres_args, 'GT')

@@ -448,7 +448,7 @@ fn a_report_is_capped_and_the_rest_follows() {
     let mut sids: Vec<u64> = r.waiters.iter().map(|w| w.sid).collect();
     while n.backlog() {
         let r = n.take_report();
-        assert!(r.waiters.len() <= REPORT_CAP);
+        assert!(r.waiters.len() <= REPORT_WAITERS_CAP);
         sids.extend(r.waiters.iter().map(|w| w.sid));
     }
     sids.sort_unstable();
