@@ -112,10 +112,16 @@ unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     Status::NGX_OK.into()
 }
 
-/// Every worker starts here, after the fork: per-process state is reset, and the interval
-/// timers of the fleet rate zones and of the synced rooms start.
+/// Every process nginx forks starts here: per-process state is reset, and in a worker (or the
+/// single process of `master_process off`) the interval timers of the fleet rate zones and of
+/// the synced rooms start. nginx calls this in the cache manager and cache loader too: they
+/// start nothing, so they never lead a node's syncs nor connect to Redis
+/// ([`ticker::in_worker`]).
 unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     smart_limit_core::util::random::after_fork();
+    if !ticker::in_worker() {
+        return Status::NGX_OK.into();
+    }
     if let Some(main) = conf::MainConf::of_cycle(cycle) {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             main.rate_zones().for_each(rate::sync::start_worker)
@@ -127,8 +133,12 @@ unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     Status::NGX_OK.into()
 }
 
-/// A worker exits: it stops syncing for the fleet rate zones and synced rooms it led.
+/// A worker exits: it stops syncing for the fleet rate zones and synced rooms it led. (A
+/// helper started nothing, so it has nothing to stop or resign.)
 unsafe extern "C" fn exit_process(cycle: *mut ngx_cycle_t) {
+    if !ticker::in_worker() {
+        return;
+    }
     if let Some(main) = conf::MainConf::of_cycle(cycle) {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             main.rate_zones().for_each(rate::sync::stop_worker)

@@ -9,12 +9,26 @@ use core::ffi::c_void;
 use core::panic::AssertUnwindSafe;
 
 use ngx::ffi::{
-    ngx_add_timer, ngx_del_timer, ngx_event_t, ngx_exiting, ngx_pid, ngx_quit, ngx_terminate,
+    ngx_add_timer, ngx_del_timer, ngx_event_t, ngx_exiting, ngx_pid, ngx_process, ngx_quit,
+    ngx_terminate, NGX_PROCESS_SINGLE, NGX_PROCESS_WORKER,
 };
 use smart_limit_core::sync::leader::Leader;
 use smart_limit_core::util::time::next_tick_in;
 
 use crate::clock::now_ms;
+
+/// Whether this process may do the module's background work (tick, lead a node's syncs, open
+/// Redis connections): a worker, or the only process with `master_process off`. nginx also
+/// runs every module's `init_process` in its helpers (the cache manager and the cache loader,
+/// which exist as soon as a `proxy_cache_path` is configured) and fires their timers; a helper
+/// that ticked could win the node's leader election and hold the node's Redis connection, and
+/// the loader exits after its run without `exit_process`, so without resigning.
+pub fn in_worker() -> bool {
+    // SAFETY: a plain global nginx sets once per process, before init_process.
+    let process: ngx::ffi::ngx_uint_t = unsafe { ngx_process };
+    process == NGX_PROCESS_WORKER as ngx::ffi::ngx_uint_t
+        || process == NGX_PROCESS_SINGLE as ngx::ffi::ngx_uint_t
+}
 
 /// This worker as a candidate to lead its node's syncs, under the configuration of
 /// `generation`.
@@ -52,7 +66,12 @@ const FIRST_TICK_MS: u64 = 100;
 
 impl Ticker {
     /// Starts ticking every `interval_ms` (the first tick soon), running `tick(owner, _)`.
+    /// Never in a helper process ([`in_worker`]): the process hooks do not start tickers
+    /// there, and this guard keeps it so for any other caller.
     pub fn start(&self, owner: *const c_void, tick: Tick, interval_ms: u64) {
+        if !in_worker() {
+            return;
+        }
         self.job.set(Some((owner, tick, interval_ms)));
         let ev = self.ev.get();
         // SAFETY: the ticker lives in the zone for the worker's life and does not move; the

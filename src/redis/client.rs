@@ -46,6 +46,8 @@ impl Client {
                 out: Vec::new(),
                 sent: 0,
                 queued: Vec::new(),
+                checking: false,
+                version_unknown_told: false,
                 inbuf: Vec::new(),
                 waiters: VecDeque::new(),
                 backoff,

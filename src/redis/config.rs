@@ -3,6 +3,7 @@
 
 use ngx::ffi::{ngx_conf_full_name, ngx_conf_t, ngx_str_t};
 use smart_limit_core::redis::params::{HostPort, RedisParams};
+use smart_limit_core::redis::version::{self, Requirement};
 use smart_limit_core::redis::{self, BACKOFF_FIRST_MS, BACKOFF_MAX_MS};
 
 use crate::net::peer::Addr;
@@ -19,6 +20,9 @@ pub struct ClientConfig {
     /// `SCRIPT LOAD` of the zone's script(s), next (their replies are not needed: a server
     /// that refuses them answers the scripts' calls with the reason, which their callers log).
     pub scripts: Vec<Vec<u8>>,
+    /// The lowest server version this client works with, and why: checked with `INFO server`
+    /// on every new data connection, before the scripts go out.
+    pub needs: Requirement,
     pub tls: Option<Tls>,
     pub timeout_ms: u64,
     /// Start of log lines, e.g. `smart_limit zone "shop": redis 127.0.0.1:6379`.
@@ -56,10 +60,12 @@ impl ClientConfig {
             Some(file) => Some(auth_command(cf, p.user.as_deref(), file)?),
             None => None,
         };
+        let needs = requirement(p, &scripts);
         Ok(ClientConfig {
             route,
             auth,
             scripts,
+            needs,
             tls: Tls::new(cf, p)?,
             timeout_ms,
             label: format!("{zone_label}: redis {}", p.describe()),
@@ -74,6 +80,22 @@ impl ClientConfig {
         self.retry_max_ms = interval_ms.clamp(BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
         self
     }
+}
+
+/// What the server must be for this client: the floor of the scripts (raised by a script that
+/// uses a late option, such as the synced room's `ZADD ... GT`), an ACL user, TLS.
+fn requirement(p: &RedisParams, scripts: &[Vec<u8>]) -> Requirement {
+    let mut needs = scripts
+        .iter()
+        .map(|s| version::script_needs(s))
+        .fold(version::NEEDS_SCRIPTS, Requirement::max);
+    if p.user.is_some() {
+        needs = needs.max(version::NEEDS_ACL_USER);
+    }
+    if p.tls {
+        needs = needs.max(version::NEEDS_TLS);
+    }
+    needs
 }
 
 /// `AUTH [user] password` from `redis_password_file=` (its first line; relative to the

@@ -9,7 +9,8 @@ use std::rc::Rc;
 
 use ngx::ffi::{ngx_connection_t, ngx_event_t, NGX_LOG_ERR, NGX_LOG_WARN};
 use ngx::ngx_log_error;
-use smart_limit_core::redis::resp::{self};
+use smart_limit_core::redis::resp::{self, Value};
+use smart_limit_core::redis::version::{self, Check};
 use smart_limit_core::redis::{self};
 
 use crate::clock::now_ms;
@@ -55,7 +56,8 @@ impl Client {
     }
 
     /// The connection is ready for its purpose: the master's name to a Sentinel, or the
-    /// setup commands and every queued command to the data node.
+    /// setup to the data node: `AUTH` when configured and `INFO server`. The scripts and the
+    /// callers' commands wait for the server's version ([`Client::version_told`]).
     pub(super) fn secured(&self, st: &mut State, now: u64, wake: &mut Vec<Waker>) {
         st.phase = Phase::Ready;
         match (&self.cfg.route, st.purpose) {
@@ -65,12 +67,10 @@ impl Client {
             _ => {
                 // Setup replies come first: their waiters go in front of the callers'.
                 let deadline = now + self.cfg.timeout_ms;
-                for _ in &self.cfg.scripts {
-                    st.waiters.push_front(Waiter {
-                        expect: Expect::Ignore,
-                        deadline,
-                    });
-                }
+                st.waiters.push_front(Waiter {
+                    expect: Expect::Version,
+                    deadline,
+                });
                 st.out.clear();
                 if let Some(auth) = &self.cfg.auth {
                     st.waiters.push_front(Waiter {
@@ -79,10 +79,9 @@ impl Client {
                     });
                     st.out.extend_from_slice(auth);
                 }
-                for script in &self.cfg.scripts {
-                    st.out.extend_from_slice(script);
-                }
-                // The callers' queued commands follow in flush().
+                st.out.extend_from_slice(&version::info_command());
+                // The scripts and the callers' queued commands wait for INFO's reply.
+                st.checking = true;
             }
         }
         st.sent = 0;
@@ -104,7 +103,7 @@ impl Client {
     /// Writes as much of the output as the socket takes (callers' commands join it once the
     /// data connection is ready).
     pub(super) fn flush(&self, st: &mut State) -> Result<(), ClientError> {
-        if st.purpose == Purpose::Data && !st.queued.is_empty() {
+        if st.purpose == Purpose::Data && !st.checking && !st.queued.is_empty() {
             // Moves the bytes and keeps both buffers' capacity for the next round.
             st.out.append(&mut st.queued);
         }
@@ -134,6 +133,7 @@ impl Client {
         self.cancel_flush();
         st.peer.close();
         st.phase = Phase::Closed;
+        st.checking = false;
         st.out.clear();
         st.sent = 0;
         st.inbuf.clear();
@@ -329,6 +329,7 @@ impl Client {
     fn hand_out_replies(&self, st: &mut State, wake: &mut Vec<Waker>) -> Result<bool, ClientError> {
         let mut used = 0;
         let mut answered = false;
+        let mut released = false;
         let result = loop {
             match resp::parse(st.inbuf.get(used..).unwrap_or_default()) {
                 Ok(Some((value, n))) => {
@@ -349,6 +350,10 @@ impl Client {
                                 break Err(ClientError::Auth(Rc::from(e)));
                             }
                         }
+                        Expect::Version => match self.version_told(st, &value) {
+                            Ok(()) => released = true,
+                            Err(e) => break Err(e),
+                        },
                         Expect::Ignore => {}
                     }
                 }
@@ -357,7 +362,57 @@ impl Client {
             }
         };
         st.inbuf.drain(..used);
+        if released && result.is_ok() {
+            // The scripts and the commands that waited for the version go out now.
+            self.flush(st)?;
+        }
         result
+    }
+
+    /// The reply to `INFO server`: a server older than the zone needs fails the connection
+    /// (the burst's line names both versions); otherwise the scripts are queued first on the
+    /// connection, ahead of the callers' commands that waited, and the check is over. A reply
+    /// that does not tell the version is told once per client, and the client goes on: the
+    /// check must not lock out a server that would work (an ACL user without `+info`, a proxy).
+    fn version_told(&self, st: &mut State, reply: &Value) -> Result<(), ClientError> {
+        let at = st.connected_to.as_ref().map_or("?", |a| a.text());
+        match version::check(reply, &self.cfg.needs) {
+            Check::Fine(_) => {}
+            Check::TooOld(found) => {
+                let line = version::too_old(at, found, &self.cfg.needs);
+                return Err(ClientError::Version(Rc::from(line)));
+            }
+            Check::Unknown(why) => {
+                if !st.version_unknown_told {
+                    st.version_unknown_told = true;
+                    let log = crate::log::cycle_log();
+                    if !log.is_null() {
+                        ngx_log_error!(
+                            NGX_LOG_WARN,
+                            log,
+                            "{}: cannot tell the version of Redis at {} ({}); going on \
+                             unchecked (smart_limit needs Redis {} or later: {})",
+                            self.cfg.label,
+                            at,
+                            why,
+                            self.cfg.needs.version_text(),
+                            self.cfg.needs.why
+                        );
+                    }
+                }
+            }
+        }
+        // Their replies come before the callers': their waiters go in front.
+        let deadline = now_ms() + self.cfg.timeout_ms;
+        for script in &self.cfg.scripts {
+            st.waiters.push_front(Waiter {
+                expect: Expect::Ignore,
+                deadline,
+            });
+            st.out.extend_from_slice(script);
+        }
+        st.checking = false;
+        Ok(())
     }
 
     /// Redis closed the connection: quietly when it was idle (a restart, its `timeout`; the

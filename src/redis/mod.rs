@@ -18,7 +18,13 @@
 //!
 //! Every new connection (after TLS, when configured: [`crate::net::tls`]) first sends `AUTH` when a
 //! password is configured (a refusal fails the connection, logged once per burst; the password
-//! is never written anywhere), then `SCRIPT LOAD` of the zone's script.
+//! is never written anywhere) and `INFO server`, and waits for them: a server older than the
+//! zone needs ([`smart_limit_core::redis::version`]: 6.2 for `sync=`) fails the connection,
+//! with one line per burst naming both versions, so the zone's failure policy applies instead
+//! of scripts that would fail half-way; a reply that does not tell the version (an ACL user
+//! without `+info`, a proxy) is one warning per worker and zone, and the client goes on. Then
+//! `SCRIPT LOAD` of the zone's script and the callers' commands go out. Sentinels are not
+//! asked: the master they name is, when the client connects to it.
 //!
 //! Time is bounded by one timer on the connection's read event, armed for the oldest waiter's
 //! deadline (enqueue time + `timeout`). When it fires, Redis is deemed sick: the connection is
@@ -87,6 +93,8 @@ pub enum ClientError {
     Tls(Rc<str>),
     /// `AUTH` was refused: Redis's words (never the password).
     Auth(Rc<str>),
+    /// The server is older than the zone needs: the whole line (both versions, why).
+    Version(Rc<str>),
     /// No Sentinel named the master.
     Discovery(Rc<str>),
     /// The connection moved to another node (a cluster redirect) before the reply came: the
@@ -109,6 +117,7 @@ impl fmt::Display for ClientError {
             ClientError::Protocol(e) => write!(f, "garbage from redis: {e}"),
             ClientError::Tls(e) => write!(f, "TLS: {e}"),
             ClientError::Auth(e) => write!(f, "authentication refused: {e}"),
+            ClientError::Version(e) => f.write_str(e),
             ClientError::Discovery(e) => write!(f, "no master from the sentinels: {e}"),
             ClientError::Redirected => f.write_str("moved to another cluster node"),
             ClientError::Migrating => f.write_str("the room's cluster slot is being migrated"),
@@ -141,6 +150,9 @@ enum Expect {
     Caller(Rc<Slot>),
     /// `AUTH`: an error reply fails the connection.
     Auth,
+    /// `INFO server`: a server too old fails the connection; otherwise the scripts and the
+    /// callers' commands go out.
+    Version,
     /// `SCRIPT LOAD`, or `ASKING` before a redirected command: the reply is dropped.
     Ignore,
 }
@@ -192,6 +204,10 @@ struct State {
     sent: usize,
     /// Callers' commands not yet on a ready data connection.
     queued: Vec<u8>,
+    /// The data connection waits for the server's version: nothing but the setup goes out.
+    checking: bool,
+    /// The server's version could not be read once already (warned once per client).
+    version_unknown_told: bool,
     inbuf: Vec<u8>,
     waiters: VecDeque<Waiter>,
     backoff: Backoff,

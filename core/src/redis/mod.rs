@@ -1,8 +1,9 @@
 //! Redis without I/O: the RESP reply parser, how to reach a server (addresses, AUTH, TLS,
-//! Sentinel, Cluster), scripts by SHA, the central room's keys, script and replies, and the
-//! reconnect backoff. The network client that carries these bytes lives in the module
-//! (`src/redis/`); this part is covered by `cargo test`, and `tests/redis_script.rs` runs the
-//! room script against a real `redis-server` side by side with [`Room`](crate::room::Room).
+//! Sentinel, Cluster), the server version a connection needs (`version`), scripts by SHA, the
+//! central room's keys, script and replies, and the reconnect backoff. The network client that
+//! carries these bytes lives in the module (`src/redis/`); this part is covered by `cargo test`,
+//! and `tests/redis_script.rs` runs the room script against a real `redis-server` side by side
+//! with [`Room`](crate::room::Room).
 //!
 //! Uses `config` (parameter parsing) and `room` (the central room follows the same rules).
 
@@ -12,6 +13,7 @@ mod script;
 
 panic_free! {
     pub mod params;
+    pub mod version;
 }
 pub mod resp;
 

@@ -219,3 +219,212 @@ fn touches_are_rate_limited_per_session() {
     t.due(5, 80_000, 30_000);
     assert!(t.len() < 100);
 }
+
+// ------------------------------------------------------------------ server version
+
+use super::version::{self, Check, RedisVersion, Requirement};
+
+fn info(version_line: &str) -> Vec<u8> {
+    format!(
+        "# Server\r\nredis_git_sha1:00000000\r\n{version_line}\r\nredis_mode:standalone\r\n\
+         os:Linux 6.1.0 x86_64\r\n"
+    )
+    .into_bytes()
+}
+
+#[test]
+fn versions_parse_and_order() {
+    assert_eq!(
+        RedisVersion::parse("6.2.0"),
+        Some(RedisVersion::new(6, 2, 0))
+    );
+    assert_eq!(
+        RedisVersion::parse("7.0.15"),
+        Some(RedisVersion::new(7, 0, 15))
+    );
+    assert_eq!(
+        RedisVersion::parse("6.0.16"),
+        Some(RedisVersion::new(6, 0, 16))
+    );
+    // Unstable builds say 255.255.255; a version without its patch is .0.
+    assert_eq!(
+        RedisVersion::parse("255.255.255"),
+        Some(RedisVersion::new(255, 255, 255))
+    );
+    assert_eq!(RedisVersion::parse("6.2"), Some(RedisVersion::new(6, 2, 0)));
+    assert!(RedisVersion::new(6, 0, 16) < RedisVersion::new(6, 2, 0));
+    assert!(RedisVersion::new(6, 10, 0) > RedisVersion::new(6, 2, 0));
+    assert!(RedisVersion::new(7, 0, 0) > RedisVersion::new(6, 2, 99));
+    assert_eq!(RedisVersion::new(6, 0, 16).to_string(), "6.0.16");
+}
+
+#[test]
+fn garbage_versions_are_none() {
+    for bad in [
+        "",
+        "7",
+        "7.",
+        ".7",
+        "7..1",
+        "7.0.15.1",
+        "v7.0.15",
+        "7.0.15-rc1",
+        "7.0.x",
+        "-7.0.1",
+        "+7.0.1",
+        "7 .0.1",
+        "７.0.1",
+        "99999999999.0.0",
+        "1.2.3\0",
+    ] {
+        assert_eq!(RedisVersion::parse(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn the_version_is_read_from_info() {
+    assert_eq!(
+        version::version_in_info(&info("redis_version:7.0.15")),
+        Some(RedisVersion::new(7, 0, 15))
+    );
+    // Lines ended by LF only, and the field first.
+    assert_eq!(
+        version::version_in_info(b"redis_version:6.0.16\nredis_mode:standalone\n"),
+        Some(RedisVersion::new(6, 0, 16))
+    );
+    // Valkey: the Redis version it is compatible with (7.2.4 in every release).
+    assert_eq!(
+        version::version_in_info(&info(
+            "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1"
+        )),
+        Some(RedisVersion::new(7, 2, 4))
+    );
+    // Missing, another field's name that ends alike, garbage, binary.
+    assert_eq!(version::version_in_info(&info("redis_mode:cluster")), None);
+    assert_eq!(
+        version::version_in_info(&info("xredis_version:7.0.15")),
+        None
+    );
+    assert_eq!(version::version_in_info(&info("redis_version:seven")), None);
+    assert_eq!(version::version_in_info(b""), None);
+    assert_eq!(version::version_in_info(b"redis_version:\xff\xfe"), None);
+    assert_eq!(
+        version::version_in_info(b"HTTP/1.0 200 OK\r\n\r\n<html>"),
+        None
+    );
+}
+
+#[test]
+fn a_reply_is_checked_against_what_the_connection_needs() {
+    let bulk = |line: &str| Value::Bulk(info(line));
+    let sync = version::NEEDS_ZADD_GT;
+    assert_eq!(
+        version::check(&bulk("redis_version:6.0.16"), &sync),
+        Check::TooOld(RedisVersion::new(6, 0, 16))
+    );
+    assert_eq!(
+        version::check(&bulk("redis_version:6.2.0"), &sync),
+        Check::Fine(RedisVersion::new(6, 2, 0))
+    );
+    assert_eq!(
+        version::check(&bulk("redis_version:7.0.15"), &sync),
+        Check::Fine(RedisVersion::new(7, 0, 15))
+    );
+    // The central room's scripts are happy with 6.0.
+    assert_eq!(
+        version::check(&bulk("redis_version:6.0.16"), &version::NEEDS_SCRIPTS),
+        Check::Fine(RedisVersion::new(6, 0, 16))
+    );
+    // Replies that do not tell: the check is skipped, with the reason.
+    let unknown = |v: &Value| match version::check(v, &sync) {
+        Check::Unknown(why) => why,
+        other => panic!("{other:?}"),
+    };
+    assert!(unknown(&bulk("redis_mode:standalone")).contains("no readable redis_version"));
+    assert!(unknown(&Value::Error(
+        b"NOPERM this user has no permissions to run the 'info' command".to_vec()
+    ))
+    .contains("NOPERM"));
+    assert!(unknown(&Value::Error(vec![b'x'; 5000])).len() < 300);
+    assert!(unknown(&Value::Int(1)).contains("integer"));
+    assert!(unknown(&Value::Nil).contains("nil"));
+    assert!(unknown(&Value::Array(vec![])).contains("array"));
+}
+
+#[test]
+fn what_raises_the_requirement() {
+    let r = version::NEEDS_SCRIPTS;
+    assert_eq!(r.version_text(), "4.0");
+    assert_eq!(r.max(version::NEEDS_ACL_USER), version::NEEDS_ACL_USER);
+    assert_eq!(
+        r.max(version::NEEDS_TLS).max(version::NEEDS_ZADD_GT),
+        version::NEEDS_ZADD_GT
+    );
+    // A tie keeps the first reason.
+    assert_eq!(
+        version::NEEDS_ACL_USER.max(version::NEEDS_TLS),
+        version::NEEDS_ACL_USER
+    );
+    let patch = Requirement {
+        version: RedisVersion::new(6, 2, 7),
+        why: "x",
+    };
+    assert_eq!(patch.version_text(), "6.2.7");
+    // A script's text (or its SCRIPT LOAD) tells what it needs.
+    assert_eq!(
+        version::script_needs(b"redis.call('ZADD', k, 'GT', s, m)"),
+        version::NEEDS_ZADD_GT
+    );
+    assert_eq!(
+        version::script_needs(b"redis.call('ZADD', k, 'NX', s, m)"),
+        version::NEEDS_SCRIPTS
+    );
+    assert_eq!(
+        version::script_needs(&Script::load_command()),
+        version::NEEDS_SCRIPTS
+    );
+}
+
+#[test]
+fn the_line_names_both_versions_and_why() {
+    assert_eq!(
+        version::too_old(
+            "127.0.0.1:6390",
+            RedisVersion::new(6, 0, 16),
+            &version::NEEDS_ZADD_GT
+        ),
+        "Redis at 127.0.0.1:6390 is version 6.0.16; smart_limit needs Redis 6.2 or later \
+         (the sync= script uses ZADD ... GT)"
+    );
+}
+
+#[test]
+fn info_asks_for_the_server_section() {
+    assert_eq!(
+        version::info_command(),
+        b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n".to_vec()
+    );
+}
+
+#[test]
+fn random_info_never_panics() {
+    // Deterministic xorshift; bytes biased toward what an INFO line is made of.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let alphabet = b"redis_version:.0123456789\r\n\xff-";
+    let need = version::NEEDS_ZADD_GT;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = (x % 48) as usize;
+        let mut buf = b"redis_version:".to_vec();
+        let mut y = x;
+        for _ in 0..len {
+            y = y
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            buf.push(alphabet[(y >> 59) as usize % alphabet.len()]);
+        }
+        let _ = version::check(&Value::Bulk(buf), &need);
+    }
+}

@@ -84,8 +84,8 @@ sub _log_regex {
 }
 
 my %KNOWN_SECTIONS = map { ($_ => 1) } qw(main_config http_config config steps user_files
-    redis instances workers must_fail error_log no_error_log no_check_error_log timeout
-    log_level follow_redirects ONLY SKIP LAST);
+    redis instances workers master_process must_fail error_log no_error_log no_check_error_log
+    timeout log_level follow_redirects ONLY SKIP LAST);
 
 # Parses a block's steps (dies with the block name on a syntax error).
 sub _plan_block {
@@ -110,6 +110,16 @@ sub _plan_block {
     my $follow = _section($block, 'follow_redirects') // 1;
     $follow =~ s/^\s+|\s+$//g;
     die "TEST '$name': --- follow_redirects must be 0 or 1, not '$follow'\n" unless $follow =~ /^[01]$/;
+    my $master = _section($block, 'master_process') // 'on';
+    $master =~ s/^\s+|\s+$//g;
+    die "TEST '$name': --- master_process must be on or off, not '$master'\n"
+        unless $master =~ /^(?:on|off)$/;
+    # One process and no workers: the steps that signal or count workers have nothing to act on.
+    if ($master eq 'off') {
+        for my $s (grep { $_->{type} =~ /^(?:reload|reload-expect-fail|kill-worker)$/ } @steps) {
+            die "TEST '$name': '$s->{line}' needs workers, and --- master_process is off\n";
+        }
+    }
     my @error_log = _lines(_section($block, 'error_log'));
     my @no_error_log = _lines(_section($block, 'no_error_log'));
     for my $re (@error_log, @no_error_log) {
@@ -128,6 +138,7 @@ sub _plan_block {
     }
     return $block->{_sl_plan} = {
         steps => \@steps, instances => $instances, count => $count, follow => $follow, ctx => $ctx,
+        master => $master,
         error_log => \@error_log, no_error_log => \@no_error_log, must_fail => $must_fail,
     };
 }
@@ -307,7 +318,8 @@ sub _run_block {
 
     for my $n (@inst) {
         $LIVE{"nginx:$n->{index}"} = $n;
-        my ($ok, $msg) = $n->start($st->{workers});
+        # With master_process off, the one process serves: no worker to wait for.
+        my ($ok, $msg) = $n->start($plan->{master} eq 'off' ? 0 : $st->{workers});
         die $msg unless $ok;
     }
 
@@ -362,6 +374,7 @@ sub _config_sections {
     return {
         %cur,
         workers   => $st->{workers},
+        master    => $st->{plan}{master},
         log_level => _section($b, 'log_level') // 'debug',
     };
 }

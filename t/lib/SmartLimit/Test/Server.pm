@@ -175,7 +175,7 @@ sub write_user_files {
 }
 
 # Assembles conf/nginx.conf from the block's sections.
-# $s: { main_config, http_config, config, workers, log_level, user }
+# $s: { main_config, http_config, config, workers, master, log_level, user }
 sub write_config {
     my ($self, $s) = @_;
     my $root = $self->{servroot};
@@ -190,11 +190,12 @@ sub write_config {
             $dir = File::Basename::dirname($dir);
         }
     }
+    my $master = $s->{master} // 'on';
     my $conf = <<"EOF";
 load_module $root/modules/ngx_http_smart_limit_module.so;
 ${user}worker_processes $s->{workers};
 daemon on;
-master_process on;
+master_process $master;
 error_log logs/error.log $s->{log_level};
 pid logs/nginx.pid;
 
