@@ -6,7 +6,7 @@ use super::layout::Slot;
 use super::layout::NIL;
 
 use super::rules::{self, Capacity, Limits, Mode};
-use super::sight::{cut, is_due, is_present};
+use super::sight::{cut, is_due, is_present, key};
 use super::{Mirror, Place, Refusal, Room, Verdict, Visit};
 use crate::util::fenwick;
 
@@ -202,12 +202,18 @@ impl<'m> Room<'m> {
         self.hdr.counters.expired += 1;
     }
 
-    /// A waiting client was seen: its place counts as present from now.
+    /// A waiting client was seen: its place counts as present from now. (A clock behind the
+    /// last sight, another worker's, leaves it: last sights only move forward.)
     fn seen_now(&mut self, ix: usize, now: u64) {
-        if let Some(s) = self.ring.get_mut(ix) {
-            s.last_seen = now;
-            self.sight_update(ix);
+        let Some(s) = self.ring.get_mut(ix) else {
+            return;
+        };
+        if now <= s.last_seen {
+            return;
         }
+        let old = key(s);
+        s.last_seen = now;
+        self.sight_seen(ix, old);
     }
 
     // ------------------------------------------------------------------ time passes

@@ -20,7 +20,7 @@ fn join(a: Sight, b: Sight) -> Sight {
 }
 
 /// A place's key: its last sight plus one (so that 0 means no place), 0 for an empty slot.
-fn key(s: &Slot) -> u64 {
+pub(super) fn key(s: &Slot) -> u64 {
     if s.sid == 0 {
         0
     } else {
@@ -121,6 +121,31 @@ impl<'m> Room<'m> {
                 Some(n) => *n = joined,
                 None => return,
             }
+        }
+    }
+
+    /// The place at ring index `ix` was seen again, its key risen from `old`: the common case
+    /// (a poll) costs a walk up the latest sights only, stopping where they are later already;
+    /// only when it was its block's earliest is the block recomputed.
+    pub(super) fn sight_seen(&mut self, ix: usize, old: u64) {
+        let Some(new) = self.ring.get(ix).map(key) else {
+            return;
+        };
+        let mut v = self.leaves() + ix / BLOCK;
+        match self.sight.get(v) {
+            Some(leaf) if old > leaf.min => {}
+            _ => return self.sight_update(ix),
+        }
+        // The earliest sights are unchanged (another place in the block holds the earliest).
+        loop {
+            match self.sight.get_mut(v) {
+                Some(n) if n.max < new => n.max = new,
+                _ => return,
+            }
+            if v <= 1 {
+                return;
+            }
+            v /= 2;
         }
     }
 
