@@ -186,4 +186,46 @@ fn main() {
             &limits,
         ));
     });
+    // A thousand of them poll in turn as time goes on: every poll renews an older sight (the
+    // line above polls one client within the same second, mostly at times it was seen at).
+    let crowd: Vec<u64> = (3..1_003)
+        .map(|sid| {
+            match room.visit(
+                Visit {
+                    sid,
+                    qnum: 0,
+                    draw: 0,
+                    flood_key: None,
+                    arrival: 0,
+                },
+                1000,
+                &limits,
+            ) {
+                smart_limit_core::room::Verdict::Wait(p) => p.qnum,
+                _ => 0,
+            }
+        })
+        .collect();
+    // Time runs on over the 7 runs (one tick per poll, 400 polls a millisecond), within
+    // `presence` of the line's other places.
+    let mut tick = 0u64;
+    measure(
+        "room: 1,000 waiting clients poll in turn",
+        1_000_000,
+        |_| {
+            let k = (tick % crowd.len() as u64) as usize;
+            tick += 1;
+            black_box(room.visit(
+                Visit {
+                    sid: 3 + k as u64,
+                    qnum: crowd[k],
+                    draw: 0,
+                    flood_key: None,
+                    arrival: 0,
+                },
+                2000 + tick / 400,
+                &limits,
+            ));
+        },
+    );
 }

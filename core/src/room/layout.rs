@@ -9,7 +9,8 @@ use super::{Counters, Room};
 
 const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// Bumped whenever the layout below changes; a reload onto an old layout is refused.
-pub const LAYOUT_VERSION: u32 = 3;
+/// 4: the places' last-sight list became the sight tree; sessions carry a stamp (the fence).
+pub const LAYOUT_VERSION: u32 = 4;
 pub(super) const NIL: u32 = u32::MAX;
 /// Entries per set of the flood table (a set is scanned whole).
 pub(super) const FLOOD_WAYS: usize = 8;
@@ -23,17 +24,26 @@ pub(super) struct Header {
     bucket_len: u32,
     flood_len: u32,
     _pad0: u32,
-    /// No live place has a queue number below this (the head is the first live one at or
-    /// after it); `low == tail` when nobody waits.
+    /// No present place has a queue number below this (the head is the first present one at
+    /// or after it; places below it are absent ones not removed yet); `low == tail` when
+    /// nobody present waits.
     pub(super) low: u64,
     /// Next queue number to hand out.
     pub(super) tail: u64,
-    /// Places by last sight (ring indices), oldest first.
-    pub(super) seen_first: u32,
-    pub(super) seen_last: u32,
-    /// Live places in the line (the Fenwick tree's total, kept at hand).
+    /// The admitted session `fence_k` entries from the back of the list by last sight (table
+    /// index), NIL when fewer are on it: whether `max_active` sessions are still active is
+    /// whether this one is (see `sessions`).
+    pub(super) fence: u32,
+    pub(super) _pad1: u32,
+    /// How far from the back `fence` stands; 0: not placed yet.
+    pub(super) fence_k: u64,
+    /// Stamp of the next session put at the back of the list (stamps rise along the list).
+    pub(super) next_stamp: u64,
+    /// Places in the ring (the Fenwick tree's total, kept at hand), absent ones not yet
+    /// removed included.
     pub(super) waiting: u64,
-    /// Entries in the admitted table (every one seen within `active_window`).
+    /// Entries in the admitted table, all on the list by last sight (absent ones not yet
+    /// removed included).
     pub(super) active: u64,
     pub(super) lru_first: u32,
     pub(super) lru_last: u32,
@@ -69,9 +79,6 @@ pub(super) struct Slot {
     pub(super) last_seen: u64,
     /// When the client took this place (for the "oldest wait" gauge).
     pub(super) joined: u64,
-    /// Neighbours on the list by last sight (ring indices).
-    pub(super) prev: u32,
-    pub(super) next: u32,
     /// Next place in the same bucket of the session-id hash.
     pub(super) chain: u32,
     pub(super) _pad: u32,
@@ -85,10 +92,43 @@ pub(super) struct Entry {
     pub(super) last_seen: u64,
     /// The session's request-rate bucket (see `rate`), 0 = full.
     pub(super) rate_tat: u64,
+    /// When it was put at the back of the list by last sight (`Header::next_stamp`).
+    pub(super) stamp: u64,
     pub(super) prev: u32,
     pub(super) next: u32,
     pub(super) chain: u32, // next entry in the same hash bucket
     pub(super) _pad: u32,
+}
+
+/// A node of the sight tree (see `sight`): the latest and the earliest key (last sight plus
+/// one) of the places under it.
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Sight {
+    pub(super) max: u64,
+    pub(super) min: u64,
+}
+
+impl Sight {
+    /// No place: below every threshold for "present", above every one for "absent".
+    pub(super) const EMPTY: Sight = Sight {
+        max: 0,
+        min: u64::MAX,
+    };
+}
+
+/// Ring slots per leaf of the sight tree: a leaf is recomputed by reading its slots (16 slots
+/// of 40 bytes, ten cache lines next to each other), which keeps the tree small.
+pub(super) const SIGHT_BLOCK: usize = 16;
+
+/// Leaves of the sight tree for a ring of `ring_len` slots: a power of two.
+pub(super) fn sight_leaves(ring_len: usize) -> usize {
+    ring_len.div_ceil(SIGHT_BLOCK).max(1).next_power_of_two()
+}
+
+/// Nodes of the sight tree for a ring of `ring_len` slots (index 0 unused).
+fn sight_nodes(ring_len: usize) -> usize {
+    2 * sight_leaves(ring_len)
 }
 
 /// The rate bucket of one client address (flood control).
@@ -118,17 +158,35 @@ fn round8(n: usize) -> usize {
 }
 
 /// Bytes one session costs in the zone: a ring slot, its Fenwick counter and hash bucket, a
-/// table entry and its bucket, and a quarter of a flood-table entry.
+/// table entry and its bucket, a quarter of a flood-table entry, and its share of the sight
+/// tree (2 to 4 bytes, as the tree's leaves round up to a power of two; 4 counted here).
 pub const BYTES_PER_SESSION: usize = size_of::<Slot>()
     + 2 * size_of::<u32>()
     + size_of::<Entry>()
     + size_of::<u32>()
-    + size_of::<FloodEntry>() / 4;
+    + size_of::<FloodEntry>() / 4
+    + 4;
 
-/// How many sessions a block of `len` bytes holds (the line and the admitted table each).
+/// Flood-table entries for `n` sessions: a quarter entry each, whole sets, at least two.
+fn flood_len(n: usize) -> usize {
+    ((n / 4) / FLOOD_WAYS).max(2) * FLOOD_WAYS
+}
+
+/// How many sessions a block of `len` bytes holds (the line and the admitted table each): the
+/// most whose layout fits (the sight tree's size is not linear in it, so this searches).
 pub fn capacity_for(len: usize) -> usize {
-    len.saturating_sub(round8(size_of::<Header>()) + 64 + 2 * FLOOD_WAYS * size_of::<FloodEntry>())
-        / BYTES_PER_SESSION
+    let fits = |n: usize| n == 0 || layout(n, n, n, flood_len(n)).end <= len;
+    let (mut lo, mut hi) = (0usize, len / (size_of::<Slot>() + size_of::<Entry>()) + 1);
+    // Invariant: `lo` fits, `hi` does not.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// The regions after the header (buckets first): their offsets and the end.
@@ -138,6 +196,7 @@ struct Layout {
     pub(super) places: usize,
     pub(super) live: usize,
     pub(super) flood: usize,
+    pub(super) sight: usize,
     end: usize,
 }
 
@@ -148,13 +207,15 @@ fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
     let places = ring + nr * size_of::<Slot>();
     let live = places + round8(nr * size_of::<u32>());
     let flood = live + round8(nr * size_of::<u32>());
-    let end = flood + nf * size_of::<FloodEntry>();
+    let sight = flood + nf * size_of::<FloodEntry>();
+    let end = sight + sight_nodes(nr) * size_of::<Sight>();
     Layout {
         table,
         ring,
         places,
         live,
         flood,
+        sight,
         end,
     }
 }
@@ -174,8 +235,7 @@ impl<'m> Room<'m> {
         }
         mem.fill(0);
         let n = capacity_for(mem.len()).min(u32::MAX as usize - 1);
-        // Flood sets: a quarter entry per session, whole sets, at least two.
-        let nf = ((n / 4) / FLOOD_WAYS).max(2) * FLOOD_WAYS;
+        let nf = flood_len(n);
         let first = first_qnum.max(1);
         let hdr = Header {
             magic: MAGIC,
@@ -187,8 +247,10 @@ impl<'m> Room<'m> {
             _pad0: 0,
             low: first,
             tail: first,
-            seen_first: NIL,
-            seen_last: NIL,
+            fence: NIL,
+            _pad1: 0,
+            fence_k: 0,
+            next_stamp: 1,
             waiting: 0,
             active: 0,
             lru_first: NIL,
@@ -207,7 +269,7 @@ impl<'m> Room<'m> {
             remote_at_ms: 0,
             remote_version: 0,
         };
-        if layout(n, n, n, nf).end > mem.len() {
+        if n == 0 || layout(n, n, n, nf).end > mem.len() {
             return Err(LayoutError::TooSmall(mem.len(), Self::MIN_BYTES));
         }
         // SAFETY: length and alignment checked above; Header is plain old data.
@@ -223,11 +285,10 @@ impl<'m> Room<'m> {
         }
         room.hdr.free = if len > 0 { 0 } else { NIL };
         for s in room.ring.iter_mut() {
-            s.prev = NIL;
-            s.next = NIL;
             s.chain = NIL;
         }
         room.places.fill(NIL);
+        room.sight.fill(Sight::EMPTY);
         Ok(room)
     }
 
@@ -267,6 +328,10 @@ impl<'m> Room<'m> {
                 places: core::slice::from_raw_parts_mut(base.add(l.places) as *mut u32, nr),
                 live: core::slice::from_raw_parts_mut(base.add(l.live) as *mut u32, nr),
                 flood: core::slice::from_raw_parts_mut(base.add(l.flood) as *mut FloodEntry, nf),
+                sight: core::slice::from_raw_parts_mut(
+                    base.add(l.sight) as *mut Sight,
+                    sight_nodes(nr),
+                ),
                 hdr,
             })
         }

@@ -1,13 +1,26 @@
-//! The waiting line: places in arrival order on a ring, positions by a Fenwick tree, the
-//! last-sight list that drops absent places, and the decision for a client without a valid
-//! admitted ticket ([S3]-[S6], [S15], [S16]).
+//! The waiting line: places in arrival order on a ring, positions by a Fenwick tree, absent
+//! places found by the sight tree and removed a few at a time, and the decision for a client
+//! without a valid admitted ticket ([S3]-[S6], [S15], [S16], [S20]).
 
 use super::layout::Slot;
 use super::layout::NIL;
 
 use super::rules::{self, Capacity, Limits, Mode};
+use super::sight::{cut, is_due, is_present, key};
 use super::{Mirror, Place, Refusal, Room, Verdict, Visit};
 use crate::util::fenwick;
+
+/// At most this many absent places, and this many absent sessions, are removed per decision
+/// (nginx's limit_req removes one or two expired entries per request; the Redis room's script
+/// removes as many, its EXPIRE_STEP). Why not fewer: each decision can make at most a place or
+/// two absent later (the place it takes or renews), so a handful keeps up with a steady line,
+/// and 64 also drains a backlog (100,000 places left at once) within about 1,600 decisions.
+/// Why not more: removing one costs a few hundred nanoseconds (hash chain, Fenwick and sight
+/// trees), so 64 of each keeps the worst decision in the tens of microseconds, under the zone's
+/// lock. Decisions are right before the backlog is gone: absent places no longer count as the
+/// head, in the line's length or in the positions of the clients up to the ones this decision
+/// cleared, and the session fence says whether the room is full (see `sessions`).
+pub const EXPIRE_STEP: usize = 64;
 
 impl<'m> Room<'m> {
     /// Redis store: mirrors the room's figures from a script reply, so this node's metrics
@@ -37,11 +50,6 @@ impl<'m> Room<'m> {
         (qnum % self.hdr.ring_len as u64) as usize
     }
 
-    /// Live places in the line.
-    pub(super) fn waiting(&self) -> u64 {
-        self.hdr.waiting
-    }
-
     /// Live places among ring indices `from..to` going round the ring (`from == to`: none).
     fn live_between(&self, from: usize, to: usize) -> u64 {
         let t = &*self.live;
@@ -52,33 +60,37 @@ impl<'m> Room<'m> {
         }
     }
 
-    /// The head: queue number of the first live place, if anyone waits. Moves `low` to it.
-    pub(super) fn head(&mut self) -> Option<u64> {
-        let n = self.ring.len();
+    /// The head: queue number of the first present place (seen within `presence`: its sight
+    /// above `thr`), if anyone present waits. Moves `low` to it: the places it passes are
+    /// absent ones, left for the tidy to remove, and count nowhere from now on.
+    pub(super) fn head(&mut self, thr: u64) -> Option<u64> {
         let low = self.hdr.low;
         let from = self.ring_index(low);
         // Most of the time the head has not moved since the last look.
-        let at_low = self.ring[from];
-        if at_low.sid != 0 && at_low.qnum == low {
-            return Some(low);
+        if let Some(s) = self.ring.get(from) {
+            if s.sid != 0 && s.qnum == low && is_present(s, thr) {
+                return Some(low);
+            }
         }
-        let t = &*self.live;
-        let before = fenwick::prefix(t, from);
-        let total = fenwick::prefix(t, n);
-        if total == 0 {
-            self.hdr.low = self.hdr.tail;
-            return None;
-        }
-        // The first live index at or after `from`, going round the ring.
-        let ix = if total > before {
-            fenwick::find(t, before + 1)?
-        } else {
-            fenwick::find(t, 1)?
+        // Present places all stand in low..tail (the line spans at most one turn of the
+        // ring), so the first one found going round from `low` is the head.
+        let head = match self.first_present(from, thr) {
+            Some(ix) if self.hdr.waiting > 0 => self.ring.get(ix).map(|s| s.qnum),
+            _ => None,
         };
-        let ahead = (ix + n - from) % n;
-        let head = low + ahead as u64;
-        self.hdr.low = head;
-        Some(head)
+        self.hdr.low = head.unwrap_or(self.hdr.tail);
+        head
+    }
+
+    /// Present places in the line: the places from the head to the tail. The ones behind the
+    /// tail going round (below the head) are absent ones not yet removed; absent ones between
+    /// the head and the tail count until removed, which the tidy does first (see `tidy`).
+    pub(super) fn line_len(&mut self, thr: u64) -> u64 {
+        let Some(head) = self.head(thr) else {
+            return 0;
+        };
+        let behind = self.live_between(self.ring_index(self.hdr.tail), self.ring_index(head));
+        self.hdr.waiting.saturating_sub(behind)
     }
 
     /// The client's place (its ring index), whatever queue number its ticket shows: one
@@ -103,9 +115,9 @@ impl<'m> Room<'m> {
         ((h >> 32) % len as u64) as usize
     }
 
-    /// 1-based place of live `qnum`: the live places ahead of it, plus one.
-    pub(super) fn position(&mut self, qnum: u64) -> u64 {
-        let Some(head) = self.head() else {
+    /// 1-based place of present `qnum`: the places from the head up to it, plus one.
+    pub(super) fn position(&mut self, qnum: u64, thr: u64) -> u64 {
+        let Some(head) = self.head(thr) else {
             return 0;
         };
         if head == qnum {
@@ -116,16 +128,22 @@ impl<'m> Room<'m> {
         self.live_between(from, to) + 1
     }
 
-    fn join_line(&mut self, sid: u64, now: u64) -> Option<u64> {
-        let low = self.head().unwrap_or(self.hdr.tail);
+    fn join_line(&mut self, sid: u64, now: u64, thr: u64) -> Option<u64> {
+        let low = self.head(thr).unwrap_or(self.hdr.tail);
         let qnum = self.hdr.tail;
         // Queue numbers map onto ring slots: the line may span at most one turn of the ring.
         if qnum - low >= self.hdr.ring_len as u64 {
             return None;
         }
         let ix = self.ring_index(qnum);
-        if self.ring[ix].sid != 0 {
-            return None;
+        // The slot may still hold a place from the last turn: below the head, so absent, and
+        // removed now (one more than the tidy's count, for the place this client takes).
+        let held = *self.ring.get(ix)?;
+        if held.sid != 0 {
+            if !is_due(&held, thr) {
+                return None;
+            }
+            self.expire_place(ix);
         }
         let b = self.sid_bucket(sid, self.places.len());
         self.ring[ix] = Slot {
@@ -133,13 +151,11 @@ impl<'m> Room<'m> {
             qnum,
             last_seen: now,
             joined: now,
-            prev: NIL,
-            next: NIL,
             chain: self.places[b],
             _pad: 0,
         };
         self.places[b] = ix as u32;
-        self.seen_push(ix);
+        self.sight_update(ix);
         fenwick::add(self.live, ix, 1);
         self.hdr.waiting += 1;
         self.hdr.tail += 1;
@@ -174,70 +190,61 @@ impl<'m> Room<'m> {
             }
         }
         self.ring[ix].chain = NIL;
-        self.seen_unlink(ix);
         self.ring[ix].sid = 0;
+        self.sight_update(ix);
         fenwick::add(self.live, ix, -1);
         self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
     }
 
-    /// A waiting client was seen: its place counts as present from now.
+    /// An absent place is removed (counted as expired).
+    fn expire_place(&mut self, ix: usize) {
+        self.remove_place(ix);
+        self.hdr.counters.expired += 1;
+    }
+
+    /// A waiting client was seen: its place counts as present from now. (A clock behind the
+    /// last sight, another worker's, leaves it: last sights only move forward.)
     fn seen_now(&mut self, ix: usize, now: u64) {
-        self.ring[ix].last_seen = now;
-        self.seen_unlink(ix);
-        self.seen_push(ix);
-    }
-
-    fn seen_unlink(&mut self, ix: usize) {
-        let Slot { prev, next, .. } = self.ring[ix];
-        if prev == NIL {
-            self.hdr.seen_first = next;
-        } else {
-            self.ring[prev as usize].next = next;
+        let Some(s) = self.ring.get_mut(ix) else {
+            return;
+        };
+        if now <= s.last_seen {
+            return;
         }
-        if next == NIL {
-            self.hdr.seen_last = prev;
-        } else {
-            self.ring[next as usize].prev = prev;
-        }
-        self.ring[ix].prev = NIL;
-        self.ring[ix].next = NIL;
-    }
-
-    fn seen_push(&mut self, ix: usize) {
-        let last = self.hdr.seen_last;
-        self.ring[ix].prev = last;
-        self.ring[ix].next = NIL;
-        if last == NIL {
-            self.hdr.seen_first = ix as u32;
-        } else {
-            self.ring[last as usize].next = ix as u32;
-        }
-        self.hdr.seen_last = ix as u32;
+        let old = key(s);
+        s.last_seen = now;
+        self.sight_seen(ix, old);
     }
 
     // ------------------------------------------------------------------ time passes
 
-    /// Drops what time has made stale: admitted sessions unseen for the active window, and
-    /// places unseen for `presence`, wherever they stand in the line. Each goes once, so this
-    /// is O(1) amortised per decision.
+    /// Drops some of what time has made stale, at most [`EXPIRE_STEP`] admitted sessions
+    /// unseen for the active window (oldest first) and as many places unseen for `presence`,
+    /// the ones after the head first (they are the ones that would count in positions), then
+    /// the ones behind it. What is left is removed by the next decisions; until then it counts
+    /// nowhere that matters (see [`EXPIRE_STEP`]).
     pub(super) fn tidy(&mut self, now: u64, limits: &Limits) {
-        while self.hdr.lru_first != NIL {
-            let i = self.hdr.lru_first as usize;
-            let Some(e) = self.table.get(i).copied() else {
-                break;
-            };
-            if now.saturating_sub(e.last_seen) < limits.active_window_ms {
-                break;
+        for _ in 0..EXPIRE_STEP {
+            let i = self.hdr.lru_first;
+            match self.table.get(i as usize) {
+                Some(e) if now.saturating_sub(e.last_seen) >= limits.active_window_ms => {
+                    self.remove_entry(i as usize)
+                }
+                _ => break,
             }
-            self.remove_entry(i);
         }
-        while self.hdr.seen_first != NIL {
-            let ix = self.hdr.seen_first as usize;
-            if now.saturating_sub(self.ring[ix].last_seen) < limits.presence_ms {
-                break;
+        let thr = cut(now, limits.presence_ms);
+        if self.any_due(thr) {
+            // From the head on: moves `low` past the absent places in front first.
+            let _ = self.head(thr);
+            let mut from = self.ring_index(self.hdr.low);
+            for _ in 0..EXPIRE_STEP {
+                let Some(ix) = self.first_due(from, thr) else {
+                    break;
+                };
+                self.expire_place(ix);
+                from = ix;
             }
-            self.remove_place(ix);
-            self.hdr.counters.expired += 1;
         }
         let minute = now / 60_000;
         if minute != self.hdr.minute {
@@ -246,10 +253,11 @@ impl<'m> Room<'m> {
         }
     }
 
-    fn capacity_now(&self, limits: &Limits) -> Capacity {
+    fn capacity_now(&mut self, now: u64, limits: &Limits) -> Capacity {
+        let active = self.active_now(now, limits);
         rules::capacity(
             limits,
-            self.hdr.active,
+            active,
             self.hdr.admitted_in_minute,
             self.hdr.free != NIL,
         )
@@ -261,10 +269,18 @@ impl<'m> Room<'m> {
     /// ngx-smart-ratelimit ([S3]-[S6]) plus the room modes and flood control.
     pub fn visit(&mut self, v: Visit, now: u64, limits: &Limits) -> Verdict {
         self.tidy(now, limits);
+        let thr = cut(now, limits.presence_ms);
         let mode = self.mode(limits);
-        let held = self.place_of(v.sid);
+        let mut held = self.place_of(v.sid);
         if let Some(ix) = held {
-            self.seen_now(ix, now);
+            if self.ring.get(ix).is_some_and(|s| is_due(s, thr)) {
+                // Back after `presence`: the place was gone already, only not yet removed;
+                // the client comes back at the tail like any newcomer ([S18]).
+                self.expire_place(ix);
+                held = None;
+            } else {
+                self.seen_now(ix, now);
+            }
         }
         match mode {
             Mode::Reject => {
@@ -284,13 +300,15 @@ impl<'m> Room<'m> {
             return self.newcomer(v, mode, now, limits);
         };
         let qnum = self.ring[ix].qnum;
-        let cap = self.capacity_now(limits);
+        let cap = self.capacity_now(now, limits);
         let turn = match mode {
-            Mode::Fifo => self.head() == Some(qnum),
+            Mode::Fifo => self.head(thr) == Some(qnum),
             // Lottery: with k free places and n clients present, each poll wins with chance k/n.
             Mode::Random => {
-                let free = rules::free_places(limits, self.hdr.active, self.hdr.admitted_in_minute);
-                rules::lottery_wins(v.draw, free, self.waiting())
+                let active = self.active_now(now, limits);
+                let free = rules::free_places(limits, active, self.hdr.admitted_in_minute);
+                let present = self.line_len(thr);
+                rules::lottery_wins(v.draw, free, present)
             }
             _ => false,
         };
@@ -299,47 +317,48 @@ impl<'m> Room<'m> {
             self.admit(v.sid, now, true);
             return Verdict::Admit { sid: v.sid };
         }
-        self.wait_answer(v.sid, qnum, mode)
+        self.wait_answer(v.sid, qnum, mode, thr)
     }
 
     /// [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
     /// room; otherwise it takes the tail, paid from its address's flood budget ([S15]).
     fn newcomer(&mut self, v: Visit, mode: Mode, now: u64, limits: &Limits) -> Verdict {
-        let cap = self.capacity_now(limits);
-        if matches!(mode, Mode::Fifo | Mode::Random) && self.waiting() == 0 && cap == Capacity::Room
-        {
+        let thr = cut(now, limits.presence_ms);
+        let cap = self.capacity_now(now, limits);
+        let nobody_waits = self.head(thr).is_none();
+        if matches!(mode, Mode::Fifo | Mode::Random) && nobody_waits && cap == Capacity::Room {
             if let Err(retry_ms) = self.flood_take(v.flood_key, now, limits) {
-                return self.throttled(retry_ms);
+                return self.throttled(retry_ms, thr);
             }
             self.admit(v.sid, now, false);
             return Verdict::Admit { sid: v.sid };
         }
         if let Err(retry_ms) = self.flood_take(v.flood_key, now, limits) {
-            return self.throttled(retry_ms);
+            return self.throttled(retry_ms, thr);
         }
-        match self.join_line(v.sid, now) {
-            Some(qnum) => self.wait_answer(v.sid, qnum, mode),
+        match self.join_line(v.sid, now, thr) {
+            Some(qnum) => self.wait_answer(v.sid, qnum, mode, thr),
             None => {
                 self.hdr.counters.rejected += 1;
                 Verdict::Refuse(Refusal::LineFull {
-                    queue_len: self.waiting(),
+                    queue_len: self.line_len(thr),
                 })
             }
         }
     }
 
-    pub(super) fn throttled(&mut self, retry_ms: u64) -> Verdict {
+    fn throttled(&mut self, retry_ms: u64, thr: u64) -> Verdict {
         self.hdr.counters.throttled += 1;
         Verdict::Throttled {
             retry_ms,
-            queue_len: self.waiting(),
+            queue_len: self.line_len(thr),
         }
     }
 
-    fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode) -> Verdict {
+    fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode, thr: u64) -> Verdict {
         self.hdr.counters.waited += 1;
         let position = match mode {
-            Mode::Fifo => self.position(qnum),
+            Mode::Fifo => self.position(qnum, thr),
             _ => 0,
         };
         let eta_secs = if position > 0 && self.hdr.admit_interval_ms > 0 {
@@ -347,11 +366,12 @@ impl<'m> Room<'m> {
         } else {
             None
         };
+        let queue_len = self.line_len(thr);
         Verdict::Wait(Place {
             sid,
             qnum,
             position,
-            queue_len: self.waiting(),
+            queue_len,
             eta_secs,
         })
     }

@@ -8,24 +8,27 @@
 //!   carries its qnum, so finding a client's place is O(1). A Fenwick tree over the ring counts
 //!   the live places, so a position is the number of live places ahead, in O(log n), and the
 //!   head (the first live place) is found in O(log n) too ([S16]);
-//! - the places again, on a list ordered by last sight: the ones unseen for `presence` fall
-//!   off its front at the next decision, wherever they stood in the line, so abandoned places
-//!   stop counting at once and their memory comes back ([S6], [S15]);
+//! - the places' last sight again, in a tree over the ring (`sight`): the first present place
+//!   (the head) and the absent places are found in O(log n), so a place unseen for `presence`
+//!   stops counting at once, wherever it stands, even before it is removed ([S6], [S15]);
 //! - the admitted sessions seen recently: a chained hash table (session id -> entry) whose
-//!   entries also sit on a list ordered by last sight, so "active sessions" is an exact O(1)
-//!   count and the ones unseen for `active_window` fall off the front of the list; each entry
-//!   also holds its session's request-rate bucket;
+//!   entries also sit on a list ordered by last sight; the ones unseen for `active_window` fall
+//!   off its front, and a fence `max_active` entries from its back tells in O(1) whether the
+//!   room is full, however many absent ones wait to be removed; each entry also holds its
+//!   session's request-rate bucket;
 //! - flood control: rate buckets of client addresses (by a hash of the key), in a
 //!   set-associative table, so one address cannot take places faster than its rate ([S15]);
 //! - cumulative counters for metrics, and the figures the estimated wait is computed from.
 //!
 //! All functions take `now` (unix milliseconds) from the caller: the rules never read a clock.
-//! Every operation is O(1) or O(log n), amortised: each place and session is removed once.
+//! Every operation is O(log n) or better and removes at most a fixed number of absent places
+//! and sessions ([`EXPIRE_STEP`] of each), however many went absent at once ([S20]).
 
 mod flood;
 mod layout;
 mod line;
 mod sessions;
+mod sight;
 
 pub mod gcra;
 pub mod poll;
@@ -34,10 +37,11 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
-use layout::{Entry, FloodEntry, Header, Slot};
+use layout::{Entry, FloodEntry, Header, Sight, Slot};
 
 pub use flood::flood_hash;
 pub use layout::{capacity_for, LayoutError, BYTES_PER_SESSION, LAYOUT_VERSION};
+pub use line::EXPIRE_STEP;
 
 /// Cumulative counters (never decrease), exported as Prometheus counters.
 #[repr(C)]
@@ -167,4 +171,6 @@ pub struct Room<'m> {
     places: &'m mut [u32],
     live: &'m mut [u32],
     flood: &'m mut [FloodEntry],
+    /// Last sight of the places, a tree over blocks of the ring (see `sight`).
+    sight: &'m mut [Sight],
 }

@@ -1,13 +1,27 @@
 //! Admitted sessions: a chained hash table (session id -> entry) whose entries also sit on a
-//! list ordered by last sight, so the active count is exact and O(1); each entry holds its
-//! session's request-rate bucket. Also the room's snapshot for metrics.
+//! list ordered by last sight; each entry holds its session's request-rate bucket. Also the
+//! room's snapshot for metrics.
+//!
+//! The sessions unseen for `active_window` fall off the front of the list, a few per decision
+//! (see `line::EXPIRE_STEP`), so the table's count may include absent ones for a while. Whether
+//! the room is full must not wait for them: a fence stands `max_active` entries from the back
+//! of the list, moved one step by each change at the back or behind it (O(1)). The list is in
+//! order of last sight, so at least `max_active` sessions are active exactly when the fenced
+//! one is ([S4], [S20]).
 
 use super::layout::Entry;
 use super::layout::NIL;
 use super::rules::Mode;
 
 use super::rules::Limits;
+use super::sight::cut;
 use super::{PassVerdict, Room, Snapshot};
+
+/// How many steps a decision may move the fence when `max_active` changed (a reload): each
+/// step is one link followed, so 1,024 cost a few microseconds at most, and until the fence
+/// stands at `max_active` the room decides by the table's count (which may still hold absent
+/// sessions: it then admits later, never beyond `max_active`).
+const FENCE_STEP: usize = 1024;
 
 impl<'m> Room<'m> {
     /// Records that an admitted session was seen now (it counts as active for `active_window`).
@@ -19,8 +33,11 @@ impl<'m> Room<'m> {
     fn touch_entry(&mut self, sid: u64, now: u64) -> Option<usize> {
         if let Some(i) = self.find(sid) {
             self.table[i].last_seen = now;
-            self.lru_unlink(i);
-            self.lru_push(i);
+            // Already the most recent: nothing moves (and the fence stays right).
+            if self.hdr.lru_last != i as u32 {
+                self.lru_unlink(i);
+                self.lru_push(i);
+            }
             return Some(i);
         }
         let i = self.hdr.free;
@@ -34,6 +51,7 @@ impl<'m> Room<'m> {
             sid,
             last_seen: now,
             rate_tat: 0,
+            stamp: 0,
             prev: NIL,
             next: NIL,
             chain: self.buckets[b],
@@ -41,8 +59,75 @@ impl<'m> Room<'m> {
         };
         self.buckets[b] = i as u32;
         self.lru_push(i);
-        self.hdr.active += 1;
         Some(i)
+    }
+
+    /// Admitted sessions active at `now` as far as the limits need it: the table's count when
+    /// no absent session is left in it (exact); otherwise the fence says whether `max_active`
+    /// are active, and the count returned gives the same answer (full: the table's count, at
+    /// least `max_active`; not full: below `max_active`, though possibly below the truth).
+    pub(super) fn active_now(&mut self, now: u64, limits: &Limits) -> u64 {
+        let active = self.hdr.active;
+        let wcut = cut(now, limits.active_window_ms);
+        let front_absent = self
+            .table
+            .get(self.hdr.lru_first as usize)
+            .is_some_and(|e| e.last_seen.saturating_add(1) <= wcut);
+        if !front_absent || active < limits.max_active || limits.max_active == 0 {
+            return active;
+        }
+        self.seat_fence(limits.max_active);
+        if self.hdr.fence_k != limits.max_active {
+            return active;
+        }
+        match self.table.get(self.hdr.fence as usize) {
+            Some(e) if e.last_seen.saturating_add(1) <= wcut => limits.max_active - 1,
+            // Active, or (never, as `active` is at least `max_active`) no fence.
+            _ => active,
+        }
+    }
+
+    /// Moves the fence towards `k` entries from the back, [`FENCE_STEP`] steps at most.
+    fn seat_fence(&mut self, k: u64) {
+        if self.hdr.fence_k == k {
+            return;
+        }
+        let active = self.hdr.active;
+        // Fewer entries than `k`: no fence, wherever it stood.
+        if active < k {
+            self.hdr.fence = NIL;
+            self.hdr.fence_k = k;
+            return;
+        }
+        // Walk from whichever is nearest: where it stands (when it stands on an entry), the
+        // back of the list (the entry 1 from the back) or its front (`active` from the back).
+        let here = match self.hdr.fence {
+            NIL => u64::MAX,
+            _ => self.hdr.fence_k.abs_diff(k),
+        };
+        let (back, front) = (k - 1, active - k);
+        if back < here.min(front) {
+            self.hdr.fence = self.hdr.lru_last;
+            self.hdr.fence_k = 1;
+        } else if front < here {
+            self.hdr.fence = self.hdr.lru_first;
+            self.hdr.fence_k = active;
+        }
+        for _ in 0..FENCE_STEP {
+            if self.hdr.fence_k == k {
+                return;
+            }
+            let f = self.table.get(self.hdr.fence as usize);
+            if self.hdr.fence_k < k {
+                // One further from the back.
+                self.hdr.fence = f.map_or(NIL, |e| e.prev);
+                self.hdr.fence_k += 1;
+            } else {
+                // One nearer the back.
+                self.hdr.fence = f.map_or(NIL, |e| e.next);
+                self.hdr.fence_k -= 1;
+            }
+        }
     }
 
     /// A request on a valid admitted ticket: counted as active, within the session's request
@@ -85,7 +170,8 @@ impl<'m> Room<'m> {
 
     pub fn snapshot(&mut self, now: u64, limits: &Limits) -> Snapshot {
         self.tidy(now, limits);
-        let oldest_wait_ms = match self.head() {
+        let thr = cut(now, limits.presence_ms);
+        let oldest_wait_ms = match self.head(thr) {
             Some(q) => now.saturating_sub(self.ring[self.ring_index(q)].joined.min(now)),
             None => 0,
         };
@@ -96,7 +182,7 @@ impl<'m> Room<'m> {
         let (queue_len, active) = if fresh {
             (self.hdr.remote_queue_len, self.hdr.remote_active)
         } else {
-            (self.waiting(), self.hdr.active)
+            (self.line_len(thr), self.hdr.active)
         };
         Snapshot {
             queue_len,
@@ -148,16 +234,25 @@ impl<'m> Room<'m> {
             sid: 0,
             last_seen: 0,
             rate_tat: 0,
+            stamp: 0,
             prev: NIL,
             next: self.hdr.free,
             chain: NIL,
             _pad: 0,
         };
         self.hdr.free = i as u32;
-        self.hdr.active = self.hdr.active.saturating_sub(1);
     }
 
+    /// Takes entry `i` off the list (the table's count follows). Leaving at or behind the
+    /// fence brings the fence one step further from the back, so it stays `fence_k` from it.
     fn lru_unlink(&mut self, i: usize) {
+        if let Some(f) = self.table.get(self.hdr.fence as usize) {
+            let behind = self.table.get(i).is_some_and(|e| e.stamp >= f.stamp);
+            if behind {
+                self.hdr.fence = f.prev;
+            }
+        }
+        self.hdr.active = self.hdr.active.saturating_sub(1);
         let Entry { prev, next, .. } = self.table[i];
         if prev == NIL {
             self.hdr.lru_first = next;
@@ -173,15 +268,28 @@ impl<'m> Room<'m> {
         self.table[i].next = NIL;
     }
 
+    /// Puts entry `i` at the back of the list (the table's count follows), with the next
+    /// stamp; the fence moves one step towards the back, or appears when the list reaches
+    /// `fence_k` entries.
     fn lru_push(&mut self, i: usize) {
         let last = self.hdr.lru_last;
         self.table[i].prev = last;
         self.table[i].next = NIL;
+        self.table[i].stamp = self.hdr.next_stamp;
+        self.hdr.next_stamp += 1;
         if last == NIL {
             self.hdr.lru_first = i as u32;
         } else {
             self.table[last as usize].next = i as u32;
         }
         self.hdr.lru_last = i as u32;
+        self.hdr.active += 1;
+        match self.table.get(self.hdr.fence as usize) {
+            Some(f) => self.hdr.fence = f.next,
+            None if self.hdr.fence_k > 0 && self.hdr.active == self.hdr.fence_k => {
+                self.hdr.fence = self.hdr.lru_first;
+            }
+            None => {}
+        }
     }
 }
