@@ -45,7 +45,7 @@ __DATA__
 === TEST 1: sync= on Redis 6.0.16: one clear line, on_error=closed applies, no script is sent
 --- workers: 1
 --- http_config
-    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_FAKE_OLD_PORT sync=200ms on_error=closed max_active=5;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_FAKE_OLD_PORT sync=200ms on_error=closed max_active=5 flood=off;
 --- config
     location / { smart_limit shop; root html; }
     location = /m { smart_limit_metrics; }
