@@ -31,8 +31,7 @@ pub(super) struct Header {
     pub(super) expiring: u64,
     pub(super) leaving: u64,
     pub(super) samples_len: u64,
-    /// The picture said the line holds `max_line`; places taken here since it came.
-    pub(super) full: u64,
+    /// Places taken here since the picture came (against `max_line`).
     pub(super) taken: u64,
     /// Ranks of the picture's line let in since it came, as the node guesses without Redis
     /// (positions shown are that much nearer the head), and the fraction of a place an old

@@ -92,8 +92,9 @@ impl<'m> FleetNode<'m> {
             return None;
         }
         let h = &mut *self.hdr;
+        // (The picture's `full` is its queue length at max_line: counted here already.)
         let in_line = h.queue_len.saturating_add(h.taken);
-        if h.full != 0 || in_line >= cfg.max_line {
+        if in_line >= cfg.max_line {
             return Some(FleetVerdict::LineFull { queue_len: in_line });
         }
         h.taken += 1;

@@ -85,16 +85,11 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    /// Whether `seq` is still the node's last sync sent (its answer counts).
-    pub fn current(&self, seq: u64) -> bool {
-        self.hdr.seq == seq
-    }
-
     /// The fleet's picture came back for the sync of `seq`: the node decides by it until the
     /// next. An answer to a sync that a newer one superseded (a stalled leader's, one answered
     /// late) is ignored: false.
     pub fn apply(&mut self, p: &RoomPicture, seq: u64, now: u64) -> bool {
-        if !self.current(seq) {
+        if self.hdr.seq != seq {
             return false;
         }
         let h = &mut *self.hdr;
@@ -111,7 +106,6 @@ impl<'m> FleetNode<'m> {
         h.granted_window = p.window_ms;
         h.fleet_active = p.fleet_active;
         h.queue_len = p.queue_len;
-        h.full = u64::from(p.full);
         h.taken = 0;
         h.quota = p.quota;
         h.quota_left = p.quota;
