@@ -184,7 +184,10 @@ fn a_session_seen_on_every_node_counts_once() {
     t.sync(2, now + 1, &seen(&[2, 3, 4], now + 1));
     let p = t.sync(3, now + 2, &seen(&[1, 4], now + 2));
     assert_eq!(p.fleet_active, 4);
-    // Unseen for the active window: gone.
+    // Unseen for the active window: gone (syncs at least every 3 s: no silence).
+    for at in [3_000, 6_000, 9_000] {
+        t.sync(2, now + at, &seen(&[], now));
+    }
     let p = t.sync(1, now + 10_003, &seen(&[1], now + 10_003));
     assert_eq!(p.fleet_active, 1);
 }
@@ -208,8 +211,68 @@ fn a_late_report_keeps_the_time_of_its_sightings() {
     // Its window ends 10 s after it was seen, not after it was reported.
     let p = t.sync(1, now + 10_001, &seen(&[], now));
     assert_eq!(p.fleet_active, 1);
+    // (Syncs at least every 3 s: a longer silence holds expiry, see below.)
+    for at in [12_000, 15_000, 18_000] {
+        t.sync(1, now + at, &seen(&[], now));
+    }
     let p = t.sync(1, now + 19_000, &seen(&[], now));
     assert_eq!(p.fleet_active, 0);
+}
+
+#[test]
+fn after_a_silence_sessions_stay_until_every_node_can_have_reported() {
+    let Some(srv) = start() else { return };
+    let seen = |sids: &[u64], at: u64| Report {
+        active: sids.iter().map(|&s| sighting(s, at)).collect(),
+        ..Report::default()
+    };
+    let now = BASE + 10_000;
+    // Three nodes see sessions 1, 2 (node 1), 3 (node 2) and 4 (node 3) every second; then
+    // Redis is away for 12 s (more than the 10 s window). Sessions 1 and 3 went on (their
+    // nodes kept the sightings), 2 and 4 left.
+    let before = |room: &str| {
+        let mut t = Twin::new(srv.port, room, cfg(10));
+        for at in [0, 1_000, 2_000] {
+            t.sync(1, now + at, &seen(&[1, 2], now + at));
+            t.sync(2, now + at + 1, &seen(&[3], now + at));
+            t.sync(3, now + at + 2, &seen(&[4], now + at));
+        }
+        t
+    };
+    // Node 1 is back first: the fleet has not heard from nodes 2 and 3 since, so sessions 3
+    // and 4 (last known 12 s ago) keep their places, and so does 2.
+    let mut t = before("silence-all");
+    let p = t.sync(1, now + 14_000, &seen(&[1], now + 13_000));
+    assert_eq!(p.fleet_active, 4);
+    assert!(p.quota <= 10 - 4, "{p:?}");
+    let p = t.sync(2, now + 14_200, &seen(&[3], now + 12_000));
+    assert_eq!(p.fleet_active, 4);
+    // A sync node 3 built during the silence runs now (sent on a connection it gave up on):
+    // it does not say what node 3 saw since.
+    let built = fence(3, 10, now + 3_000);
+    let p = t.sync_fenced(built, now + 14_300, &seen(&[], now));
+    assert!(
+        matches!(p, SyncAnswer::Picture(ref p) if p.fleet_active == 4),
+        "{p:?}"
+    );
+    // Once all three have synced after the silence, expiry is back where it was: 2 and 4
+    // are gone.
+    t.seqs.insert(3, 10);
+    let p = t.sync(3, now + 14_400, &seen(&[], now));
+    assert_eq!(p.fleet_active, 2);
+
+    // Node 3 does not come back: the hold ends a node's staleness (3 intervals) after the
+    // first call.
+    let mut t = before("silence-one-gone");
+    t.sync(1, now + 14_000, &seen(&[1], now + 13_000));
+    let p = t.sync(2, now + 14_200, &seen(&[3], now + 12_000));
+    assert_eq!(p.fleet_active, 4);
+    let p = t.sync(1, now + 16_900, &seen(&[], now));
+    assert_eq!(p.fleet_active, 4);
+    let p = t.sync(1, now + 17_001, &seen(&[], now));
+    assert_eq!(p.fleet_active, 2);
+    // Without the hold, node 1's first sync would have counted one session, and given the
+    // places of 3 (in use) away.
 }
 
 #[test]
@@ -251,6 +314,10 @@ fn random_syncs_and_draws_match_the_model() {
     let mut active: Vec<u64> = Vec::new();
     for _ in 0..400 {
         now += 37 + next(400);
+        // Now and then Redis is away for a while (expiry held after it).
+        if next(40) == 0 {
+            now += 3_000 + next(12_000);
+        }
         let node = 1 + next(3);
         if next(10) == 0 {
             t.draw(node, now, 1 + next(4));

@@ -115,6 +115,14 @@ pub struct FleetModel {
     free_w: u64,
     polls_w: u64,
     given_w: u64,
+    /// The last call, and the expiry held after a silence: sessions last seen at or after
+    /// `hold` stay until `hold_until`, or until the nodes of `hold_wait` have all synced
+    /// (the script's "heard", "hold", "hold_until", "hold_wait").
+    heard: u64,
+    hold: u64,
+    hold_until: u64,
+    /// (node, the window its first sync built after the silence has at least)
+    hold_wait: Vec<(u64, u64)>,
     nodes: HashMap<u64, Node>,
     active: BySight,
     present: BySight,
@@ -136,6 +144,10 @@ impl FleetModel {
             free_w: 0,
             polls_w: 0,
             given_w: 0,
+            heard: 0,
+            hold: 0,
+            hold_until: 0,
+            hold_wait: Vec::new(),
             nodes: HashMap::new(),
             active: BySight::default(),
             present: BySight::default(),
@@ -184,11 +196,61 @@ impl FleetModel {
         Some(self.base_ms + ix as u64)
     }
 
+    /// A call at `now`: after a silence longer than a node's staleness (Redis away), the
+    /// sightings the nodes made meanwhile are still to come, so expiry is held where it stood
+    /// when the silence began until the nodes heard before it have synced again, or a
+    /// staleness has passed (the script's preamble).
+    fn hear(&mut self, now: u64) {
+        let stale = self.cfg.stale_ms();
+        if self.heard > 0 && now.saturating_sub(self.heard) > stale {
+            let heard = self.heard;
+            let interval = self.cfg.interval_ms;
+            let wait: Vec<(u64, u64)> = self
+                .nodes
+                .iter()
+                .filter(|(_, n)| heard.saturating_sub(n.seen) <= stale)
+                .map(|(&id, n)| (id, (n.alloc + now - n.seen).saturating_sub(interval)))
+                .collect();
+            if !wait.is_empty() {
+                let mut from = heard.saturating_sub(self.cfg.active_window_ms);
+                if now < self.hold_until {
+                    from = from.min(self.hold);
+                }
+                self.hold = from;
+                self.hold_until = now + stale;
+                self.hold_wait = wait;
+            }
+        }
+        self.heard = self.heard.max(now);
+    }
+
+    /// A sync of `node` taken (its report is in): if it was built after the silence (its
+    /// window is that much later than the node's last before it), the hold waits for it no
+    /// more.
+    fn synced_since_silence(&mut self, f: Fence, now: u64) {
+        if now >= self.hold_until || self.hold_wait.is_empty() {
+            return;
+        }
+        self.hold_wait
+            .retain(|&(n, need)| n != f.node_id || f.window < need);
+        if self.hold_wait.is_empty() {
+            self.hold_until = now;
+        }
+    }
+
+    /// Sessions last seen before this had left at `t`.
+    fn cut(&self, t: u64) -> u64 {
+        let cut = t.saturating_sub(self.cfg.active_window_ms);
+        if t < self.hold_until {
+            cut.min(self.hold)
+        } else {
+            cut
+        }
+    }
+
     fn trim_active(&mut self, now: u64) {
-        for sid in self
-            .active
-            .oldest(now.saturating_sub(self.cfg.active_window_ms), usize::MAX)
-        {
+        // ZREMRANGEBYSCORE -inf cut: inclusive.
+        for sid in self.active.oldest(self.cut(now), usize::MAX) {
             self.active.remove(sid);
         }
     }
@@ -220,6 +282,7 @@ impl FleetModel {
     /// The script's "draw": up to `want` places.
     pub fn draw(&mut self, f: Fence, now: u64, want: u64) -> Drawn {
         self.calls += 1;
+        self.hear(now);
         self.trim_active(now);
         let active = self.active.len();
         let mut me = self.entry(f.node_id, now);
@@ -246,6 +309,7 @@ impl FleetModel {
     /// The script's "sync".
     pub fn sync(&mut self, f: Fence, now: u64, r: &Report) -> SyncAnswer {
         self.calls += 1;
+        self.hear(now);
         let cfg = self.cfg;
         let mut me = self.entry(f.node_id, now);
         let gen = u64::from(f.generation);
@@ -254,6 +318,7 @@ impl FleetModel {
         }
         me.gen = gen;
         me.seq = f.seq;
+        self.synced_since_silence(f, now);
         // The script gets ages (node_now - at) and scores now - age: with one clock, `at`.
         let seen_at = |at: u64| at.min(now);
         for e in &r.admitted {
@@ -298,9 +363,9 @@ impl FleetModel {
         let active = self.active.len();
         let queue_len = self.queue_len;
         let full = cfg.max_line > 0 && queue_len >= cfg.max_line;
-        let since = now.saturating_sub(cfg.active_window_ms);
-        let expiring = self.active.count(since, since + cfg.interval_ms);
-        let leaving = self.active.count(since, since + cfg.horizon_ms());
+        let since = self.cut(now);
+        let expiring = self.active.count(since, self.cut(now + cfg.interval_ms));
+        let leaving = self.active.count(since, self.cut(now + cfg.horizon_ms()));
         let left = (me.grant + me.draws).saturating_sub(r.admitted.len() as u64);
         me.draws = 0;
         let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128

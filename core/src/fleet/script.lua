@@ -8,7 +8,9 @@
 -- KEYS (one {room} hash tag, one slot):
 --   [1] PREFIX:{ROOM}:fleet     hash: "win" / "free" / "polls" / "given" (this interval's
 --                               allocation: its base, the polls it is shared by, what was
---                               given out), and one field per node, "n:<id>":
+--                               given out), "heard" / "hold" / "hold_until" / "hold_wait"
+--                               (the last call; the expiry held after a silence, until when,
+--                               for which nodes), and one field per node, "n:<id>":
 --                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
@@ -149,6 +151,58 @@ local function census()
   return reserved, nodes, polls
 end
 
+-- Sessions last seen before cut(t) have left at t. The fleet normally hears every node each
+-- interval. After a silence longer than a node's staleness (Redis hung or unreachable), the
+-- nodes still hold what they saw meanwhile (a failed sync's report is given back) and send it
+-- with their next syncs. Until every node heard shortly before the silence has sent a sync
+-- built after it (or a node's staleness has passed: one that does not come back is not waited
+-- for), a session seen within its window before the silence is not taken for gone: its place
+-- would be given to a waiter while it is still in use, and the room would overfill.
+-- A sync built during the silence may still run when Redis comes back (sent on a connection
+-- the node gave up on): it does not count. Built after the silence means: its window (the
+-- node's clock) is later than the node's last one before it by the silence's length, less an
+-- interval for the rounding to windows (no clock is compared with another's).
+local hold, hold_until, hold_wait = 0, 0, ''
+local function cut(t)
+  if t < hold_until then return math.min(t - active_window, hold) end
+  return t - active_window
+end
+do
+  local f = redis.call('HMGET', K_FLEET, 'heard', 'hold', 'hold_until', 'hold_wait')
+  local heard = number(f[1])
+  hold, hold_until, hold_wait = number(f[2]), number(f[3]), f[4] or ''
+  if heard > 0 and now - heard > stale then
+    local wait = {}
+    local all = redis.call('HGETALL', K_FLEET)
+    for i = 1, #all, 2 do
+      local e = string.sub(all[i], 1, 2) == 'n:' and read_node(all[i + 1])
+      if e and heard - e.seen <= stale then
+        wait[#wait + 1] = string.sub(all[i], 3) .. ':' .. digits(math.max(e.alloc + now - e.seen - interval, 0))
+      end
+    end
+    if #wait > 0 then
+      local from = heard - active_window
+      if now < hold_until then from = math.min(from, hold) end
+      hold, hold_until, hold_wait = from, now + stale, table.concat(wait, ' ')
+      redis.call('HSET', K_FLEET, 'hold', digits(hold), 'hold_until', digits(hold_until),
+        'hold_wait', hold_wait)
+    end
+  end
+  if now > heard then redis.call('HSET', K_FLEET, 'heard', digits(now)) end
+end
+-- This node's sync (its report is in): if it was built after the silence, the hold waits for
+-- it no more.
+local function synced_since_silence()
+  if now >= hold_until or hold_wait == '' then return end
+  local rest = {}
+  for w, need in string.gmatch(hold_wait, '(%d+):(%d+)') do
+    if w ~= id or window < tonumber(need) then rest[#rest + 1] = w .. ':' .. need end
+  end
+  hold_wait = table.concat(rest, ' ')
+  if hold_wait == '' then hold_until = now end
+  redis.call('HSET', K_FLEET, 'hold_until', digits(hold_until), 'hold_wait', hold_wait)
+end
+
 local function save()
   redis.call('HSET', K_FLEET, field, write_node(me))
   for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
@@ -160,7 +214,7 @@ if op == 'draw' then
     return redis.error_reply('smart_limit: bad fleet arguments')
   end
   -- Sessions whose window ended since the last sync free their places now.
-  redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', now - active_window)
+  redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now))
   local active = redis.call('ZCARD', K_ACTIVE)
   if gen < me.gen or seq < me.seq then
     return {0, active, me.seq}
@@ -179,6 +233,7 @@ if gen < me.gen or (gen == me.gen and seq <= me.seq) or window < me.alloc then
   return {-1}
 end
 me.gen, me.seq = gen, seq
+synced_since_silence()
 
 local function seen_at(age)
   return math.max(now - tonumber(age), 0)
@@ -260,7 +315,7 @@ if #old > 0 then
   variadic('ZREM', K_PRESENT, old)
   variadic('ZREM', K_ARRIVAL, old)
 end
-redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', now - active_window)
+redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now))
 
 local reserved, others, polls = census()
 local nodes = others + 1
@@ -282,9 +337,9 @@ if max_line > 0 and queue_len >= max_line then full = 1 end
 -- interval (their places free before the next picture) and within the horizon (how fast the
 -- line will move: the head is called back in time).
 local horizon = math.max(interval, math.min(10000, math.floor(active_window / 2)))
-local since = now - active_window
-local expiring = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(since + interval))
-local leaving = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(since + horizon))
+local since = cut(now)
+local expiring = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(cut(now + interval)))
+local leaving = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(cut(now + horizon)))
 
 -- The node's places: what it was given and drew became admissions it reports now, or were not
 -- used. A new interval releases them all and shares the free places out again; a second sync
