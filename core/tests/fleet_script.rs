@@ -227,23 +227,27 @@ fn after_a_silence_sessions_stay_until_every_node_can_have_reported() {
         ..Report::default()
     };
     let now = BASE + 10_000;
-    // Three nodes see sessions 1, 2 (node 1), 3 (node 2) and 4 (node 3) every second; then
-    // Redis is away for 12 s (more than the 10 s window). Sessions 1 and 3 went on (their
-    // nodes kept the sightings), 2 and 4 left.
+    // Three nodes see sessions 1, 2 (node 1), 3 (node 2) and 4 (node 3) every second, and
+    // node 2 a waiter, 9; then Redis is away for 12 s (more than the 10 s window and the 5 s
+    // presence). Sessions 1 and 3 went on (their nodes kept the sightings), 2 and 4 left; 9
+    // still waits.
     let before = |room: &str| {
         let mut t = Twin::new(srv.port, room, cfg(10));
         for at in [0, 1_000, 2_000] {
             t.sync(1, now + at, &seen(&[1, 2], now + at));
-            t.sync(2, now + at + 1, &seen(&[3], now + at));
+            let mut r = seen(&[3], now + at);
+            r.waiters.push(waiter(9, 5_000, now + at));
+            t.sync(2, now + at + 1, &r);
             t.sync(3, now + at + 2, &seen(&[4], now + at));
         }
         t
     };
     // Node 1 is back first: the fleet has not heard from nodes 2 and 3 since, so sessions 3
-    // and 4 (last known 12 s ago) keep their places, and so does 2.
+    // and 4 (last known 12 s ago) keep their places, and so does 2; waiter 9 keeps its place
+    // in the line.
     let mut t = before("silence-all");
     let p = t.sync(1, now + 14_000, &seen(&[1], now + 13_000));
-    assert_eq!(p.fleet_active, 4);
+    assert_eq!((p.fleet_active, p.queue_len), (4, 1));
     assert!(p.quota <= 10 - 4, "{p:?}");
     let p = t.sync(2, now + 14_200, &seen(&[3], now + 12_000));
     assert_eq!(p.fleet_active, 4);

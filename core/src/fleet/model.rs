@@ -115,9 +115,9 @@ pub struct FleetModel {
     free_w: u64,
     polls_w: u64,
     given_w: u64,
-    /// The last call, and the expiry held after a silence: sessions last seen at or after
-    /// `hold` stay until `hold_until`, or until the nodes of `hold_wait` have all synced
-    /// (the script's "heard", "hold", "hold_until", "hold_wait").
+    /// The last call, and after a silence: when it began (`hold`; expiry is held at that
+    /// time) until `hold_until`, or until the nodes of `hold_wait` have all synced (the
+    /// script's "heard", "hold", "hold_until", "hold_wait").
     heard: u64,
     hold: u64,
     hold_until: u64,
@@ -212,7 +212,7 @@ impl FleetModel {
                 .map(|(&id, n)| (id, (n.alloc + now - n.seen).saturating_sub(interval)))
                 .collect();
             if !wait.is_empty() {
-                let mut from = heard.saturating_sub(self.cfg.active_window_ms);
+                let mut from = heard;
                 if now < self.hold_until {
                     from = from.min(self.hold);
                 }
@@ -238,19 +238,21 @@ impl FleetModel {
         }
     }
 
-    /// Sessions last seen before this had left at `t`.
-    fn cut(&self, t: u64) -> u64 {
-        let cut = t.saturating_sub(self.cfg.active_window_ms);
-        if t < self.hold_until {
-            cut.min(self.hold)
+    /// Members last seen before this had left at `t` (`window_ms`: the active window or
+    /// `presence`): time stands still where a silence began until the hold ends.
+    fn cut(&self, t: u64, window_ms: u64) -> u64 {
+        let t = if t < self.hold_until {
+            t.min(self.hold)
         } else {
-            cut
-        }
+            t
+        };
+        t.saturating_sub(window_ms)
     }
 
     fn trim_active(&mut self, now: u64) {
         // ZREMRANGEBYSCORE -inf cut: inclusive.
-        for sid in self.active.oldest(self.cut(now), usize::MAX) {
+        let cut = self.cut(now, self.cfg.active_window_ms);
+        for sid in self.active.oldest(cut, usize::MAX) {
             self.active.remove(sid);
         }
     }
@@ -346,7 +348,7 @@ impl FleetModel {
         }
         for sid in self
             .present
-            .oldest(now.saturating_sub(cfg.presence_ms), EXPIRE_STEP)
+            .oldest(self.cut(now, cfg.presence_ms), EXPIRE_STEP)
         {
             self.leave_line(sid);
         }
@@ -363,9 +365,10 @@ impl FleetModel {
         let active = self.active.len();
         let queue_len = self.queue_len;
         let full = cfg.max_line > 0 && queue_len >= cfg.max_line;
-        let since = self.cut(now);
-        let expiring = self.active.count(since, self.cut(now + cfg.interval_ms));
-        let leaving = self.active.count(since, self.cut(now + cfg.horizon_ms()));
+        let aw = cfg.active_window_ms;
+        let since = self.cut(now, aw);
+        let expiring = self.active.count(since, self.cut(now + cfg.interval_ms, aw));
+        let leaving = self.active.count(since, self.cut(now + cfg.horizon_ms(), aw));
         let left = (me.grant + me.draws).saturating_sub(r.admitted.len() as u64);
         me.draws = 0;
         let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128

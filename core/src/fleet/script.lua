@@ -9,8 +9,8 @@
 --   [1] PREFIX:{ROOM}:fleet     hash: "win" / "free" / "polls" / "given" (this interval's
 --                               allocation: its base, the polls it is shared by, what was
 --                               given out), "heard" / "hold" / "hold_until" / "hold_wait"
---                               (the last call; the expiry held after a silence, until when,
---                               for which nodes), and one field per node, "n:<id>":
+--                               (the last call; after a silence: when it began, until when
+--                               expiry is held at that time, for which nodes), and one field per node, "n:<id>":
 --                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
@@ -151,21 +151,23 @@ local function census()
   return reserved, nodes, polls
 end
 
--- Sessions last seen before cut(t) have left at t. The fleet normally hears every node each
--- interval. After a silence longer than a node's staleness (Redis hung or unreachable), the
--- nodes still hold what they saw meanwhile (a failed sync's report is given back) and send it
--- with their next syncs. Until every node heard shortly before the silence has sent a sync
--- built after it (or a node's staleness has passed: one that does not come back is not waited
--- for), a session seen within its window before the silence is not taken for gone: its place
--- would be given to a waiter while it is still in use, and the room would overfill.
+-- A session (a waiter) last seen before cut(t, active_window) (cut(t, presence)) has left at t.
+-- The fleet normally hears every node each interval. After a silence longer than a node's
+-- staleness (Redis hung or unreachable), the nodes still hold what they saw meanwhile (a
+-- failed sync's report is given back) and send it with their next syncs. Until every node
+-- heard shortly before the silence has sent a sync built after it (or a node's staleness has
+-- passed: one that does not come back is not waited for), time stands still for expiry where
+-- the silence began: a session seen within its window before it is not taken for gone (its
+-- place would be given while still in use, and the room would overfill), nor a waiter seen
+-- within `presence` before it (it would lose its place in the line while it waits).
 -- A sync built during the silence may still run when Redis comes back (sent on a connection
 -- the node gave up on): it does not count. Built after the silence means: its window (the
 -- node's clock) is later than the node's last one before it by the silence's length, less an
 -- interval for the rounding to windows (no clock is compared with another's).
 local hold, hold_until, hold_wait = 0, 0, ''
-local function cut(t)
-  if t < hold_until then return math.min(t - active_window, hold) end
-  return t - active_window
+local function cut(t, window_ms)
+  if t < hold_until then return math.min(t, hold) - window_ms end
+  return t - window_ms
 end
 do
   local f = redis.call('HMGET', K_FLEET, 'heard', 'hold', 'hold_until', 'hold_wait')
@@ -181,7 +183,7 @@ do
       end
     end
     if #wait > 0 then
-      local from = heard - active_window
+      local from = heard
       if now < hold_until then from = math.min(from, hold) end
       hold, hold_until, hold_wait = from, now + stale, table.concat(wait, ' ')
       redis.call('HSET', K_FLEET, 'hold', digits(hold), 'hold_until', digits(hold_until),
@@ -214,7 +216,7 @@ if op == 'draw' then
     return redis.error_reply('smart_limit: bad fleet arguments')
   end
   -- Sessions whose window ended since the last sync free their places now.
-  redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now))
+  redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
   local active = redis.call('ZCARD', K_ACTIVE)
   if gen < me.gen or seq < me.seq then
     return {0, active, me.seq}
@@ -310,12 +312,13 @@ if #w_sid > 0 then
 end
 
 -- Waiters unseen for presence leave the line; sessions whose window ended free their places.
-local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', now - presence, 'LIMIT', 0, EXPIRE_STEP)
+local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', cut(now, presence), 'LIMIT', 0,
+  EXPIRE_STEP)
 if #old > 0 then
   variadic('ZREM', K_PRESENT, old)
   variadic('ZREM', K_ARRIVAL, old)
 end
-redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now))
+redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
 
 local reserved, others, polls = census()
 local nodes = others + 1
@@ -337,9 +340,11 @@ if max_line > 0 and queue_len >= max_line then full = 1 end
 -- interval (their places free before the next picture) and within the horizon (how fast the
 -- line will move: the head is called back in time).
 local horizon = math.max(interval, math.min(10000, math.floor(active_window / 2)))
-local since = cut(now)
-local expiring = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(cut(now + interval)))
-local leaving = redis.call('ZCOUNT', K_ACTIVE, since, '(' .. digits(cut(now + horizon)))
+local since = cut(now, active_window)
+local expiring = redis.call('ZCOUNT', K_ACTIVE, since,
+  '(' .. digits(cut(now + interval, active_window)))
+local leaving = redis.call('ZCOUNT', K_ACTIVE, since,
+  '(' .. digits(cut(now + horizon, active_window)))
 
 -- The node's places: what it was given and drew became admissions it reports now, or were not
 -- used. A new interval releases them all and shares the free places out again; a second sync
