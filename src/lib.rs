@@ -94,9 +94,11 @@ unsafe impl HttpModuleLocationConf for Module {
     type LocationConf = conf::LocConf;
 }
 
-/// The master has read a configuration (at start-up, and on every reload): one line names the
-/// module's version, as `nginx -V` names nginx's.
+/// The master has read a configuration (at start-up, and on every reload): the clock is
+/// anchored (once), and one line names the module's version, as `nginx -V` names nginx's.
 unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    // The module's clock is anchored here, in the master, for every process it forks.
+    clock::anchor();
     // SAFETY: nginx passes the cycle it has just initialised; its log is open.
     if let Some(log) = unsafe { cycle.as_ref() }.map(|c| c.log) {
         if !log.is_null() {

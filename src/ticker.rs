@@ -116,6 +116,10 @@ unsafe extern "C" fn on_tick(ev: *mut ngx_event_t) {
             return;
         }
         tick(owner, false);
+        // SAFETY: the cycle of this worker, set before any timer fires.
+        if let Some(cycle) = unsafe { ngx::ffi::ngx_cycle.as_ref() } {
+            crate::clock::notice_step(cycle.log);
+        }
         let delay = next_tick_in(now_ms(), interval_ms);
         // SAFETY: the ticker's own event, on the worker's thread.
         unsafe { ngx_add_timer(ev, delay as _) };

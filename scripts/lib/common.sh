@@ -27,7 +27,8 @@ sl_banner() {
 #            font (t/350-browser.t), Prometheus 2.42 with promtool (t/510-prometheus.t: the
 #            contrib/ rules and dashboard against a real Prometheus), nghttp2-client (nghttp and
 #            h2load: several streams on one h2c connection in t/360-http2.t, which Debian 12's
-#            curl 7.88 cannot reuse), and playwright-core from npm; + the fuzz and package packages
+#            curl 7.88 cannot reuse), faketime (libfaketime: the wall-clock steps of
+#            t/080-clock-step.t), and playwright-core from npm; + the fuzz and package packages
 SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
 SL_BENCH_PACKAGES=(redis-server wrk)
 SL_FUZZ_PACKAGES=(make gcc)
@@ -39,7 +40,7 @@ SL_FUZZ_PACKAGES=(make gcc)
 # with apt-get, which pulls Debian's nginx, and purges what it installed afterwards.
 SL_PACKAGE_PACKAGES=(gcc make libssl-dev zlib1g-dev dpkg-dev binutils)
 SL_TEST_PACKAGES=(libtest-base-perl redis-sentinel openssl chromium chromium-driver
-                  fonts-ipafont-gothic nghttp2-client
+                  fonts-ipafont-gothic nghttp2-client faketime
                   prometheus)  # + promtool, for t/510-prometheus.t; the test runs its own on a
                                # free port with temp storage (under systemd the package also
                                # starts a service on :9090, which the test neither uses nor needs)
