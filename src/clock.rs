@@ -1,6 +1,7 @@
-//! The module's clock: nginx's cached monotonic milliseconds (`ngx_current_msec`, no system
-//! call per request), anchored once to the wall clock so that its values are Unix times in
-//! milliseconds and can cross nodes (tickets, arrivals in the fleet's line, sync windows).
+//! The module's clock: the monotonic clock (`CLOCK_MONOTONIC`, the clock nginx times its
+//! timers and `limit_req`'s buckets on), anchored once to the wall clock so that its values
+//! are Unix times in milliseconds and can cross nodes (tickets, arrivals in the fleet's line,
+//! sync windows).
 //!
 //! A step of the wall clock (an NTP correction, an operator's `date -s`) does not move it: a
 //! session's window, a place's presence, a flood bucket and a leader's staleness are durations,
@@ -10,22 +11,19 @@
 //! loaded) and is taken again at the next start. A worker that sees the wall clock move away
 //! from this clock by more than a second says so once per step ([`notice_step`]).
 
-use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ngx::ffi::{ngx_log_t, NGX_LOG_WARN};
 use ngx::ngx_log_error;
 
-/// Wall minus monotonic milliseconds at the anchor, plus one (0: not anchored yet).
-static ANCHOR: AtomicU64 = AtomicU64::new(0);
+/// The monotonic instant of the anchor and the wall clock then, in microseconds.
+static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
 /// The wall clock's offset from this clock last reported, in milliseconds.
 static REPORTED_STEP_MS: AtomicI64 = AtomicI64::new(0);
 /// A wall clock this far from the module's clock is worth a line in the log.
 const STEP_NOTICE_MS: i64 = 1000;
-
-fn monotonic_ms() -> u64 {
-    // SAFETY: a plain global nginx updates with its cached time, on this thread.
-    unsafe { ngx::ffi::ngx_current_msec as u64 }
-}
 
 /// Unix time in milliseconds from nginx's cached wall clock (it follows steps).
 pub fn wall_ms() -> u64 {
@@ -41,23 +39,24 @@ pub fn wall_ms() -> u64 {
 }
 
 /// Anchors the clock to the wall clock, once per process tree (the master calls this when it
-/// reads a configuration; later calls keep the first anchor).
-pub fn anchor() -> u64 {
-    match ANCHOR.load(Relaxed) {
-        0 => {
-            let a = wall_ms().wrapping_sub(monotonic_ms()).wrapping_add(1);
-            match ANCHOR.compare_exchange(0, a, Relaxed, Relaxed) {
-                Ok(_) => a,
-                Err(first) => first,
-            }
-        }
-        a => a,
-    }
+/// reads a configuration; later calls keep the first anchor). Both readings are precise (not
+/// nginx's cached ones, whose monotonic part is coarse, a few milliseconds): the nodes of a
+/// fleet order arrivals a millisecond apart by them.
+pub fn anchor() -> (Instant, u64) {
+    *ANCHOR.get_or_init(|| {
+        let wall_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        (Instant::now(), wall_us)
+    })
 }
 
-/// The module's time: Unix milliseconds that never step (see the module comment).
+/// The module's time: Unix milliseconds that never step (see the module comment). One read of
+/// the monotonic clock (vDSO, no system call).
 pub fn now_ms() -> u64 {
-    monotonic_ms().wrapping_add(anchor()).wrapping_sub(1)
+    let (at, wall_us) = anchor();
+    let since_us = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
+    wall_us.saturating_add(since_us) / 1000
 }
 
 /// Logs once (per step, per process) that the wall clock moved away from the module's clock,
