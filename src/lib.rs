@@ -5,7 +5,7 @@
 //! The work is done in layers, each using only the ones above it in this list
 //! (`scripts/check-layout` fails on an import cycle):
 //!
-//! - `clock`, `log`, `request`, `inflight`, `shared_zone`: the cached time, throttled error
+//! - `clock`, `log`, `request`, `inflight`, `shared_zone`: the module's time, throttled error
 //!   lines, the one boundary with nginx's request (a safe `Request`), suspended calls, and
 //!   one shared-memory zone declaration (leaves);
 //! - `net`, `ticker`: a peer connection and TLS on nginx's event loop; a per-worker timer;
