@@ -8,8 +8,10 @@
 //! - `clock`, `log`, `request`, `inflight`, `shared_zone`: the module's time, throttled error
 //!   lines, the one boundary with nginx's request (a safe `Request`), suspended calls, and
 //!   one shared-memory zone declaration (leaves);
-//! - `net`, `ticker`: a peer connection and TLS on nginx's event loop; a per-worker timer;
+//! - `net`: a peer connection and TLS on nginx's event loop;
 //! - `redis`: the Redis client (connection, TLS step, Sentinel, Cluster) on `net`;
+//! - `sync`: the one sync driver of the zones that meet the fleet once an interval (per-worker
+//!   timer, leader election, one call in flight, fencing, failure policy, resign);
 //! - `store`: a room's state in shared memory, central Redis or a synced fleet, one decision
 //!   API (the shells of the core's `room`, `redis` and `fleet`);
 //! - `cookie`, `ctx`: the ticket cookie in and out; the typed per-request context, kept
@@ -54,7 +56,7 @@ mod redis;
 mod request;
 mod shared_zone;
 mod store;
-mod ticker;
+mod sync;
 mod vars;
 mod version;
 
@@ -118,18 +120,18 @@ unsafe extern "C" fn init_module(cycle: *mut ngx_cycle_t) -> ngx_int_t {
 /// single process of `master_process off`) the interval timers of the fleet rate zones and of
 /// the synced rooms start. nginx calls this in the cache manager and cache loader too: they
 /// start nothing, so they never lead a node's syncs nor connect to Redis
-/// ([`ticker::in_worker`]).
+/// ([`sync::ticker::in_worker`]).
 unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     smart_limit_core::util::random::after_fork();
-    if !ticker::in_worker() {
+    if !sync::ticker::in_worker() {
         return Status::NGX_OK.into();
     }
     if let Some(main) = conf::MainConf::of_cycle(cycle) {
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            main.rate_zones().for_each(rate::sync::start_worker)
+            main.rate_zones().for_each(sync::start_worker)
         }));
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            main.zones().for_each(store::fleet::start_worker)
+            main.zones().for_each(sync::start_worker)
         }));
     }
     Status::NGX_OK.into()
@@ -138,15 +140,15 @@ unsafe extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
 /// A worker exits: it stops syncing for the fleet rate zones and synced rooms it led. (A
 /// helper started nothing, so it has nothing to stop or resign.)
 unsafe extern "C" fn exit_process(cycle: *mut ngx_cycle_t) {
-    if !ticker::in_worker() {
+    if !sync::ticker::in_worker() {
         return;
     }
     if let Some(main) = conf::MainConf::of_cycle(cycle) {
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            main.rate_zones().for_each(rate::sync::stop_worker)
+            main.rate_zones().for_each(sync::stop_worker)
         }));
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            main.zones().for_each(store::fleet::stop_worker)
+            main.zones().for_each(sync::stop_worker)
         }));
     }
 }

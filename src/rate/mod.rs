@@ -8,7 +8,7 @@
 //!   waiting room, as with `limit_req`);
 //! - [`sync`]: once an interval, one worker per node (elected through the zone) measures the
 //!   node's rate and, with `redis=`, exchanges the node's cumulative counters with the fleet in
-//!   one script call on nginx's event loop.
+//!   one script call on nginx's event loop (the one sync driver, `crate::sync`).
 //!
 //! The arithmetic is `smart_limit_core::rate` (pure, unit-tested).
 
@@ -21,11 +21,10 @@ use ngx::ffi::{
     ngx_conf_t, ngx_int_t, ngx_shm_zone_t, ngx_slab_alloc_locked, ngx_slab_pool_t, NGX_LOG_EMERG,
 };
 use ngx::ngx_log_error;
-use smart_limit_core::rate::{RateConfig, RateShared, RateSnapshot, RateZoneParams};
+use smart_limit_core::rate::{RateConfig, RateShared, RateSnapshot, RateZoneParams, SyncScript};
 
 use crate::clock::now_ms;
-use crate::log::LogThrottle;
-use crate::ticker::Ticker;
+use crate::sync::Driver;
 
 pub mod handler;
 pub mod sync;
@@ -39,19 +38,16 @@ pub struct RateZone {
     pub params: RateZoneParams,
     pub cfg: RateConfig,
     shared: Cell<*const RateShared>,
-    /// The generation of this configuration (set when the zone is initialised): a newer
-    /// configuration's workers take the sync over from an older one's.
-    generation: Cell<u32>,
-    /// Per worker: the state of the fast generator the pass draws come from.
+    /// The zone's shared memory (set when the zone is initialised): its slab mutex is the
+    /// zone's lock.
+    shm_zone: Cell<*mut ngx_shm_zone_t>,
+    /// Per worker: the state of the fast generator the pass draws come from (seeded at the
+    /// worker's first draw).
     rng: Cell<u64>,
-    /// `redis=`: the fleet's meeting point.
-    redis: Option<sync::Fleet>,
-    /// Per worker: the interval timer.
-    ticker: Ticker,
-    /// Per worker: a sync is waiting for its reply.
-    in_flight: Cell<bool>,
-    /// Per worker: bad sync replies are logged once per burst.
-    problems: LogThrottle,
+    /// The sync call (used with `redis=`).
+    script: SyncScript,
+    /// The ticks, the election and, with `redis=`, the connection to the fleet.
+    sync: Driver,
 }
 
 // Allocated in nginx's configuration pool, which aligns to the word size only.
@@ -66,9 +62,21 @@ impl RateZone {
         unsafe { self.shared.get().as_ref() }
     }
 
+    fn slab(&self) -> Option<SlabPool> {
+        // SAFETY: set by init_zone (in the master) to the zone nginx keeps for the
+        // configuration, which outlives it; used in a worker after init.
+        let zone = unsafe { self.shm_zone.get().as_ref() }?;
+        // SAFETY: an initialised zone (init_zone ran in the master).
+        unsafe { SlabPool::from_shm_zone(zone) }
+    }
+
     /// One request: counted, drawn, and counted as passed when it passes.
     pub fn record(&self) -> bool {
         let mut state = self.rng.get();
+        if state == 0 {
+            // A worker's first draw: its own seed (after the fork, so workers differ).
+            state = smart_limit_core::util::random::u64().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1;
+        }
         let draw = (smart_limit_core::util::random::fast_next(&mut state) >> 32) as u32;
         self.rng.set(state);
         self.shared()
@@ -82,23 +90,18 @@ impl RateZone {
 
 /// Creates a rate zone from its parameters and registers its shared memory.
 pub fn add_zone(cf: &mut ngx_conf_t, params: RateZoneParams) -> Result<NonNull<RateZone>, String> {
-    let redis = match params.redis.configured() {
-        true => Some(sync::Fleet::new(cf, &params)?),
-        false => None,
-    };
+    let sync = sync::driver(cf, &params)?;
     let name = params.name.clone();
     // SAFETY: the configuration's pool lives as long as the configuration (and the zone).
     let pool = unsafe { Pool::from_ngx_pool(cf.pool) };
     let zone = pool.allocate(RateZone {
         cfg: RateConfig::from(&params),
+        script: SyncScript::new(&params),
         params,
         shared: Cell::new(ptr::null()),
-        generation: Cell::new(1),
+        shm_zone: Cell::new(ptr::null_mut()),
         rng: Cell::new(0),
-        redis,
-        ticker: Ticker::default(),
-        in_flight: Cell::new(false),
-        problems: LogThrottle::default(),
+        sync,
     });
     let zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
     register(cf, zone, &name)?;
@@ -149,7 +152,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
         }
         // SAFETY: checked just above.
         let generation = unsafe { &*shared }.leadership().next_generation();
-        zone.generation.set(generation);
+        zone.sync.set_generation(generation);
         shared
     } else {
         match format_zone(shm_zone, pool) {
@@ -167,6 +170,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
         }
     };
     zone.shared.set(shared);
+    zone.shm_zone.set(shm_zone);
     Status::NGX_OK
 }
 

@@ -1,153 +1,106 @@
-//! Once an interval, per node: measure, and meet the fleet.
+//! Once an interval, per node: measure, and meet the fleet (through the one sync driver,
+//! `crate::sync`, which the synced rooms use too).
 //!
-//! Every worker starts a ticker per rate zone (`crate::ticker`); ticks fall on multiples of the
-//! interval on the wall clock, the same instants on every node. At each tick the worker asks the
-//! zone whether it leads ([`RateShared::lead`]: one worker per node, taken over when the
-//! leader stops beating or when a reload brings newer workers). The leader measures the node's
-//! offered rate and sets the probability from the freshest picture ([`RateShared::tick`]);
-//! with `redis=` it then sends the node's cumulative counters in one script call on the zone's
-//! connection (the same client as the room's Redis store) and applies the fleet's picture
-//! when the reply comes. A sync gets `timeout=` (below the interval) to answer, or it is
-//! abandoned (the client fails it and closes the connection), and the next one is not sent
-//! while one is in flight: two syncs of a node never overlap. An exiting worker resigns.
+//! The leader's step measures the node's offered rate and sets the pass probability from the
+//! freshest picture ([`RateShared::measure`]); with `redis=` its sync sends the node's
+//! cumulative counters in one script call on the zone's connection and applies the fleet's
+//! picture when the reply comes ([`RateShared::apply_answer`]: not when a newer sync was sent
+//! meanwhile). The script ignores a report not newer than the one it holds (its `seq`).
 
-use core::ffi::c_void;
-
-use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
-use ngx::ngx_log_error;
-use smart_limit_core::rate::{sync_reply, RateZoneParams, SyncScript};
-use smart_limit_core::redis::ReplyError;
+use ngx::ffi::ngx_conf_t;
+use smart_limit_core::rate::{sync_reply, FleetPicture, RateShared, RateZoneParams, SyncArgs};
+use smart_limit_core::redis::resp::Value;
+use smart_limit_core::redis::{Form, ReplyError};
 use smart_limit_core::sync::leader::Leader;
 
 use super::RateZone;
-use crate::clock::now_ms;
 use crate::redis::{Client, ClientConfig};
+use crate::sync::{Driver, Synced};
 
-/// A rate zone's way to the fleet: the connection (per worker) and the script.
-pub struct Fleet {
-    client: Client,
-    script: SyncScript,
-}
-
-impl Fleet {
-    /// Resolves the Redis addresses (at configuration time, like upstream servers), reads
-    /// the password file and makes the TLS context.
-    pub fn new(cf: &mut ngx_conf_t, p: &RateZoneParams) -> Result<Fleet, String> {
-        let cfg = ClientConfig::new(
-            cf,
-            &p.redis,
-            p.timeout_ms,
-            vec![SyncScript::load_command()],
-            &format!("smart_limit_rate_zone \"{}\"", p.name),
-            "the node's last fleet picture, aging toward its local cap",
-        )?
-        .retry_within(p.interval_ms);
-        Ok(Fleet {
-            client: Client::new(cfg),
-            script: SyncScript::new(p),
-        })
-    }
-}
-
-/// A worker starts: seeds the zone's generator and starts its ticker (the process hooks call
-/// this for every rate zone).
-pub fn start_worker(zone: &'static RateZone) {
-    zone.rng
-        .set(smart_limit_core::util::random::u64().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1);
-    let owner = (zone as *const RateZone).cast::<c_void>();
-    zone.ticker.start(owner, on_tick, zone.params.interval_ms);
-}
-
-/// A worker exits: it leads no more, so another one syncs at its next tick.
-pub fn stop_worker(zone: &'static RateZone) {
-    if let Some(s) = zone.shared() {
-        s.leadership().resign(me(zone));
-    }
-    zone.ticker.stop();
-}
-
-fn me(zone: &RateZone) -> Leader {
-    crate::ticker::this_worker(zone.generation.get())
-}
-
-fn on_tick(owner: *const c_void, shutting_down: bool) {
-    // SAFETY: the ticker's owner is the zone start_worker gave it, in the cycle pool.
-    let Some(zone) = (unsafe { owner.cast::<RateZone>().as_ref() }) else {
-        return;
-    };
-    if shutting_down {
-        if let Some(s) = zone.shared() {
-            s.leadership().resign(me(zone));
+/// The zone's driver: a connection when `redis=` is set (resolved at configuration time, like
+/// upstream servers, with the password file read and the TLS context made); without it the
+/// zone only ticks, measuring the node alone.
+pub fn driver(cf: &mut ngx_conf_t, p: &RateZoneParams) -> Result<Driver, String> {
+    let label = format!("smart_limit_rate_zone \"{}\"", p.name);
+    let fallback = "the node keeps its last fleet picture, aging toward its local cap";
+    let client = match p.redis.configured() {
+        true => {
+            let cfg = ClientConfig::new(
+                cf,
+                &p.redis,
+                p.timeout_ms,
+                vec![smart_limit_core::rate::SyncScript::load_command()],
+                &label,
+                "the node's last fleet picture, aging toward its local cap",
+            )?
+            .retry_within(p.interval_ms);
+            Some(Client::new(cfg))
         }
-        return;
-    }
-    tick(zone);
-}
-
-/// One tick of one worker.
-fn tick(zone: &'static RateZone) {
-    let Some(shared) = zone.shared() else { return };
-    let now = now_ms();
-    if !shared
-        .leadership()
-        .lead(me(zone), now, zone.params.stale_ms())
-    {
-        return;
-    }
-    let Some(args) = shared.tick(now, &zone.cfg) else {
-        return;
+        false => None,
     };
-    let Some(fleet) = &zone.redis else { return };
-    if zone.in_flight.get() {
-        // Cannot happen while timeout < interval; never overlap anyway.
-        return;
-    }
-    if !fleet.client.available(now) {
-        // Backing off after a failure (the client logged it): the picture ages meanwhile.
-        shared.sync_failed();
-        return;
-    }
-    zone.in_flight.set(true);
-    ngx::async_::spawn(async move {
-        let reply = fleet
-            .client
-            .eval(|form| fleet.script.call(form, &args))
-            .await;
-        zone.in_flight.set(false);
-        let picture = match reply {
-            Ok(v) => sync_reply(&v),
-            // No reply (timeout, refused, reset): the client has logged the burst.
-            Err(_) => {
-                shared.sync_failed();
-                return;
-            }
-        };
-        match picture {
-            Ok(p) => {
-                fleet.client.reply_was_good();
-                shared.apply(&p, now_ms(), &zone.cfg);
-            }
-            Err(e) => bad_reply(zone, fleet, &e),
-        }
-    })
-    .detach();
+    Ok(Driver::new(client, p.interval_ms, 1, label, fallback))
 }
 
-/// A reply that is not the script's: logged once per burst, and the client backs off.
-fn bad_reply(zone: &RateZone, fleet: &Fleet, e: &ReplyError) {
-    if let Some(s) = zone.shared() {
-        s.sync_failed();
+impl Synced for RateZone {
+    type Job = SyncArgs;
+    type Answer = FleetPicture;
+
+    fn driver(&self) -> Option<&Driver> {
+        Some(&self.sync)
     }
-    fleet.client.reply_was_bad(&e.to_string());
-    if let Some(repeats) = zone.problems.admit(now_ms()) {
-        ngx_log_error!(
-            NGX_LOG_ERR,
-            crate::log::cycle_log(),
-            "smart_limit_rate_zone \"{}\": sync failed: {}; the node keeps its last fleet \
-             picture, aging toward its local cap ({} more since the last report)",
-            zone.params.name,
-            e,
-            repeats
-        );
+
+    fn lead(&self, me: Leader, now: u64) -> bool {
+        let stale = self.params.stale_ms();
+        self.locked(|s| s.leadership().lead(me, now, stale))
+            .unwrap_or(false)
+    }
+
+    fn resign(&self, me: Leader) {
+        let _ = self.locked(|s| s.leadership().resign(me));
+    }
+
+    fn step(&self, now: u64) {
+        if let Some(s) = self.shared() {
+            s.measure(now, &self.cfg);
+        }
+    }
+
+    fn take(&'static self, now: u64, _generation: u32) -> Option<SyncArgs> {
+        // The script fences a node's reports by their sequence number, which grows across
+        // reloads (the zone's memory carries it): no generation needed.
+        self.shared()?.next_sync(now, &self.cfg)
+    }
+
+    fn request(&self, job: &SyncArgs, form: Form) -> Vec<u8> {
+        self.script.call(form, job)
+    }
+
+    fn answer(value: &Value) -> Result<FleetPicture, ReplyError> {
+        sync_reply(value)
+    }
+
+    fn apply(&self, job: SyncArgs, picture: FleetPicture, now: u64) -> bool {
+        let _ = self.locked(|s| s.apply_answer(&picture, job.seq, now, &self.cfg));
+        false
+    }
+
+    fn failed(&self, _job: Option<SyncArgs>, _now: u64) {
+        // Cumulative counters: the next report covers what this one would have. The picture
+        // ages at the next step.
+        if let Some(s) = self.shared() {
+            s.sync_failed();
+        }
+    }
+}
+
+impl RateZone {
+    /// Runs `f` on the zone's state under the zone's lock (nginx's slab mutex): the election
+    /// and the applied pictures, so two workers never both lead and a late answer never
+    /// lands between another's check and apply. The request path reads atomics, no lock.
+    fn locked<R>(&self, f: impl FnOnce(&RateShared) -> R) -> Option<R> {
+        let shared = self.shared()?;
+        let slab = self.slab()?;
+        let _locked = slab.lock();
+        Some(f(shared))
     }
 }

@@ -9,32 +9,31 @@
 //!   fleet's cursor) when this node's share of the interval's admissions is used up is told to
 //!   come back in a moment, and the node asks the fleet's pool for places in the background
 //!   (one atomic script call, "draw", at most one in flight per node).
-//! - **The sync**: every worker ticks on the wall clock's multiples of the interval; the one
-//!   that leads (elected in the zone) sends what the node saw since its last sync in one
-//!   script call ("sync") and applies the fleet's picture that comes back. A sync is abandoned
-//!   at `timeout=` (shorter than the interval), so two never overlap; a failed one gives its
-//!   report back for the next and lets the node's picture age (its share moving toward an equal
-//!   split, its cursor moving on at the speed the line last moved).
+//! - **The sync**, through the one sync driver (`crate::sync`, the rate zones' too): every
+//!   worker ticks on the wall clock's multiples of the interval; the one that leads (elected
+//!   in the zone) sends what the node saw since its last sync in one script call ("sync") and
+//!   applies the fleet's picture that comes back. A sync is abandoned at `timeout=` (shorter
+//!   than the interval), so two never overlap; a failed one gives its report back for the next
+//!   and lets the node's picture age (its share moving toward an equal split, its cursor
+//!   moving on at the speed the line last moved).
 //! - **Before the first picture** (a node that has not met the fleet since it started) the
 //!   zone's `on_error` policy decides, as for a central Redis store that does not answer.
 //!
 //! The rules are `smart_limit_core::fleet` (pure, unit-tested, simulated in `sim/`) and its
 //! script `fleet_room.lua`.
 
-use core::cell::Cell;
-use core::ffi::c_void;
 use core::future::Future;
 use core::task::Poll;
 use core::time::Duration;
 
-use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
-use ngx::ngx_log_error;
+use ngx::ffi::ngx_conf_t;
 use smart_limit_core::fleet::MAX_SYNCS_PER_INTERVAL;
 use smart_limit_core::fleet::{
     draw_reply, picture_reply, Drawn, Fence, FleetConfig, FleetNode, FleetScript, FleetSnapshot,
-    FleetVerdict, RoomPicture, SyncAnswer, Waiter,
+    FleetVerdict, Report, RoomPicture, SyncAnswer, Waiter,
 };
-use smart_limit_core::redis::ReplyError;
+use smart_limit_core::redis::resp::Value;
+use smart_limit_core::redis::{Form, ReplyError};
 use smart_limit_core::room::rules::Mode;
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
@@ -43,30 +42,19 @@ use smart_limit_core::zone::ZoneParams;
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
-use crate::log::LogThrottle;
 use crate::redis::{Client, ClientConfig};
-use crate::ticker::Ticker;
+use crate::sync::{Driver, Synced};
 
 /// How long a request waits for the pool draw it sent, at most (Redis answers a draw in well
 /// under a millisecond; a hung Redis must not hold the request for the whole `timeout=`).
 const DRAW_WAIT: Duration = Duration::from_millis(50);
 
-/// The fleet side of a zone with `sync=`. Per worker after fork: the connection, the timer.
+/// The fleet side of a zone with `sync=`: the script, and the driver (per worker after
+/// fork: the connection, the timer, the sync in flight).
 pub struct FleetStore {
-    client: Client,
     script: FleetScript,
     pub cfg: FleetConfig,
-    /// Per worker: the interval timer.
-    ticker: Ticker,
-    /// Per worker: a sync is waiting for its reply.
-    in_flight: Cell<bool>,
-    /// Per worker: syncs sent since the last tick (a capped report's rest follows at once).
-    syncs_this_tick: Cell<u32>,
-    /// The generation of this configuration (set at zone init): a reload's workers take the
-    /// sync over from the previous ones.
-    pub generation: Cell<u32>,
-    /// Per worker: bad sync replies are logged once per burst.
-    problems: LogThrottle,
+    pub sync: Driver,
 }
 
 impl FleetStore {
@@ -77,12 +65,14 @@ impl FleetStore {
         params: &ZoneParams,
         interval_ms: u64,
     ) -> Result<FleetStore, String> {
+        let label = format!("smart_limit zone \"{}\"", params.name);
+        let fallback = "the node decides on its last picture of the fleet";
         let client = ClientConfig::new(
             cf,
             &params.redis,
             params.timeout_ms,
             vec![FleetScript::load_command()],
-            &format!("smart_limit zone \"{}\"", params.name),
+            &label,
             "the node's last picture of the fleet (its part of the sessions leaving)",
         )?
         .retry_within(interval_ms);
@@ -93,20 +83,23 @@ impl FleetStore {
             presence_ms: params.presence_ms,
             max_line: params.max_line,
         };
+        let sync = Driver::new(
+            Some(Client::new(client)),
+            interval_ms,
+            MAX_SYNCS_PER_INTERVAL,
+            label,
+            fallback,
+        );
         Ok(FleetStore {
-            client: Client::new(client),
             script: FleetScript::new(&params.prefix, &params.name, cfg),
             cfg,
-            ticker: Ticker::default(),
-            in_flight: Cell::new(false),
-            syncs_this_tick: Cell::new(0),
-            generation: Cell::new(1),
-            problems: LogThrottle::default(),
+            sync,
         })
     }
 
-    fn me(&self) -> Leader {
-        crate::ticker::this_worker(self.generation.get())
+    /// The connection (a synced room always has one).
+    fn client(&self) -> Option<&Client> {
+        self.sync.client()
     }
 }
 
@@ -197,7 +190,7 @@ impl Zone {
 
     /// The pool draw this node should send now, if any (none while the client backs off).
     fn draw_to_send(&self, fs: &FleetStore, node: &mut FleetNode, now: u64) -> Option<Draw> {
-        if !fs.client.available(now) {
+        if !fs.client()?.available(now) {
             return None;
         }
         let want = node.take_draw(now, &fs.cfg)?;
@@ -278,23 +271,23 @@ impl Zone {
     ) -> impl Future<Output = Option<Drawn>> + 'static {
         let fence = Fence {
             node_id: d.node_id,
-            generation: fs.generation.get(),
+            generation: fs.sync.generation(),
             window: window_end(now, fs.cfg.interval_ms),
             seq: d.seq,
         };
         let want = d.want;
         async move {
-            let reply = fs
-                .client
+            let client = fs.client()?;
+            let reply = client
                 .eval(|form| fs.script.draw(form, fence, 0, want))
                 .await;
             match reply.map(|value| draw_reply(&value)) {
                 Ok(Ok(drawn)) => {
-                    fs.client.reply_was_good();
+                    client.reply_was_good();
                     Some(drawn)
                 }
                 Ok(Err(e)) => {
-                    bad_reply(self, fs, &e);
+                    fs.sync.bad_reply(&e);
                     None
                 }
                 // No reply: the client has logged the failure burst.
@@ -398,137 +391,91 @@ fn waiting(
     })
 }
 
-/// A reply that is not the script's: logged once per burst, and the client backs off.
-fn bad_reply(zone: &Zone, fs: &FleetStore, e: &ReplyError) {
-    fs.client.reply_was_bad(&e.to_string());
-    if let Some(repeats) = fs.problems.admit(now_ms()) {
-        ngx_log_error!(
-            NGX_LOG_ERR,
-            crate::log::cycle_log(),
-            "smart_limit zone \"{}\": fleet sync failed: {}; the node decides on its last \
-             picture of the fleet ({} more since the last report)",
-            zone.params.name,
-            e,
-            repeats
-        );
-    }
-}
-
 // ------------------------------------------------------------------------------ the sync
 
-/// A worker starts: a synced zone's ticker (the process hooks call this for every zone).
-pub fn start_worker(zone: &'static Zone) {
-    if let Some(fs) = zone.fleet.as_ref() {
-        let owner = (zone as *const Zone).cast::<c_void>();
-        fs.ticker.start(owner, on_tick, fs.cfg.interval_ms);
+/// One sync of a synced room: the node's report, its fence, and when it was built (the
+/// sightings' ages are counted from then, on the node's own clock).
+pub struct SyncJob {
+    fs: &'static FleetStore,
+    fence: Fence,
+    report: Report,
+    built_at: u64,
+}
+
+/// A synced room meets the fleet through the one sync driver: its job is the node's report
+/// (at most [`smart_limit_core::fleet::REPORT_CAP`] sightings) with its fence; while a capped
+/// report left sightings in the batch, the driver sends the next sync at once (up to
+/// [`MAX_SYNCS_PER_INTERVAL`] an interval), so a long line's sightings keep up while no script
+/// call grows long.
+impl Synced for Zone {
+    type Job = SyncJob;
+    type Answer = SyncAnswer;
+
+    fn driver(&self) -> Option<&Driver> {
+        self.fleet.as_ref().map(|fs| &fs.sync)
     }
-}
 
-/// A worker exits: it leads no more, so another one syncs at its next tick.
-pub fn stop_worker(zone: &'static Zone) {
-    if let Some(fs) = zone.fleet.as_ref() {
-        resign(zone, fs);
-        fs.ticker.stop();
+    fn lead(&self, me: Leader, now: u64) -> bool {
+        let Some(fs) = &self.fleet else { return false };
+        let stale = fs.cfg.stale_ms();
+        let leads = self
+            .shm
+            .with_fleet(|_, node| node.leadership().lead(me, now, stale));
+        matches!(leads, Ok(true))
     }
-}
 
-fn resign(zone: &Zone, fs: &FleetStore) {
-    let _ = zone
-        .shm
-        .with_fleet(|_, node| node.leadership().resign(fs.me()));
-}
-
-fn on_tick(owner: *const c_void, shutting_down: bool) {
-    // SAFETY: the ticker's owner is the zone start_worker gave it, in the cycle pool.
-    let Some(zone) = (unsafe { owner.cast::<Zone>().as_ref() }) else {
-        return;
-    };
-    let Some(fs) = zone.fleet.as_ref() else {
-        return;
-    };
-    if shutting_down {
-        resign(zone, fs);
-        return;
+    fn resign(&self, me: Leader) {
+        let _ = self.shm.with_fleet(|_, node| node.leadership().resign(me));
     }
-    tick(zone, fs);
-}
 
-/// One tick of one worker: the leader sends the node's report and applies the picture.
-fn tick(zone: &'static Zone, fs: &'static FleetStore) {
-    let now = now_ms();
-    let cfg = fs.cfg;
-    let leads = zone.shm.with_fleet(|_, node| {
-        if !node.leadership().lead(fs.me(), now, cfg.stale_ms()) || fs.in_flight.get() {
-            return false;
-        }
-        if !fs.client.available(now) {
-            // Backing off after a failure (the client logged it): the picture ages.
-            node.age(now, &cfg);
-            return false;
-        }
-        true
-    });
-    if matches!(leads, Ok(true)) {
-        fs.syncs_this_tick.set(1);
-        send_sync(zone, fs, now);
+    fn take(&'static self, now: u64, generation: u32) -> Option<SyncJob> {
+        let fs = self.fleet.as_ref()?;
+        let (fence, report) = self
+            .shm
+            .with_fleet(|_, node| {
+                let report = node.take_report();
+                (node.next_sync(now, generation, &fs.cfg), report)
+            })
+            .ok()?;
+        Some(SyncJob {
+            fs,
+            fence,
+            report,
+            built_at: now,
+        })
     }
-}
 
-/// Sends the node's report (at most [`smart_limit_core::fleet::REPORT_CAP`] sightings) and
-/// applies the picture that comes back; while a capped report left sightings in the batch,
-/// the next sync follows at once (up to [`MAX_SYNCS_PER_INTERVAL`] an interval), so a long
-/// line's sightings keep up while no script call grows long.
-fn send_sync(zone: &'static Zone, fs: &'static FleetStore, now: u64) {
-    let cfg = fs.cfg;
-    let job = zone.shm.with_fleet(|_, node| {
-        let report = node.take_report();
-        let fence = node.next_sync(now, fs.generation.get(), &cfg);
-        (fence, report)
-    });
-    let Ok((fence, report)) = job else {
-        return;
-    };
-    fs.in_flight.set(true);
-    let sent_at = now;
-    ngx::async_::spawn(async move {
-        let reply = fs
-            .client
-            .eval(|form| fs.script.sync(form, fence, 0, sent_at, &report))
-            .await;
-        fs.in_flight.set(false);
-        let now = now_ms();
-        let answer = match reply {
-            Ok(value) => picture_reply(&value).map_err(Some),
-            // No reply (timeout, refused, reset): the client has logged the burst.
-            Err(_) => Err(None),
-        };
+    fn request(&self, job: &SyncJob, form: Form) -> Vec<u8> {
+        // `now` 0: the script reads Redis's own clock.
+        job.fs
+            .script
+            .sync(form, job.fence, 0, job.built_at, &job.report)
+    }
+
+    fn answer(value: &Value) -> Result<SyncAnswer, ReplyError> {
+        picture_reply(value)
+    }
+
+    fn apply(&self, job: SyncJob, answer: SyncAnswer, now: u64) -> bool {
         match answer {
-            Ok(SyncAnswer::Picture(p)) => {
-                fs.client.reply_was_good();
-                let more = zone.apply_picture(&p, fence.seq, now);
-                let n = fs.syncs_this_tick.get();
-                if more && n < MAX_SYNCS_PER_INTERVAL && !crate::ticker::shutting_down() {
-                    fs.syncs_this_tick.set(n + 1);
-                    send_sync(zone, fs, now);
-                }
-            }
+            SyncAnswer::Picture(p) => self.apply_picture(&p, job.fence.seq, now),
             // The script had taken a newer sync of this node (one sent by another worker
             // while this one stalled): this report never counted, it goes with the next.
-            Ok(SyncAnswer::Stale) => {
-                fs.client.reply_was_good();
-                let _ = zone.shm.with_fleet(|_, node| node.give_back(&report));
-            }
-            Err(bad) => {
-                if let Some(e) = bad {
-                    bad_reply(zone, fs, &e);
-                }
-                let _ = zone.shm.with_fleet(|_, node: &mut FleetNode| {
-                    node.sync_failed();
-                    node.give_back(&report);
-                    node.age(now, &cfg);
-                });
+            SyncAnswer::Stale => {
+                let _ = self.shm.with_fleet(|_, node| node.give_back(&job.report));
+                false
             }
         }
-    })
-    .detach();
+    }
+
+    fn failed(&self, job: Option<SyncJob>, now: u64) {
+        let Some(fs) = &self.fleet else { return };
+        let _ = self.shm.with_fleet(|_, node: &mut FleetNode| {
+            if let Some(job) = &job {
+                node.sync_failed();
+                node.give_back(&job.report);
+            }
+            node.age(now, &fs.cfg);
+        });
+    }
 }

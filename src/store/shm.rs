@@ -179,7 +179,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
             false => node.leadership().generation(),
         });
         match generation {
-            Ok(g) => fs.generation.set(g),
+            Ok(g) => fs.sync.set_generation(g),
             Err(e) => {
                 ngx_log_error!(NGX_LOG_EMERG, log, "smart_limit_zone \"{}\": {}", name, e);
                 return Status::NGX_ERROR;

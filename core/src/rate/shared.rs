@@ -83,8 +83,8 @@ pub struct RateShared {
     shrink_since_ms: AtomicU64,
     /// Which worker syncs for the node.
     leadership: Leadership,
-    /// Syncs answered, failed (no reply, bad reply), and reports Redis found older than the
-    /// one it had.
+    /// Syncs answered, failed (no reply, bad reply), and ignored (a report Redis found older
+    /// than the one it had, or an answer that came after a newer sync was sent).
     syncs: AtomicU64,
     sync_errors: AtomicU64,
     ignored: AtomicU64,
@@ -240,6 +240,13 @@ impl RateShared {
     /// from the freshest picture (or the local cap), and says what to send the fleet (None
     /// without a fleet).
     pub fn tick(&self, now: u64, cfg: &RateConfig) -> Option<SyncArgs> {
+        self.measure(now, cfg);
+        self.next_sync(now, cfg)
+    }
+
+    /// The leader's own step, once an interval: measures the node's own offered rate and sets
+    /// `p` from the freshest picture (or the local cap); alone, the node's rate is the fleet's.
+    pub fn measure(&self, now: u64, cfg: &RateConfig) {
         let offered = self.offered.load(Relaxed);
         let earlier = Sample {
             count: self.sample_count.load(Relaxed),
@@ -265,7 +272,7 @@ impl RateShared {
             self.fleet_ppm.store(u64::from(p), Relaxed);
             self.synced_at_ms.store(now, Relaxed);
             self.p_ppm.store(u64::from(p), Relaxed);
-            return None;
+            return;
         }
         let local_cap = cfg
             .local_milli
@@ -284,6 +291,14 @@ impl RateShared {
             )
         };
         self.p_ppm.store(u64::from(p), Relaxed);
+    }
+
+    /// What the leader sends the fleet for the window that ends at or before `now` (None
+    /// without a fleet, or when that window was reported already).
+    pub fn next_sync(&self, now: u64, cfg: &RateConfig) -> Option<SyncArgs> {
+        if !cfg.fleet {
+            return None;
+        }
         let window_ms = window_end(now, cfg.interval_ms);
         if self.window_ms.fetch_max(window_ms, Relaxed) >= window_ms {
             // This window was reported already (a tick a moment early, then on time).
@@ -292,12 +307,24 @@ impl RateShared {
         Some(SyncArgs {
             node_id: self.node_id(),
             seq: self.seq.fetch_add(1, Relaxed).wrapping_add(1),
-            offered,
+            offered: self.offered.load(Relaxed),
             passed: self.passed.load(Relaxed),
-            own_rate_milli: own,
+            own_rate_milli: self.local_offered_milli.load(Relaxed),
             window_ms,
             at_ms: now,
         })
+    }
+
+    /// The picture came back for the sync of `seq`: applied, unless a newer sync of the node
+    /// was sent since (a stalled worker's late answer must not undo a fresher one); false
+    /// when it was not.
+    pub fn apply_answer(&self, picture: &FleetPicture, seq: u64, now: u64, cfg: &RateConfig) -> bool {
+        if seq != self.seq.load(Relaxed) {
+            self.ignored.fetch_add(1, Relaxed);
+            return false;
+        }
+        self.apply(picture, now, cfg);
+        true
     }
 
     /// The fleet's picture came back: `p` follows it at once.

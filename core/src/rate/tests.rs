@@ -248,6 +248,34 @@ fn the_fleet_picture_sets_p_and_ages_without_syncs() {
 }
 
 #[test]
+fn an_answer_to_a_superseded_sync_is_ignored() {
+    let s = RateShared::new(9, 0);
+    let c = cfg(true);
+    let pic = |offered| FleetPicture {
+        offered_milli: offered,
+        passed_milli: 0,
+        nodes: 2,
+        offered_total: 0,
+        passed_total: 0,
+        own_offered_milli: 0,
+        window_ms: 1000,
+        accepted: true,
+    };
+    s.measure(1000, &c);
+    let first = s.next_sync(1000, &c).unwrap();
+    // A stalled worker's sync is still out when another sends the next window's.
+    let second = s.next_sync(2000, &c).unwrap();
+    assert!(s.apply_answer(&pic(4_000_000), second.seq, 2010, &c));
+    assert_eq!(s.snapshot(2010).p_ppm, 250_000);
+    // The first one's answer comes late: it does not undo the fresher picture.
+    assert!(!s.apply_answer(&pic(1_000_000), first.seq, 2020, &c));
+    assert_eq!(s.snapshot(2020).p_ppm, 250_000);
+    assert_eq!((s.snapshot(2020).syncs, s.snapshot(2020).ignored), (1, 1));
+    // Alone (no fleet), a tick measures and sends nothing.
+    assert_eq!(s.next_sync(3000, &cfg(false)), None);
+}
+
+#[test]
 fn a_fleet_that_shrinks_is_believed_after_the_reconnect_delays() {
     let s = RateShared::new(9, 0);
     let c = cfg(true);
