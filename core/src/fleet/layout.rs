@@ -53,7 +53,10 @@ pub(super) struct Header {
     pub(super) n_waiters: u64,
     /// Bumped when the batches are taken (entries of the sent table point into one batch).
     pub(super) batch_seq: u32,
-    _pad: u32,
+    /// What a poll of a client whose turn it is weighs in `polls` (a poll of any other
+    /// waiter weighs 1): the line's length over the ranks the cursor passed, from the last
+    /// picture (0, as in a zone laid out before it existed, counts as 1).
+    pub(super) turn_weight: u32,
     /// Cumulative, for metrics.
     pub(super) admitted: u64,
     pub(super) draws: u64,

@@ -24,6 +24,9 @@ impl<'m> FleetNode<'m> {
         if !self.eligible(arrival) {
             return self.wait(arrival, cfg);
         }
+        // Its turn: its poll weighs the node's next share more (FleetNode::turn_weight).
+        let extra = u64::from(self.hdr.turn_weight.max(1)) - 1;
+        self.hdr.polls = self.hdr.polls.saturating_add(extra);
         if self.take_place(sid, now) {
             return FleetVerdict::Admit;
         }

@@ -457,3 +457,54 @@ fn a_report_is_capped_and_the_rest_follows() {
     n.visit(w(5, 105), 3000, &c);
     assert!(!n.backlog());
 }
+
+#[test]
+fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let sample = |rank, arrival| Sample { rank, arrival };
+    // 1,000 wait; the cursor passed the first 10 of them.
+    show(
+        &mut n,
+        &RoomPicture {
+            fleet_active: 10,
+            queue_len: 1000,
+            cursor: 1000,
+            quota: 0,
+            nodes: 2,
+            window_ms: 1000,
+            free: 0,
+            expiring: 0,
+            leaving: 0,
+            full: false,
+            samples: vec![sample(0, 100), sample(9, 1000), sample(999, 100_000)],
+        },
+        1001,
+    );
+    // Its turn (no place here): 100 polls' weight; then a younger one: 1.
+    assert!(matches!(
+        n.visit(w(1, 500), 1100, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_report().polls, 100);
+    assert!(matches!(
+        n.visit(w(2, 5000), 1200, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_report().polls, 1);
+    // Nobody waits: every poll weighs 1.
+    show(
+        &mut n,
+        &RoomPicture {
+            queue_len: 0,
+            cursor: u64::MAX,
+            samples: vec![],
+            quota: 5,
+            ..RoomPicture::default()
+        },
+        2001,
+    );
+    assert_eq!(n.visit(w(3, 1500), 2100, &c), FleetVerdict::Admit);
+    assert_eq!(n.take_report().polls, 1);
+}
