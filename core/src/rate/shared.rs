@@ -236,9 +236,12 @@ impl RateShared {
         self.p_ppm.fetch_min(p, Relaxed);
     }
 
-    /// The leader's step, once an interval: measures the node's own offered rate, sets `p`
-    /// from the freshest picture (or the local cap), and says what to send the fleet (None
-    /// without a fleet).
+    /// The leader's whole step as the sync driver runs it when a sync goes out: [`measure`],
+    /// then [`next_sync`] (for tests; the driver calls the two apart).
+    ///
+    /// [`measure`]: RateShared::measure
+    /// [`next_sync`]: RateShared::next_sync
+    #[cfg(test)]
     pub fn tick(&self, now: u64, cfg: &RateConfig) -> Option<SyncArgs> {
         self.measure(now, cfg);
         self.next_sync(now, cfg)
