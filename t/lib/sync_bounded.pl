@@ -8,8 +8,15 @@
 #   script calls N; line L; slow script calls S; slowest call U us
 #
 # "slow script calls" counts EVAL/EVALSHA entries in SLOWLOG (every entry over --slow-us).
+#
+# --seen-ago S: the line was last seen S seconds before the start, so that it leaves (unseen
+# for `presence`) while the clients poll and the calls carry the line's expiry too.
+# --pin: redis-server gets the last CPU to itself, this client the others (the nginx under
+# test pins its workers with worker_cpu_affinity). SLOWLOG counts wall time: on a 2-core
+# machine, with nginx and this client busy beside it, a call of 0.6 ms measured 1.2-1.4 ms.
+# Pinned, it measures the script's work, as on a Redis host of its own.
 # Usage: sync_bounded.pl --ports P1,P2 --redis PORT --zone NAME [--waiting 100000]
-#        [--clients 1500] [--slow-us 2000] [--settle 2]
+#        [--clients 1500] [--slow-us 2000] [--settle 2] [--seen-ago S] [--pin]
 use strict;
 use warnings;
 use Getopt::Long;
@@ -17,9 +24,9 @@ use HTTP::Tiny;
 use IO::Socket::INET;
 use Time::HiRes qw(sleep);
 
-my %o = (waiting => 100000, clients => 1500, 'slow-us' => 2000, settle => 2);
+my %o = (waiting => 100000, clients => 1500, 'slow-us' => 2000, settle => 2, 'seen-ago' => 0);
 GetOptions(\%o, 'ports=s', 'redis=i', 'zone=s', 'waiting=i', 'clients=i', 'slow-us=i',
-    'settle=f') or die "bad options\n";
+    'settle=f', 'seen-ago=f', 'pin') or die "bad options\n";
 my @ports = split /,/, $o{ports};
 
 my $rs = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$o{redis}", Timeout => 5)
@@ -46,6 +53,14 @@ sub read_reply {
 }
 sub redis_cmd { send_cmd(@_); return read_reply() }
 
+if ($o{pin}) {
+    my ($pid) = redis_cmd('INFO', 'server') =~ /^process_id:(\d+)/m or die "redis: no pid\n";
+    my $last = `nproc` - 1;
+    die "--pin needs two CPUs\n" if $last < 1;
+    system("taskset -pc $last $pid >/dev/null") == 0 or die "taskset redis: $?\n";
+    system("taskset -pc 0-" . ($last - 1) . " $$ >/dev/null") == 0 or die "taskset self: $?\n";
+}
+
 my $base = "smart_limit:{$o{zone}}";
 my $t = redis_cmd('TIME');
 my $now = $t->[0] * 1000 + int($t->[1] / 1000);
@@ -55,7 +70,7 @@ for (my $i = 0; $i < $o{waiting}; $i += 1000) {
     for my $j ($i .. ($i + 999 < $o{waiting} ? $i + 999 : $o{waiting} - 1)) {
         my $sid = 7_000_000_000 + $j;
         push @line, $now - 100_000 + int($j * 100_000 / $o{waiting}), $sid;
-        push @present, $now, $sid;
+        push @present, $now - int($o{'seen-ago'} * 1000), $sid;
     }
     send_cmd('ZADD', "$base:arrival", @line);
     send_cmd('ZADD', "$base:present", @present);

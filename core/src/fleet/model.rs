@@ -14,9 +14,10 @@ use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, Sample, SyncAnswer};
 use super::{KEEP_PPM, MAX_SAMPLES};
 use crate::util::fenwick;
 
-/// Most waiters one call drops from the line (the script's EXPIRE_STEP; the active set is
-/// trimmed whole).
-const EXPIRE_STEP: usize = 1000;
+/// Most waiters one call drops from the line: EXPIRE_STEP less the waiters it reports, at least
+/// EXPIRE_MIN (the script's; the active set is trimmed whole).
+const EXPIRE_STEP: usize = 200;
+const EXPIRE_MIN: usize = 50;
 const FIRST_RANKS: u64 = 32;
 /// The cursor's band: up to this many times the waiters the free places take.
 const BAND: u64 = 2;
@@ -348,7 +349,10 @@ impl FleetModel {
         }
         for sid in self
             .present
-            .oldest(self.cut(now, cfg.presence_ms), EXPIRE_STEP)
+            .oldest(
+                self.cut(now, cfg.presence_ms),
+                EXPIRE_STEP.saturating_sub(r.waiters.len()).max(EXPIRE_MIN),
+            )
         {
             self.leave_line(sid);
         }
