@@ -43,6 +43,7 @@ macro_rules! panic_free {
 
 panic_free! {
     pub mod config;
+    pub mod event;
     pub mod fleet;
     pub mod flood;
     pub mod metrics;
