@@ -4,6 +4,7 @@
 //! launch time is one moment for the whole fleet.
 
 use crate::config::ParseError;
+use crate::util::time::utc_parts;
 
 const EXPECTED: &str = "expected a UTC time like 2026-12-01T10:00:00Z or @1764583200";
 
@@ -57,14 +58,8 @@ pub fn parse_instant(s: &str) -> Result<u64, ParseError> {
 /// Writes seconds since the epoch as RFC 3339 UTC (what the control endpoint and the JSON
 /// answers show).
 pub fn format_instant(secs: u64) -> String {
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
+    let (y, m, d, hour, minute, second) = utc_parts(secs);
+    format!("{y:04}-{m:02}-{d:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 fn is_leap(y: u64) -> bool {
@@ -91,17 +86,4 @@ fn days_from_civil(y: u64, m: u64, d: u64) -> u64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
 }

@@ -1,7 +1,8 @@
 //! Page templates: a text cut once at its `{{placeholder}}`s, then written per request with
 //! every substituted value HTML-escaped.
 
-use super::text::{put_eta_text, utc_parts};
+use super::text::put_eta_text;
+use crate::util::time::utc_parts;
 
 use super::{Lang, WaitView};
 use crate::config::ParseError;

@@ -1,7 +1,7 @@
 //! Unit tests of the waiting answers: negotiation, JSON, pages, templates.
 
 use super::accept::parse_q;
-use super::text::utc_parts;
+use crate::util::time::utc_parts;
 use super::*;
 use crate::config::ParseError;
 

@@ -44,26 +44,6 @@ pub fn eta_text(eta_secs: Option<u64>, lang: Lang) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// UTC calendar parts of a unix time, for the "updated" line. Clamped to year 9999 so the
-/// arithmetic stays small whatever the input.
-pub(super) fn utc_parts(unix_secs: u64) -> (u64, u64, u64, u64, u64, u64) {
-    let secs = unix_secs.min(253_402_300_799);
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Days since 1970-01-01 to a civil date (proleptic Gregorian), shifted so the era
-    // starts on 0000-03-01; all values stay non-negative.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 /// Texts of the default page in one language.
 pub(super) struct Texts {
     pub(super) lang: &'static str,
