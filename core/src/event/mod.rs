@@ -18,7 +18,7 @@ mod tests;
 pub use instant::{format_instant, parse_instant};
 pub use lottery::Lottery;
 
-use crate::config::{check_zone_name, parse_time_ms, ParseError};
+use crate::config::{check_zone_name, positive, positive_time};
 use thiserror::Error;
 
 /// One `smart_limit_event`.
@@ -87,7 +87,7 @@ pub enum EventError {
     #[error("event \"{0}\": \"{1}\" is given twice")]
     Duplicate(String, String),
     #[error("event \"{0}\": invalid {1} \"{2}\": {3}")]
-    Invalid(String, &'static str, String, ParseError),
+    Invalid(String, &'static str, String, String),
     #[error("event \"{0}\": room= is required")]
     NoRoom(String),
     #[error("event \"{0}\": start= is required")]
@@ -116,9 +116,13 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
         return Err(EventError::BadName(name.to_string()));
     }
     let named = |e: fn(String, String) -> EventError, a: &str| e(name.to_string(), a.to_string());
-    let invalid = |what: &'static str, v: &str, e: ParseError| {
-        EventError::Invalid(name.to_string(), what, v.to_string(), e)
+    let invalid = |what: &'static str, v: &str, why: String| {
+        EventError::Invalid(name.to_string(), what, v.to_string(), why)
     };
+    let instant = |what: &'static str, v: &str| {
+        parse_instant(v).map_err(|e| invalid(what, v, e.to_string()))
+    };
+    let number = |what: &'static str, v: &str| positive(v).map_err(|e| invalid(what, v, e));
     let mut spec = EventSpec {
         name: name.to_string(),
         room: String::new(),
@@ -145,32 +149,27 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
         seen.push(slot);
         match key {
             "room" => {
-                check_zone_name(value).map_err(|_| invalid("room", value, ParseError::Syntax("expected a zone name")))?;
+                check_zone_name(value)
+                    .map_err(|_| invalid("room", value, "expected a zone name".into()))?;
                 spec.room = value.to_string();
             }
-            "prequeue" => prequeue = Some(parse_instant(value).map_err(|e| invalid("prequeue", value, e))?),
-            "start" => start = Some(parse_instant(value).map_err(|e| invalid("start", value, e))?),
-            "end" => spec.end = Some(parse_instant(value).map_err(|e| invalid("end", value, e))?),
+            "prequeue" => prequeue = Some(instant("prequeue", value)?),
+            "start" => start = Some(instant("start", value)?),
+            "end" => spec.end = Some(instant("end", value)?),
             "shuffle" => {
                 spec.shuffle = match value {
                     "on" => true,
                     "off" => false,
-                    _ => return Err(invalid("shuffle", value, ParseError::Syntax("expected on or off"))),
+                    _ => return Err(invalid("shuffle", value, "expected on or off".into())),
                 }
             }
-            "max_active" => spec.max_active = Some(count(value).map_err(|e| invalid("max_active", value, e))?),
-            "new_per_minute" => {
-                spec.new_per_minute = Some(count(value).map_err(|e| invalid("new_per_minute", value, e))?)
-            }
+            "max_active" => spec.max_active = Some(number("max_active", value)?),
+            "new_per_minute" => spec.new_per_minute = Some(number("new_per_minute", value)?),
             "grant" | "session" => {
-                let ms = parse_time_ms(value).map_err(|e| invalid("grant", value, e))?;
-                if ms == 0 {
-                    return Err(invalid("grant", value, ParseError::Syntax("expected a time above zero")));
-                }
-                spec.grant_ms = Some(ms);
+                spec.grant_ms = Some(positive_time(value).map_err(|e| invalid("grant", value, e))?)
             }
             "page" if !value.is_empty() => spec.page = Some(value.to_string()),
-            "page" => return Err(invalid("page", value, ParseError::Empty)),
+            "page" => return Err(invalid("page", value, "empty value".into())),
             _ => return Err(named(EventError::Unknown, arg)),
         }
     }
@@ -194,21 +193,6 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
         ));
     }
     Ok(spec)
-}
-
-/// A positive whole number (a count of places or of admissions).
-fn count(s: &str) -> Result<u64, ParseError> {
-    if s.is_empty() {
-        return Err(ParseError::Empty);
-    }
-    if !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ParseError::Syntax("expected a whole number above zero"));
-    }
-    match s.parse::<u64>() {
-        Ok(0) => Err(ParseError::Syntax("expected a whole number above zero")),
-        Ok(n) => Ok(n),
-        Err(_) => Err(ParseError::Overflow),
-    }
 }
 
 /// Checks a configuration's events together: every room exists (`is_room`), no name is used

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::ParseError;
 
 fn t(s: &str) -> u64 {
     parse_instant(s).unwrap()

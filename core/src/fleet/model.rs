@@ -210,7 +210,7 @@ impl FleetModel {
                 .nodes
                 .iter()
                 .filter(|(_, n)| heard.saturating_sub(n.seen) <= stale)
-                .map(|(&id, n)| (id, (n.alloc + now - n.seen).saturating_sub(interval)))
+                .map(|(&id, n)| (id, (n.alloc + now).saturating_sub(n.seen + interval)))
                 .collect();
             if !wait.is_empty() {
                 let mut from = heard;

@@ -131,9 +131,9 @@ impl<'m> FleetNode<'m> {
     /// turn it is poll every node alike, and their few polls an interval are a noisy guide.
     /// The second is right for clients that keep to one node (sticky routing, uneven
     /// traffic): those whose turn it is come back to where they polled, which need not be
-    /// where the traffic is. Measured in the simulator (docs/fleet.md): departure waves at
-    /// 0.978-0.990 of max_active with sticky clients (0.971-0.979 on the waiting traffic
-    /// alone), 0.977-0.985 round robin (0.986-0.991).
+    /// where the traffic is. Measured in the simulator (docs/fleet.md, seeds 1-8): departure
+    /// waves at 0.976-0.989 of max_active with sticky clients (0.971-0.979 on the waiting
+    /// traffic alone), 0.976-0.988 round robin (0.981-0.991).
     fn turn_weight(&self) -> u32 {
         let h = &*self.hdr;
         if h.cursor == u64::MAX || h.queue_len == 0 {

@@ -10,7 +10,8 @@
 --                               allocation: its base, the polls it is shared by, what was
 --                               given out), "heard" / "hold" / "hold_until" / "hold_wait"
 --                               (the last call; after a silence: when it began, until when
---                               expiry is held at that time, for which nodes), and one field per node, "n:<id>":
+--                               expiry is held at that time, for which nodes), and one
+--                               field per node, "n:<id>":
 --                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
@@ -414,26 +415,18 @@ end
 
 save()
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full}
--- Samples of the line (rank, arrival): every rank at the head (one range read), then spaced
--- evenly so that the rest reach the tail (one O(log n) read each).
-local head = redis.call('ZRANGE', K_ARRIVAL, 0, FIRST_RANKS - 1, 'WITHSCORES')
-local rank, step = 0, 1
-for i = 2, #head, 2 do
-  reply[#reply + 1] = rank
-  reply[#reply + 1] = tonumber(head[i])
-  rank = rank + 1
-end
+-- Samples of the line (rank, arrival): every rank at the head, then spaced evenly so that
+-- the rest reach the tail.
 local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / (SAMPLES - FIRST_RANKS)))
-if rank >= FIRST_RANKS then
-  rank, step = FIRST_RANKS - 1 + spread, spread
-  for _ = FIRST_RANKS + 1, SAMPLES do
-    if rank >= queue_len then break end
-    local r = redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')
-    if #r < 2 then break end
-    reply[#reply + 1] = rank
-    reply[#reply + 1] = tonumber(r[2])
-    rank = rank + step
-  end
+local rank, step = 0, 1
+for _ = 1, SAMPLES do
+  if rank >= queue_len then break end
+  local r = redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')
+  if #r < 2 then break end
+  reply[#reply + 1] = rank
+  reply[#reply + 1] = tonumber(r[2])
+  if rank + 1 >= FIRST_RANKS then step = spread end
+  rank = rank + step
 end
 if queue_len > 0 then
   local r = redis.call('ZRANGE', K_ARRIVAL, -1, -1, 'WITHSCORES')
