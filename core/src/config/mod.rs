@@ -10,7 +10,6 @@
 //!
 //! The bottom layer of the crate: it uses no other module.
 
-
 mod param;
 mod value;
 

@@ -119,9 +119,8 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
     let invalid = |what: &'static str, v: &str, why: String| {
         EventError::Invalid(name.to_string(), what, v.to_string(), why)
     };
-    let instant = |what: &'static str, v: &str| {
-        parse_instant(v).map_err(|e| invalid(what, v, e.to_string()))
-    };
+    let instant =
+        |what: &'static str, v: &str| parse_instant(v).map_err(|e| invalid(what, v, e.to_string()));
     let number = |what: &'static str, v: &str| positive(v).map_err(|e| invalid(what, v, e));
     let mut spec = EventSpec {
         name: name.to_string(),
@@ -197,7 +196,10 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
 
 /// Checks a configuration's events together: every room exists (`is_room`), no name is used
 /// twice, and no two events of one room overlap (pre-queue to end).
-pub fn check_events(events: &[EventSpec], is_room: impl Fn(&str) -> bool) -> Result<(), EventError> {
+pub fn check_events(
+    events: &[EventSpec],
+    is_room: impl Fn(&str) -> bool,
+) -> Result<(), EventError> {
     for (i, e) in events.iter().enumerate() {
         if !is_room(&e.room) {
             return Err(EventError::UnknownRoom(e.name.clone(), e.room.clone()));
@@ -207,7 +209,11 @@ pub fn check_events(events: &[EventSpec], is_room: impl Fn(&str) -> bool) -> Res
                 return Err(EventError::Twice(e.name.clone()));
             }
             if earlier.room == e.room && earlier.overlaps(e) {
-                return Err(EventError::Overlap(earlier.name.clone(), e.name.clone(), e.room.clone()));
+                return Err(EventError::Overlap(
+                    earlier.name.clone(),
+                    e.name.clone(),
+                    e.room.clone(),
+                ));
             }
         }
     }

@@ -11,8 +11,14 @@ fn instants_are_rfc3339_utc_or_epoch_seconds() {
     assert_eq!(t("2026-12-01T10:00:00Z"), 1_796_119_200);
     assert_eq!(t("@1796119200"), 1_796_119_200);
     assert_eq!(t("2024-02-29t23:59:59z"), 1_709_251_199);
-    assert_eq!(t("2000-03-01T00:00:00Z") - t("2000-02-28T00:00:00Z"), 2 * 86_400);
-    assert_eq!(t("2100-03-01T00:00:00Z") - t("2100-02-28T00:00:00Z"), 86_400);
+    assert_eq!(
+        t("2000-03-01T00:00:00Z") - t("2000-02-28T00:00:00Z"),
+        2 * 86_400
+    );
+    assert_eq!(
+        t("2100-03-01T00:00:00Z") - t("2100-02-28T00:00:00Z"),
+        86_400
+    );
     for secs in [0, 951_782_400, 1_709_251_199, 1_796_119_200, 4_102_444_800] {
         assert_eq!(t(&format_instant(secs)), secs);
     }
@@ -35,10 +41,16 @@ fn other_instants_are_refused() {
         "@12x",
         "tomorrow",
     ] {
-        assert!(matches!(parse_instant(bad), Err(ParseError::Syntax(_))), "{bad}");
+        assert!(
+            matches!(parse_instant(bad), Err(ParseError::Syntax(_))),
+            "{bad}"
+        );
     }
     assert_eq!(parse_instant(""), Err(ParseError::Empty));
-    assert_eq!(parse_instant("@99999999999999999999999"), Err(ParseError::Overflow));
+    assert_eq!(
+        parse_instant("@99999999999999999999999"),
+        Err(ParseError::Overflow)
+    );
 }
 
 const DROP: [&str; 10] = [
@@ -69,7 +81,10 @@ fn the_issue_example_parses() {
     assert_eq!(e.page.as_deref(), Some("/etc/nginx/drop.html"));
     // Only room and start are needed: no pre-queue, no end, a lottery by default.
     let e = parse_event(&["sale", "room=shop", "start=@1796119200"]).unwrap();
-    assert_eq!((e.prequeue, e.start, e.end, e.shuffle), (1_796_119_200, 1_796_119_200, None, true));
+    assert_eq!(
+        (e.prequeue, e.start, e.end, e.shuffle),
+        (1_796_119_200, 1_796_119_200, None, true)
+    );
 }
 
 #[test]
@@ -87,15 +102,26 @@ fn phases_follow_the_clock() {
 fn bad_events_are_refused_with_their_name() {
     let msg = |args: &[&str]| parse_event(args).unwrap_err().to_string();
     assert_eq!(
-        msg(&["drop", "room=shop", "start=2026-12-01T10:00:00Z", "end=2026-12-01T09:00:00Z"]),
+        msg(&[
+            "drop",
+            "room=shop",
+            "start=2026-12-01T10:00:00Z",
+            "end=2026-12-01T09:00:00Z"
+        ]),
         "event \"drop\": end (2026-12-01T09:00:00Z) is not after start (2026-12-01T10:00:00Z)"
     );
     assert_eq!(
         msg(&["drop", "room=shop", "start=@100", "prequeue=@200"]),
         "event \"drop\": prequeue (1970-01-01T00:03:20Z) is after start (1970-01-01T00:01:40Z)"
     );
-    assert_eq!(msg(&["drop", "start=@100"]), "event \"drop\": room= is required");
-    assert_eq!(msg(&["drop", "room=shop"]), "event \"drop\": start= is required");
+    assert_eq!(
+        msg(&["drop", "start=@100"]),
+        "event \"drop\": room= is required"
+    );
+    assert_eq!(
+        msg(&["drop", "room=shop"]),
+        "event \"drop\": start= is required"
+    );
     assert_eq!(
         msg(&["drop", "room=shop", "start=@1", "colour=red"]),
         "event \"drop\": unknown parameter \"colour=red\""
@@ -104,8 +130,10 @@ fn bad_events_are_refused_with_their_name() {
         msg(&["drop", "room=shop", "start=@1", "grant=1m", "session=5m"]),
         "event \"drop\": \"session\" is given twice"
     );
-    assert!(msg(&["drop", "room=shop", "start=10:00"]).starts_with("event \"drop\": invalid start \"10:00\": expected a UTC time"));
-    assert!(msg(&["drop", "room=shop", "start=@1", "max_active=0"]).contains("invalid max_active \"0\""));
+    assert!(msg(&["drop", "room=shop", "start=10:00"])
+        .starts_with("event \"drop\": invalid start \"10:00\": expected a UTC time"));
+    assert!(msg(&["drop", "room=shop", "start=@1", "max_active=0"])
+        .contains("invalid max_active \"0\""));
     assert!(msg(&["drop", "room=shop", "start=@1", "shuffle=yes"]).contains("expected on or off"));
     assert_eq!(msg(&[]), "missing event name");
     assert!(msg(&["drop!", "room=shop", "start=@1"]).starts_with("invalid event name \"drop!\""));
@@ -128,16 +156,24 @@ fn events_of_one_room_may_not_overlap() {
     // Back to back is fine; another room is fine.
     let b = ev("b", "shop", 300, 400, Some(500));
     let c = ev("c", "exam", 100, 200, None);
-    assert_eq!(check_events(&[a.clone(), b.clone(), c.clone()], rooms), Ok(()));
+    assert_eq!(
+        check_events(&[a.clone(), b.clone(), c.clone()], rooms),
+        Ok(())
+    );
     // A pre-queue that opens before the other event ends overlaps it.
     let d = ev("d", "shop", 250, 400, Some(500));
     assert_eq!(
-        check_events(&[a.clone(), d], rooms).unwrap_err().to_string(),
+        check_events(&[a.clone(), d], rooms)
+            .unwrap_err()
+            .to_string(),
         "events \"a\" and \"d\" of room \"shop\" overlap"
     );
     // An event without an end overlaps everything after it.
     let e = ev("e", "exam", 10_000, 20_000, None);
-    assert!(matches!(check_events(&[c, e], rooms), Err(EventError::Overlap(..))));
+    assert!(matches!(
+        check_events(&[c, e], rooms),
+        Err(EventError::Overlap(..))
+    ));
     assert_eq!(
         check_events(&[a.clone(), a.clone()], rooms),
         Err(EventError::Twice("a".into()))
@@ -159,14 +195,20 @@ fn seed(n: u64) -> [u8; 32] {
 /// Spearman's rank correlation of two rankings of 0..n.
 fn spearman(a: &[usize], b: &[usize]) -> f64 {
     let n = a.len() as f64;
-    let d2: f64 = a.iter().zip(b).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum();
+    let d2: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
+        .sum();
     1.0 - 6.0 * d2 / (n * (n * n - 1.0))
 }
 
 #[test]
 fn the_lottery_is_a_permutation_every_node_computes_alike() {
     // 500 pre-queued session ids in arrival order (random-looking, as session ids are).
-    let arrivals: Vec<u64> = (0..500u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xabc).collect();
+    let arrivals: Vec<u64> = (0..500u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xabc)
+        .collect();
     let one = Lottery::new(&seed(1)).order(&arrivals);
     // Every position 1..500 used once.
     let mut sorted = one.clone();

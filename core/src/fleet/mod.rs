@@ -38,7 +38,6 @@
 //!
 //! Uses `room` (shared vocabulary), `redis` (replies) and `sync` (the leader).
 
-
 mod layout;
 mod node;
 mod report;
@@ -214,7 +213,9 @@ pub enum FleetVerdict {
         eta_secs: Option<u64>,
     },
     /// No place left in the fleet's line (`max_line`) for a client taking one.
-    LineFull { queue_len: u64 },
+    LineFull {
+        queue_len: u64,
+    },
     /// No picture yet (the node has not met the fleet since it started): the zone's on_error
     /// policy decides.
     Unknown,

@@ -297,9 +297,8 @@ impl FleetModel {
         }
         let (reserved, _, _) = self.census(f.node_id, now);
         me.seen = now;
-        let left = self.cfg.max_active as i128
-            - active as i128
-            - (reserved + me.grant + me.draws) as i128;
+        let left =
+            self.cfg.max_active as i128 - active as i128 - (reserved + me.grant + me.draws) as i128;
         let granted = (want as i128).min(left).max(0) as u64;
         me.draws += granted;
         self.nodes.insert(f.node_id, me);
@@ -347,13 +346,10 @@ impl FleetModel {
             self.present.add_later(w.sid, seen_at(w.at));
             self.join_line(w.sid, w.arrival);
         }
-        for sid in self
-            .present
-            .oldest(
-                self.cut(now, cfg.presence_ms),
-                EXPIRE_STEP.saturating_sub(r.waiters.len()).max(EXPIRE_MIN),
-            )
-        {
+        for sid in self.present.oldest(
+            self.cut(now, cfg.presence_ms),
+            EXPIRE_STEP.saturating_sub(r.waiters.len()).max(EXPIRE_MIN),
+        ) {
             self.leave_line(sid);
         }
         self.trim_active(now);
@@ -371,8 +367,12 @@ impl FleetModel {
         let full = cfg.max_line > 0 && queue_len >= cfg.max_line;
         let aw = cfg.active_window_ms;
         let since = self.cut(now, aw);
-        let expiring = self.active.count(since, self.cut(now + cfg.interval_ms, aw));
-        let leaving = self.active.count(since, self.cut(now + cfg.horizon_ms(), aw));
+        let expiring = self
+            .active
+            .count(since, self.cut(now + cfg.interval_ms, aw));
+        let leaving = self
+            .active
+            .count(since, self.cut(now + cfg.horizon_ms(), aw));
         let left = (me.grant + me.draws).saturating_sub(r.admitted.len() as u64);
         me.draws = 0;
         let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128
@@ -435,7 +435,9 @@ impl FleetModel {
     /// who came more than an interval earlier.
     fn cursor(&self, places: u64, queue_len: u64) -> u64 {
         let rightful = self.at_rank(places - 1).unwrap_or(0);
-        let band = self.at_rank(places.saturating_mul(BAND).min(queue_len) - 1).unwrap_or(0);
+        let band = self
+            .at_rank(places.saturating_mul(BAND).min(queue_len) - 1)
+            .unwrap_or(0);
         let head = self.at_rank(0).unwrap_or(0);
         rightful.max(band.min(head.saturating_add(self.cfg.interval_ms)))
     }
@@ -549,7 +551,9 @@ mod tests {
                 };
             }
             // Places whose session's window ends within the interval are given out already.
-            let staying = m.active.count(now + cfg.interval_ms - cfg.active_window_ms, u64::MAX);
+            let staying = m
+                .active
+                .count(now + cfg.interval_ms - cfg.active_window_ms, u64::MAX);
             assert!(
                 staying + m.reserved() <= cfg.max_active,
                 "{staying} + {} at {now}",

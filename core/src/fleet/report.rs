@@ -140,7 +140,9 @@ impl<'m> FleetNode<'m> {
             return 1;
         }
         let ranks = self.position(h.cursor).max(1);
-        u32::try_from(h.queue_len / ranks).unwrap_or(u32::MAX).max(1)
+        u32::try_from(h.queue_len / ranks)
+            .unwrap_or(u32::MAX)
+            .max(1)
     }
 
     /// A sync that failed (no answer, or not the script's).

@@ -89,7 +89,9 @@ fn replies_are_read_fallibly() {
         Err(ReplyError::NoScript)
     );
     assert!(matches!(
-        take_reply(&Value::Error(b"ERR smart_limit: bad flood arguments".to_vec())),
+        take_reply(&Value::Error(
+            b"ERR smart_limit: bad flood arguments".to_vec()
+        )),
         Err(ReplyError::Server(_))
     ));
 }
@@ -121,8 +123,20 @@ fn the_central_room_pays_in_its_own_call() {
     assert_eq!(&w[w.len() - 2..], ["1000000", "60"]);
     // No flood key (a client holding a place), or no flood control: four keys, rate 0.
     for (v, l) in [
-        (Visit { flood_key: None, ..v }, limits),
-        (v, Limits { flood: None, ..limits }),
+        (
+            Visit {
+                flood_key: None,
+                ..v
+            },
+            limits,
+        ),
+        (
+            v,
+            Limits {
+                flood: None,
+                ..limits
+            },
+        ),
     ] {
         let w = words(&Script::new("p", "r", l, 0).visit(Form::Sha, &v, 0));
         assert_eq!(w[2], "4");

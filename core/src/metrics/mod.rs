@@ -9,7 +9,6 @@
 //!
 //! The top of the crate: it reads snapshots of rooms, synced rooms and rate zones.
 
-
 mod control;
 mod rate;
 mod room;

@@ -12,7 +12,6 @@
 //!
 //! Header parsing works on raw bytes from the client: nothing here panics on any input.
 
-
 mod accept;
 mod builtin;
 mod json;

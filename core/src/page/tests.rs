@@ -1,9 +1,9 @@
 //! Unit tests of the waiting answers: negotiation, JSON, pages, templates.
 
 use super::accept::parse_q;
-use crate::util::time::utc_parts;
 use super::*;
 use crate::config::ParseError;
+use crate::util::time::utc_parts;
 
 fn view(status: ViewStatus) -> WaitView<'static> {
     WaitView {

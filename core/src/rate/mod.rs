@@ -22,7 +22,6 @@
 //! module only places [`RateShared`] in an nginx shared-memory zone and drives the timer and
 //! the Redis call.
 
-
 mod params;
 mod script;
 mod shared;

@@ -321,7 +321,13 @@ impl RateShared {
     /// The picture came back for the sync of `seq`: applied, unless a newer sync of the node
     /// was sent since (a stalled worker's late answer must not undo a fresher one); false
     /// when it was not.
-    pub fn apply_answer(&self, picture: &FleetPicture, seq: u64, now: u64, cfg: &RateConfig) -> bool {
+    pub fn apply_answer(
+        &self,
+        picture: &FleetPicture,
+        seq: u64,
+        now: u64,
+        cfg: &RateConfig,
+    ) -> bool {
         if seq != self.seq.load(Relaxed) {
             self.ignored.fetch_add(1, Relaxed);
             return false;

@@ -14,7 +14,6 @@
 //!
 //! Only the values are checked here; the module opens the files.
 
-
 use crate::config::{parse_host_port, ConfError};
 
 /// One `HOST:PORT` of a list, as written and split.

@@ -125,8 +125,7 @@ impl Requirement {
 
 /// Options of late Redis versions, as the scripts write them (Lua strings), with what they
 /// need. The scripts' needs are pinned by `core/tests/` on the real scripts.
-const LATE_OPTIONS: &[(&[u8], Requirement)] =
-    &[(b"'GT'", NEEDS_ZADD_GT), (b"'LT'", NEEDS_ZADD_GT)];
+const LATE_OPTIONS: &[(&[u8], Requirement)] = &[(b"'GT'", NEEDS_ZADD_GT), (b"'LT'", NEEDS_ZADD_GT)];
 
 /// What a script needs of the server, read from its text (or from its `SCRIPT LOAD`
 /// command, which carries the text as is).

@@ -17,7 +17,6 @@
 //! Everything here runs inside nginx workers on untrusted bytes, so nothing may panic:
 //! lengths are checked before slicing and every failure is a [`TicketError`] value.
 
-
 mod cache;
 mod cookie;
 mod derive;

@@ -417,7 +417,12 @@ fn derived_values_follow_the_first_key_only() {
     for (i, b) in raw.iter_mut().enumerate() {
         *b = i as u8;
     }
-    assert_eq!(Keyring::from_key(&raw).unwrap().derive_u64("flood seed", "shop"), x);
+    assert_eq!(
+        Keyring::from_key(&raw)
+            .unwrap()
+            .derive_u64("flood seed", "shop"),
+        x
+    );
     // Another first key, room or purpose: another value; the split between purpose and room
     // is part of the input.
     let b = Keyring::parse(&format!("{KEY_B}\n{KEY_A}")).unwrap();

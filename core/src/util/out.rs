@@ -1,7 +1,6 @@
 //! Output buffers the answers are written into without allocating (a growable `Vec` or a
 //! fixed array), and JSON string escaping, shared by the page and the ticket's wire form.
 
-
 /// Where an answer body is written: a `Vec<u8>` in tests, the request's pool in nginx.
 /// Rendering never allocates on its own: it only appends to this.
 pub trait Out {

@@ -2,7 +2,6 @@
 //! tie them together (what `nginx -t` refuses). Above the stores: a zone names its store and
 //! how to reach Redis.
 
-
 #[cfg(test)]
 mod tests;
 

@@ -16,13 +16,13 @@
 
 use std::hint::black_box;
 
-use smart_limit_core::rate::RateZoneParams;
-use smart_limit_core::page::{check_template, Lang, Template, ViewStatus, WaitView};
 use smart_limit_core::config::{
     check_zone_name, parse_host_port, parse_size, parse_status, parse_time_ms,
 };
-use smart_limit_core::zone::ZoneParams;
+use smart_limit_core::page::{check_template, Lang, Template, ViewStatus, WaitView};
+use smart_limit_core::rate::RateZoneParams;
 use smart_limit_core::ticket::Keyring;
+use smart_limit_core::zone::ZoneParams;
 use smart_limit_fuzz::{is_subslice, words};
 
 fn values(s: &str) {
@@ -74,7 +74,10 @@ fn main() {
             Ok(z) => {
                 assert_eq!(Some(&z.name.as_str()), args.first(), "zone name changed");
                 assert!(z.rate_milli > 0, "a zone without a rate");
-                assert!(z.timeout_ms < z.interval_ms, "a sync timeout not below the interval");
+                assert!(
+                    z.timeout_ms < z.interval_ms,
+                    "a sync timeout not below the interval"
+                );
             }
             Err(e) => drop(black_box(e.to_string())),
         }
