@@ -10,7 +10,8 @@ use super::{Counters, Room};
 const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// Bumped whenever the layout below changes; a reload onto an old layout is refused.
 /// 4: the places' last-sight list became the sight tree; sessions carry a stamp (the fence).
-pub const LAYOUT_VERSION: u32 = 4;
+/// 5: the header holds a scheduled event's pre-queue and the start's shuffle.
+pub const LAYOUT_VERSION: u32 = 5;
 pub(super) const NIL: u32 = u32::MAX;
 /// Entries per set of the flood table (a set is scanned whole).
 pub(super) const FLOOD_WAYS: usize = 8;
@@ -68,6 +69,16 @@ pub(super) struct Header {
     /// The Redis clock of the reply the figures came from: replies coming back on several
     /// connections (workers) never put older figures over newer ones.
     pub(super) remote_version: u64,
+    /// A scheduled event's pre-queue (see `event`): the event's id (0: none), the queue numbers
+    /// its places took (`ev_from..ev_to`; `ev_to` is 0 until the start), how far the start's
+    /// shuffle has come (the places below `ev_next` are in their final order), how many
+    /// random numbers it has drawn, and the seed it draws them from.
+    pub(super) ev_id: u64,
+    pub(super) ev_from: u64,
+    pub(super) ev_to: u64,
+    pub(super) ev_next: u64,
+    pub(super) ev_draws: u64,
+    pub(super) ev_seed: [u8; 32],
 }
 
 /// A place in the line.
@@ -268,6 +279,12 @@ impl<'m> Room<'m> {
             remote_active: 0,
             remote_at_ms: 0,
             remote_version: 0,
+            ev_id: 0,
+            ev_from: 0,
+            ev_to: 0,
+            ev_next: 0,
+            ev_draws: 0,
+            ev_seed: [0; 32],
         };
         if n == 0 || layout(n, n, n, nf).end > mem.len() {
             return Err(LayoutError::TooSmall(mem.len(), Self::MIN_BYTES));

@@ -168,11 +168,61 @@ impl<'m> Room<'m> {
 
     /// The place at ring index `ix` empties (admitted, expired, passthrough).
     fn remove_place(&mut self, ix: usize) {
-        let sid = self.ring[ix].sid;
-        if sid == 0 {
+        if self.ring[ix].sid == 0 {
             return;
         }
-        // Unchain from its session-id bucket.
+        self.unchain(ix);
+        self.ring[ix].sid = 0;
+        self.sight_update(ix);
+        fenwick::add(self.live, ix, -1);
+        self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
+    }
+
+    /// Puts the place at ring index `ix` on its session id's chain.
+    fn chain(&mut self, ix: usize) {
+        let b = self.sid_bucket(self.ring[ix].sid, self.places.len());
+        self.ring[ix].chain = self.places[b];
+        self.places[b] = ix as u32;
+    }
+
+    /// Exchanges the clients of two places (the start's shuffle, see `event`): each place
+    /// keeps its queue number, the clients trade them. Either may be empty.
+    pub(super) fn swap_places(&mut self, a: (usize, u64), b: (usize, u64)) {
+        let ((ia, qa), (ib, qb)) = (a, b);
+        if ia == ib || ia >= self.ring.len() || ib >= self.ring.len() {
+            return;
+        }
+        let (sa, sb) = (self.ring[ia], self.ring[ib]);
+        for (ix, s) in [(ia, sa), (ib, sb)] {
+            if s.sid != 0 {
+                self.unchain(ix);
+            }
+        }
+        self.ring[ia] = Slot { qnum: qa, ..sb };
+        self.ring[ib] = Slot { qnum: qb, ..sa };
+        for (ix, s) in [(ia, sb), (ib, sa)] {
+            if s.sid != 0 {
+                self.chain(ix);
+            }
+        }
+        match (sa.sid != 0, sb.sid != 0) {
+            (true, false) => {
+                fenwick::add(self.live, ia, -1);
+                fenwick::add(self.live, ib, 1);
+            }
+            (false, true) => {
+                fenwick::add(self.live, ib, -1);
+                fenwick::add(self.live, ia, 1);
+            }
+            _ => {}
+        }
+        self.sight_update(ia);
+        self.sight_update(ib);
+    }
+
+    /// Takes the place at ring index `ix` off its session id's chain.
+    fn unchain(&mut self, ix: usize) {
+        let sid = self.ring[ix].sid;
         let b = self.sid_bucket(sid, self.places.len());
         if self.places[b] == ix as u32 {
             self.places[b] = self.ring[ix].chain;
@@ -190,10 +240,6 @@ impl<'m> Room<'m> {
             }
         }
         self.ring[ix].chain = NIL;
-        self.ring[ix].sid = 0;
-        self.sight_update(ix);
-        fenwick::add(self.live, ix, -1);
-        self.hdr.waiting = self.hdr.waiting.saturating_sub(1);
     }
 
     /// An absent place is removed (counted as expired).
@@ -302,7 +348,7 @@ impl<'m> Room<'m> {
         let qnum = self.ring[ix].qnum;
         let cap = self.capacity_now(now, limits);
         let turn = match mode {
-            Mode::Fifo => self.head(thr) == Some(qnum),
+            Mode::Fifo => self.head(thr) == Some(qnum) && self.drawn(qnum),
             // Lottery: with k free places and n clients present, each poll wins with chance k/n.
             Mode::Random => {
                 let active = self.active_now(now, limits);

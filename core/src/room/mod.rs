@@ -24,6 +24,7 @@
 //! Every operation is O(log n) or better and removes at most a fixed number of absent places
 //! and sessions ([`EXPIRE_STEP`] of each), however many went absent at once ([S20]).
 
+mod event;
 mod flood;
 mod layout;
 mod line;
@@ -39,6 +40,7 @@ mod tests;
 
 use layout::{Entry, FloodEntry, Header, Sight, Slot};
 
+pub use event::{EventNow, PrequeueState, SHUFFLE_STEP};
 pub use flood::flood_hash;
 pub use layout::{capacity_for, LayoutError, BYTES_PER_SESSION, LAYOUT_VERSION};
 pub use line::EXPIRE_STEP;

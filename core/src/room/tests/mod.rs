@@ -462,4 +462,5 @@ fn a_session_over_its_request_rate_is_limited() {
     assert_eq!(room.snapshot(1100, &l).counters.session_limited, 1);
 }
 
+mod event;
 mod expiry;
