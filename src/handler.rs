@@ -31,6 +31,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
+use smart_limit_core::event::Phase;
 use smart_limit_core::fleet;
 use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
@@ -75,7 +76,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
     }
     let now = now_ms();
     let ticket = cookie::read_ticket(r, zone);
-    let state = ticket.map(|t| rules::ticket_state(&t, zone.admission, now));
+    let state = ticket.map(|t| rules::ticket_state(&t, zone.admission_at(now), now));
     let mut closed_to_admitted = None;
     if let (Some(t), Some(TicketState::Admitted)) = (ticket, state) {
         match zone.pass(t.sid, now) {
@@ -129,7 +130,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
                 Ok(sid) => sid,
                 Err(_) => return INTERNAL_ERROR,
             };
-            match zone.arrival() {
+            match zone.arrival(now) {
                 Mode::Reject | Mode::Passthrough => Visit {
                     sid,
                     qnum: 0,
@@ -303,7 +304,7 @@ fn pass_admitted(
             "has no memory left to count admitted sessions; increase its size=",
         );
     }
-    if rules::needs_renewal(&t, zone.admission, now) {
+    if rules::needs_renewal(&t, zone.admission_at(now), now) {
         let renewed = Ticket {
             last_seen: now,
             ..t
@@ -341,6 +342,7 @@ impl Turn<'_> {
             eta_secs: place.and_then(|p| p.eta_secs),
             refresh_secs: self.lcf.refresh_secs(),
             updated_at: self.now / 1000,
+            starts_at: None,
         }
     }
 }
@@ -469,6 +471,9 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
         cookie::set_ticket(r, turn.zone, &t);
     }
     let mut view = turn.view(ViewStatus::Waiting, Some(place));
+    if let Some((e, _, Phase::Prequeue)) = turn.zone.event_now(turn.now) {
+        prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
+    }
     if let Some(fs) = &turn.zone.fleet {
         view.refresh_secs =
             fleet::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
@@ -489,6 +494,22 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
     let rc = answer::waiting(r, turn.lcf, &view);
     finish(r, rc)
 }
+
+/// An event's pre-queue: the place is held, the order is drawn at the start. The page comes
+/// back at its usual refresh (a place unseen for `presence` is gone), and at the start, each
+/// client a few seconds apart (by its session id), so the start is not one burst.
+fn prequeue_view(view: &mut WaitView, start_secs: u64, sid: u64, now: u64) {
+    view.status = ViewStatus::Prequeue;
+    view.starts_at = Some(start_secs);
+    view.position = None;
+    view.eta_secs = None;
+    let until = start_secs.saturating_sub(now / 1000);
+    let spread = sid % (PREQUEUE_SPREAD_SECS + 1);
+    view.refresh_secs = view.refresh_secs.min(until + spread).max(1);
+}
+
+/// The start's spread: clients of the pre-queue come back within this many seconds of it.
+const PREQUEUE_SPREAD_SECS: u64 = 4;
 
 /// Refused: the room is closed, or its line has no place left.
 fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_int_t {

@@ -34,8 +34,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ngx::ffi::{
     ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_module_t, ngx_int_t, ngx_module_t, ngx_uint_t,
-    NGX_CONF_1MORE, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET,
-    NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF,
+    NGX_CONF_1MORE, NGX_CONF_2MORE, NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF,
+    NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
+    NGX_HTTP_SRV_CONF,
 };
 use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::{core::Status, ngx_string};
@@ -171,7 +172,7 @@ const fn command(
     }
 }
 
-static mut COMMANDS: [ngx_command_t; 15] = [
+static mut COMMANDS: [ngx_command_t; 16] = [
     command(
         ngx_string!("smart_limit_zone"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
@@ -182,6 +183,12 @@ static mut COMMANDS: [ngx_command_t; 15] = [
         ngx_string!("smart_limit_secret"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
         conf::zone::set_secret,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_event"),
+        NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE,
+        conf::event::set_event,
         NGX_HTTP_MAIN_CONF_OFFSET,
     ),
     command(

@@ -1,4 +1,5 @@
-//! `$smart_limit_status`, `$smart_limit_position`, `$smart_limit_room` and
+//! `$smart_limit_status`, `$smart_limit_position`, `$smart_limit_room`,
+//! `$smart_limit_event` (the room's scheduled event in its pre-queue or running, by name) and
 //! `$smart_limit_rate_status` (PASSED / LIMITED), for access logs.
 //!
 //! Each reads the request's context ([`crate::ctx`]), which survives internal redirects
@@ -22,13 +23,15 @@ enum Var {
     Position,
     Room,
     RateStatus,
+    Event,
 }
 
-const VARS: [(&str, Var); 4] = [
+const VARS: [(&str, Var); 5] = [
     ("smart_limit_status", Var::Status),
     ("smart_limit_position", Var::Position),
     ("smart_limit_room", Var::Room),
     ("smart_limit_rate_status", Var::RateStatus),
+    ("smart_limit_event", Var::Event),
 ];
 
 /// Declares the variables (preconfiguration).
@@ -66,7 +69,8 @@ unsafe extern "C" fn get(
             0 => Var::Status,
             1 => Var::Position,
             2 => Var::Room,
-            _ => Var::RateStatus,
+            3 => Var::RateStatus,
+            _ => Var::Event,
         };
         if let Var::RateStatus = which {
             match RequestCtx::find(r).and_then(|c| c.rate) {
@@ -91,6 +95,13 @@ fn fill(r: &Request, v: &mut ngx_http_variable_value_t, which: Var, d: &Decided)
         Var::Status => d.outcome.as_str().as_bytes(),
         Var::Room => d.zone.params.name.as_bytes(),
         Var::RateStatus => return,
+        Var::Event => match d.zone.event_now(crate::clock::now_ms()) {
+            Some(ev) => ev.0.spec.name.as_bytes(),
+            None => {
+                v.set_not_found(1);
+                return;
+            }
+        },
         Var::Position => {
             let Some(p) = d.position else {
                 v.set_not_found(1);

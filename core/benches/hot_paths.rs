@@ -98,6 +98,7 @@ fn main() {
         eta_secs: Some(754),
         refresh_secs: 10,
         updated_at: 1_795_332_865,
+        starts_at: None,
     };
     page::prepare_builtin();
     let mut out = Vec::with_capacity(8192);

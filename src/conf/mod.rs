@@ -2,6 +2,8 @@
 //!
 //! - `smart_limit_zone NAME key=value...` (http): declares a room and its store ([`zone`]).
 //! - `smart_limit_secret FILE` (http): ticket keys, one per line; the first encrypts.
+//! - `smart_limit_event NAME room=ROOM start=T ...` (http): a room's scheduled event
+//!   ([`event`]).
 //! - `smart_limit NAME | off`, `smart_limit_status CODE`, `smart_limit_refresh TIME`,
 //!   `smart_limit_bypass VALUE`, `smart_limit_page FILE`, `smart_limit_dry_run on | off |
 //!   VALUE` (http, server, location): [`location`].
@@ -25,6 +27,7 @@ use crate::store::Zone;
 use crate::Module;
 
 pub mod directive;
+pub mod event;
 pub mod location;
 pub mod rate;
 pub mod zone;
@@ -46,6 +49,8 @@ pub struct MainConf {
     pub keys: Option<Keyring>,
     /// Every `smart_limit_rate_zone`, allocated in the cycle pool like the rooms.
     pub rate_zones: Vec<NonNull<RateZone>>,
+    /// Every `smart_limit_event`, in declaration order (each room also gets its own).
+    pub events: Vec<smart_limit_core::event::EventSpec>,
 }
 
 impl MainConf {
@@ -232,6 +237,7 @@ pub unsafe extern "C" fn init_main_conf(cf: *mut ngx_conf_t, conf: *mut c_void) 
         // SAFETY: nginx passes this module's main configuration (create_main_conf).
         let mcf = unsafe { conf.cast::<MainConf>().as_mut() }.ok_or(directive::Refused)?;
         share_keys(cf, mcf);
+        event::check(cf, mcf)?;
         smart_limit_core::page::prepare_builtin();
         Ok(())
     })

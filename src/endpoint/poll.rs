@@ -33,6 +33,7 @@ pub fn admitted_answer(r: &mut Request, lcf: &LocConf, zone: &Zone, now: u64) ->
         eta_secs: None,
         refresh_secs: lcf.refresh_secs(),
         updated_at: now / 1000,
+        starts_at: None,
     };
     answer::waiting(r, lcf, &view)
 }

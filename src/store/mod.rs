@@ -13,15 +13,17 @@ use core::ptr::NonNull;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
+use smart_limit_core::event::Phase;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{Admission, Limits, Mode};
-use smart_limit_core::room::{PassVerdict, Place, Snapshot, Verdict, Visit};
+use smart_limit_core::room::{EventNow, PassVerdict, Place, Snapshot, Verdict, Visit};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
 use crate::log::LogThrottle;
 
+pub mod event;
 pub mod fleet;
 pub mod flood;
 pub mod redis;
@@ -63,6 +65,8 @@ pub struct Zone {
     polls: RefCell<Option<PollCache>>,
     /// `poll=`: how often one waiting ticket is answered by the store, per worker.
     pub poll_budget: Option<Rate>,
+    /// `smart_limit_event`s of this room (set once the http block is read).
+    pub events: Vec<event::ZoneEvent>,
     /// `flood_key=`: compiled at configuration time (null: the client address).
     pub flood_key: Cell<*mut ngx_http_complex_value_t>,
     /// Mixes flood keys: the same in every worker (set at zone init, before the fork) and,
@@ -131,6 +135,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         opened: RefCell::new(None),
         polls: RefCell::new(None),
         poll_budget,
+        events: Vec::new(),
         flood_key: Cell::new(core::ptr::null_mut()),
         flood_seed: Cell::new(0),
     });
@@ -164,7 +169,47 @@ impl From<Verdict> for Decision {
     }
 }
 
+/// The room's scheduled event in force at a moment: the event, what the room needs to know,
+/// and its phase (the pre-queue or running).
+pub type EventInForce<'z> = (&'z event::ZoneEvent, EventNow, Phase);
+
 impl Zone {
+    /// The event in its pre-queue or running at `now` (wall clock, ms), if any. Events of one
+    /// room never overlap (`nginx -t` refuses it), so at most one is.
+    pub fn event_now(&self, now: u64) -> Option<EventInForce<'_>> {
+        self.events
+            .iter()
+            .find_map(|e| e.now(now).map(|(ev, phase)| (e, ev, phase)))
+    }
+
+    /// The room's limits while `ev` is in force: its pre-queue holds everyone in line
+    /// (`queue_all`: places are taken, nobody is let in); while it runs, its overrides.
+    pub fn limits_in(&self, ev: Option<&EventInForce>) -> Limits {
+        let mut l = self.limits;
+        match ev {
+            Some((_, _, Phase::Prequeue)) => l.mode = Mode::QueueAll,
+            Some((e, _, Phase::Running)) => {
+                l.max_active = e.spec.max_active.unwrap_or(l.max_active);
+                l.new_per_minute = e.spec.new_per_minute.or(l.new_per_minute);
+            }
+            _ => {}
+        }
+        l
+    }
+
+    /// How long an admitted ticket admits at `now`: a running event's `grant=`/`session=`,
+    /// else the room's.
+    pub fn admission_at(&self, now: u64) -> Admission {
+        match self.event_now(now) {
+            Some((e, _, Phase::Running)) => match (e.spec.grant_ms, self.admission) {
+                (Some(ms), Admission::Grant { .. }) => Admission::Grant { ms },
+                (Some(ms), Admission::Session { .. }) => Admission::Session { ms },
+                (None, a) => a,
+            },
+            _ => self.admission,
+        }
+    }
+
     /// Opens the ticket cookie value of this room (answered from the worker's cache when the
     /// same bytes opened before). None: not a ticket of this room.
     pub fn open_ticket(&self, value: &[u8]) -> Option<Ticket> {
@@ -187,10 +232,11 @@ impl Zone {
 
     /// A client without a ticket: counted as an arrival; the mode in force tells what to do
     /// with it.
-    pub fn arrival(&self) -> Mode {
+    pub fn arrival(&self, now: u64) -> Mode {
+        let limits = self.limits_in(self.event_now(now).as_ref());
         self.shm
-            .with_room(|room| room.arrival(&self.limits))
-            .unwrap_or(self.limits.mode)
+            .with_room(|room| room.arrival(&limits))
+            .unwrap_or(limits.mode)
     }
 
     /// A client without a valid admitted ticket asks for its turn.
@@ -207,7 +253,11 @@ impl Zone {
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
             None => Answer::Now(self.shm.with_room(|room| {
-                let verdict = room.visit(v, now, &self.limits);
+                let ev = self.event_now(now);
+                if let Some((_, e, _)) = ev {
+                    room.event_step(e);
+                }
+                let verdict = room.visit(v, now, &self.limits_in(ev.as_ref()));
                 self.remember(&verdict, v.sid, now);
                 verdict.into()
             })),
@@ -276,9 +326,8 @@ impl Zone {
         if let Some(fs) = &self.fleet {
             return self.fleet_pass(fs, sid, now);
         }
-        let pass = self
-            .shm
-            .with_room(|room| room.pass(sid, now, &self.limits))?;
+        let limits = self.limits_in(self.event_now(now).as_ref());
+        let pass = self.shm.with_room(|room| room.pass(sid, now, &limits))?;
         if let (Some(rs), PassVerdict::Counted | PassVerdict::Uncounted) = (&self.redis, pass) {
             self.redis_pass(rs, sid, now);
         }

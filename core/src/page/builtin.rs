@@ -41,6 +41,14 @@ dd{margin:0;font-size:1.1rem;font-weight:600}
 // Templates
 // ---------------------------------------------------------------------------------------
 
+/// The pre-queue page's countdown to the start (no external resources; without script the
+/// page's refresh does the same).
+const COUNTDOWN: &str = "<script>(function(){var e=document.getElementById('countdown'),\
+t=Date.parse(document.getElementById('starts').getAttribute('datetime'));function f(){\
+var s=Math.max(0,Math.round((t-Date.now())/1000)),h=Math.floor(s/3600),m=Math.floor(s%3600/60);\
+e.textContent=(h?h+':'+(m<10?'0':''):'')+m+':'+(s%60<10?'0':'')+s%60;}f();setInterval(f,1000);})();\
+</script>\n";
+
 /// The refresh note of the built-in page, with the refresh interval as a slot.
 fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
     let (before, after) = match (lang, status) {
@@ -51,6 +59,7 @@ fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
         (Lang::En, ViewStatus::Closed) => ("This page checks again by itself every ", " seconds."),
         (Lang::En, ViewStatus::Throttled) => ("This page tries again by itself in ", " seconds."),
         (Lang::En, ViewStatus::Admitted) => ("This page reloads by itself in ", " seconds."),
+        (Lang::En, ViewStatus::Prequeue) => ("This page checks in by itself in ", " seconds."),
         (Lang::Ja, ViewStatus::Waiting) => (
             "このページは",
             "秒ごとに自動で更新されます。タブを閉じずに、このままお待ちください\
@@ -59,6 +68,7 @@ fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
         (Lang::Ja, ViewStatus::Closed) => ("このページは", "秒ごとに自動で再確認します。"),
         (Lang::Ja, ViewStatus::Throttled) => ("このページは", "秒後に自動で再試行します。"),
         (Lang::Ja, ViewStatus::Admitted) => ("このページは", "秒後に自動で再読み込みされます。"),
+        (Lang::Ja, ViewStatus::Prequeue) => ("このページは", "秒後に自動で更新されます。"),
     };
     t.text(before).slot(Slot::RefreshAtLeast1).text(after);
 }
@@ -72,6 +82,7 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
         ViewStatus::Closed => tx.closed_title,
         ViewStatus::Throttled => tx.throttled_title,
         ViewStatus::Admitted => tx.admitted_title,
+        ViewStatus::Prequeue => tx.prequeue_title,
     };
     let mut t = Template::default();
     t.text("<!DOCTYPE html>\n<html lang=\"")
@@ -121,6 +132,20 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
                 .text(tx.queue_suffix)
                 .text("</dd></div>\n</dl>\n");
         }
+        ViewStatus::Prequeue => {
+            // The start's time, and a countdown to it (the page works without script: the
+            // refresh brings it back at the start).
+            t.text("<p class=\"lead\" role=\"status\">")
+                .text(tx.prequeue_lead.0)
+                .text("<time id=\"starts\" datetime=\"")
+                .slot(Slot::StartsIso)
+                .text("\">")
+                .slot(Slot::StartsTime)
+                .text("</time>")
+                .text(tx.prequeue_lead.1)
+                .text("</p>\n<div class=\"pos\"><div class=\"pos-num\" id=\"countdown\"></div></div>\n")
+                .text(COUNTDOWN);
+        }
         ViewStatus::Closed | ViewStatus::Admitted | ViewStatus::Throttled => {
             let lead = match status {
                 ViewStatus::Closed => tx.closed_lead,
@@ -145,16 +170,17 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
 }
 
 /// The built-in pages, prepared once per process.
-fn builtin_pages() -> &'static [Template; 16] {
-    static PAGES: std::sync::OnceLock<[Template; 16]> = std::sync::OnceLock::new();
+fn builtin_pages() -> &'static [Template; 20] {
+    static PAGES: std::sync::OnceLock<[Template; 20]> = std::sync::OnceLock::new();
     PAGES.get_or_init(|| {
         core::array::from_fn(|i| {
-            let lang = if i < 8 { Lang::En } else { Lang::Ja };
-            let status = match (i / 2) % 4 {
+            let lang = if i < 10 { Lang::En } else { Lang::Ja };
+            let status = match (i / 2) % 5 {
                 0 => ViewStatus::Waiting,
                 1 => ViewStatus::Closed,
                 2 => ViewStatus::Admitted,
-                _ => ViewStatus::Throttled,
+                3 => ViewStatus::Throttled,
+                _ => ViewStatus::Prequeue,
             };
             builtin(lang, status, i % 2 == 1)
         })
@@ -164,13 +190,14 @@ fn builtin_pages() -> &'static [Template; 16] {
 fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
     let l = match lang {
         Lang::En => 0,
-        Lang::Ja => 8,
+        Lang::Ja => 10,
     };
     let s = match status {
         ViewStatus::Waiting => 0,
         ViewStatus::Closed => 2,
         ViewStatus::Admitted => 4,
         ViewStatus::Throttled => 6,
+        ViewStatus::Prequeue => 8,
     };
     l + s + usize::from(position_known)
 }

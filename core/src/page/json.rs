@@ -11,7 +11,8 @@ fn put_json_opt(out: &mut impl Out, n: Option<u64>) {
 }
 
 /// The JSON answer: `{"status":"waiting","room":..,"position":N|null,"eta_seconds":N|null,
-/// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`.
+/// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`, and
+/// `"starts_at":N` (unix seconds) while an event's pre-queue is open.
 pub fn write_json(v: &WaitView, out: &mut impl Out) {
     out.put(b"{\"status\":\"");
     out.put(v.status.as_str().as_bytes());
@@ -31,6 +32,10 @@ pub fn write_json(v: &WaitView, out: &mut impl Out) {
     out.put_u64(v.queue_len);
     out.put(b",\"updated_at\":");
     out.put_u64(v.updated_at);
+    if let Some(t) = v.starts_at {
+        out.put(b",\"starts_at\":");
+        out.put_u64(t);
+    }
     out.put(b"}");
 }
 

@@ -38,6 +38,9 @@ pub enum ViewStatus {
     Closed,
     /// Flood control: the client's network takes places too fast; it gets one in a moment.
     Throttled,
+    /// A scheduled event's pre-queue: the client holds a place; the order is drawn at the
+    /// start (`starts_at`).
+    Prequeue,
 }
 
 impl ViewStatus {
@@ -48,6 +51,7 @@ impl ViewStatus {
             ViewStatus::Admitted => "admitted",
             ViewStatus::Closed => "closed",
             ViewStatus::Throttled => "throttled",
+            ViewStatus::Prequeue => "prequeue",
         }
     }
 }
@@ -69,6 +73,8 @@ pub struct WaitView<'a> {
     pub refresh_secs: u64,
     /// When this view was computed, unix seconds.
     pub updated_at: u64,
+    /// A scheduled event's start (unix seconds), while its pre-queue is open.
+    pub starts_at: Option<u64>,
 }
 
 /// Language of the HTML page.

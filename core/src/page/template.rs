@@ -50,6 +50,11 @@ pub(super) enum Slot {
     UpdatedIso,
     /// `refresh_seconds`, at least 1 (the built-in page never reloads in a tight loop).
     RefreshAtLeast1,
+    /// `starts_at` (unix seconds; empty when no event's pre-queue is open).
+    StartsAt,
+    /// `YYYY-MM-DDTHH:MM:SSZ` and `HH:MM:SS` (UTC) of `starts_at`.
+    StartsIso,
+    StartsTime,
 }
 
 /// Placeholder names a template may use, and what each becomes.
@@ -62,6 +67,7 @@ const PLACEHOLDERS: &[(&str, Slot)] = &[
     ("queue_length", Slot::QueueLength),
     ("status", Slot::Status),
     ("updated_at", Slot::UpdatedAt),
+    ("starts_at", Slot::StartsAt),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,19 +189,31 @@ fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
             let (_, _, _, h, mi, s) = utc_parts(v.updated_at);
             put_hms(out, h, mi, s);
         }
-        Slot::UpdatedIso => {
-            let (y, mo, d, h, mi, s) = utc_parts(v.updated_at);
-            out.put_2(y / 100);
-            out.put_2(y);
-            out.put(b"-");
-            out.put_2(mo);
-            out.put(b"-");
-            out.put_2(d);
-            out.put(b"T");
+        Slot::UpdatedIso => put_iso(out, v.updated_at),
+        Slot::StartsAt => {
+            if let Some(t) = v.starts_at {
+                out.put_u64(t);
+            }
+        }
+        Slot::StartsIso => put_iso(out, v.starts_at.unwrap_or(v.updated_at)),
+        Slot::StartsTime => {
+            let (_, _, _, h, mi, s) = utc_parts(v.starts_at.unwrap_or(v.updated_at));
             put_hms(out, h, mi, s);
-            out.put(b"Z");
         }
     }
+}
+
+fn put_iso(out: &mut impl Out, secs: u64) {
+    let (y, mo, d, h, mi, s) = utc_parts(secs);
+    out.put_2(y / 100);
+    out.put_2(y);
+    out.put(b"-");
+    out.put_2(mo);
+    out.put(b"-");
+    out.put_2(d);
+    out.put(b"T");
+    put_hms(out, h, mi, s);
+    out.put(b"Z");
 }
 
 fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {

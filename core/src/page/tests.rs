@@ -14,6 +14,7 @@ fn view(status: ViewStatus) -> WaitView<'static> {
         eta_secs: Some(180),
         refresh_secs: 20,
         updated_at: 1_694_432_754,
+        starts_at: None,
     }
 }
 

@@ -61,6 +61,9 @@ pub(super) struct Texts {
     pub(super) throttled_lead: &'static str,
     pub(super) admitted_title: &'static str,
     pub(super) admitted_lead: &'static str,
+    pub(super) prequeue_title: &'static str,
+    /// Before and after the start's time.
+    pub(super) prequeue_lead: (&'static str, &'static str),
     pub(super) updated: &'static str,
 }
 
@@ -83,6 +86,12 @@ const EN: Texts = Texts {
         "The site is not letting visitors in right now. Please try again in a little while.",
     admitted_title: "It's your turn",
     admitted_lead: "Taking you to the site now. If nothing happens, reload this page.",
+    prequeue_title: "Opening soon",
+    prequeue_lead: (
+        "The line opens at ",
+        " UTC. Everyone on this page before then gets a place by a random draw at the start, \
+         so coming earlier gives no advantage. Keep this tab open: it takes you on by itself.",
+    ),
     updated: "Updated",
 };
 
@@ -104,6 +113,12 @@ const JA: Texts = Texts {
     closed_lead: "ご不便をおかけして申し訳ありません。しばらくしてから、もう一度アクセスしてください。",
     admitted_title: "お待たせしました",
     admitted_lead: "順番が来ました。まもなくサイトへ移動します。表示が変わらない場合は、ページを再読み込みしてください。",
+    prequeue_title: "まもなく受付を開始します",
+    prequeue_lead: (
+        "受付開始は",
+        "（UTC）です。開始時刻までにこのページを開いている方の順番は、開始時に抽選で決まります。\
+         早く来ても有利にはなりません。タブを閉じずにお待ちください。",
+    ),
     updated: "最終更新",
 };
 

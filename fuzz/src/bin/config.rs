@@ -100,6 +100,7 @@ fn main() {
             eta_secs: Some(u64::MAX),
             refresh_secs: u64::MAX,
             updated_at: u64::MAX,
+            starts_at: Some(u64::MAX),
         };
         let mut out = Vec::new();
         for lang in [Lang::En, Lang::Ja] {

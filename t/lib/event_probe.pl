@@ -1,0 +1,91 @@
+#!/usr/bin/env perl
+# An event's pre-queue and the start's lottery, from the outside: --clients clients, each from
+# its own address in 127.0.0.0/8, take pre-queue places one after another (cookie check, then
+# the pre-queue answer) and keep polling until --start; after it (unix seconds) each asks its position (JSON), twice
+# (the second round is the settled order); then one more client comes.
+#
+#   perl t/lib/event_probe.pl --nginx PORT --start EPOCH [--clients 500]
+#
+# Prints "prequeued N positions P1..PN distinct D min A max B rho R late L" and exits 1 when
+# a client got no pre-queue place.
+
+use strict;
+use warnings;
+use Getopt::Long;
+use IO::Socket::INET;
+use Time::HiRes qw(time sleep);
+
+my ($port, $start, $n) = (0, 0, 500);
+GetOptions('nginx=i' => \$port, 'start=i' => \$start, 'clients=i' => \$n)
+    or die "bad arguments\n";
+
+# One request from `$from` (a loopback address); returns (status, set-cookie pair, body).
+sub get {
+    my ($from, $cookie) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  LocalAddr => $from, Proto => 'tcp', Timeout => 5)
+        or die "connect from $from: $!\n";
+    my $req = "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            . "Accept: application/json\r\n" . ($cookie ? "Cookie: $cookie\r\n" : '') . "\r\n";
+    print $s $req;
+    local $/;
+    my $res = <$s> // '';
+    close $s;
+    my ($status) = $res =~ m{^HTTP/1\.\d (\d{3})};
+    my ($pair) = $res =~ /^Set-Cookie: ([^;\r\n]+)/mi;
+    my ($body) = $res =~ /\r\n\r\n(.*)\z/s;
+    return ($status // 599, $pair, $body // '');
+}
+
+sub addr { my $i = shift; sprintf '127.0.%d.%d', 1 + int($i / 250), 1 + $i % 250 }
+
+my (@cookie, $prequeued);
+for my $i (0 .. $n - 1) {
+    my ($st, $c) = get(addr($i));
+    die "client $i: no ticket ($st)\n" unless $c;
+    my ($st2, $c2, $body) = get(addr($i), $c);
+    $cookie[$i] = $c2 // $c;
+    $prequeued++ if $st2 == 503 && $body =~ /"status":"prequeue"/ && $body =~ /"starts_at":$start\b/;
+}
+die "only $prequeued of $n got a pre-queue place\n" unless $prequeued == $n;
+die "the pre-queue filled too late: the start has passed\n" if time >= $start;
+# Until the start, everyone keeps polling, as the page does (a place unseen for `presence`
+# is gone).
+while (time < $start - 2) {
+    for my $i (0 .. $n - 1) {
+        my ($st, $c) = get(addr($i), $cookie[$i]);
+        $cookie[$i] = $c if $c;
+        last if time >= $start - 1;
+    }
+}
+sleep($start - time + 0.3) if time < $start + 0.3;
+
+# The room lets in as many as it has room for (the drawn head first): they pass (200) and
+# stand before everyone still waiting.
+my (@pos, @in);
+for my $round (1, 2) {
+    for my $i (0 .. $n - 1) {
+        my ($st, $c, $body) = get(addr($i), $cookie[$i]);
+        $cookie[$i] = $c if $c;
+        if ($st == 200) {
+            push @in, $i if $round == 1;
+            next;
+        }
+        my ($p) = $body =~ /"position":(\d+)/;
+        $pos[$i] = $p // 0;
+    }
+}
+$pos[$in[$_]] = $_ + 1 for 0 .. $#in;
+$pos[$_] += @in for grep { my $i = $_; !grep { $_ == $i } @in } 0 .. $n - 1;
+my %seen = map { $_ => 1 } @pos;
+my @sorted = sort { $a <=> $b } @pos;
+# Spearman's rho between arrival (0..n-1) and position.
+my $d2 = 0;
+$d2 += (($_ + 1) - $pos[$_])**2 for 0 .. $n - 1;
+my $rho = 1 - 6 * $d2 / ($n * ($n * $n - 1));
+my ($lst, $lc) = get('127.0.3.1');
+my (undef, undef, $lbody) = get('127.0.3.1', $lc);
+my ($late) = $lbody =~ /"position":(\d+)/;
+$late += @in if defined $late;
+printf "prequeued %d admitted %d distinct %d min %d max %d rho %.4f late %s\n",
+    $prequeued, scalar(@in), scalar(keys %seen), $sorted[0], $sorted[-1], $rho, $late // 'none';
