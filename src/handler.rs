@@ -31,7 +31,6 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
-use smart_limit_core::event::Phase;
 use smart_limit_core::fleet;
 use smart_limit_core::page::{ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
@@ -471,8 +470,10 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
         cookie::set_ticket(r, turn.zone, &t);
     }
     let mut view = turn.view(ViewStatus::Waiting, Some(place));
-    if let Some((e, _, Phase::Prequeue)) = turn.zone.event_now(turn.now) {
-        prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
+    if let Some((e, ev)) = turn.zone.event_now(turn.now) {
+        if !ev.started {
+            prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
+        }
     }
     if let Some(fs) = &turn.zone.fleet {
         view.refresh_secs =

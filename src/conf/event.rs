@@ -56,7 +56,7 @@ pub fn check(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
             return Err(Refused);
         }
     }
-    let events = core::mem::take(&mut mcf.events);
+    let events = &mcf.events;
     for z in mcf.zones.iter_mut() {
         // SAFETY: zones live in the cycle pool; configuration is single-threaded and nothing
         // else holds a reference to the zone while the http block is finished.
@@ -68,6 +68,5 @@ pub fn check(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
             .map(ZoneEvent::new)
             .collect();
     }
-    mcf.events = events;
     Ok(())
 }

@@ -22,7 +22,6 @@ use crate::sync::{Driver, Synced};
 /// zone only ticks, measuring the node alone.
 pub fn driver(cf: &mut ngx_conf_t, p: &RateZoneParams) -> Result<Driver, String> {
     let label = format!("smart_limit_rate_zone \"{}\"", p.name);
-    let fallback = "the node keeps its last fleet picture, aging toward its local cap";
     let client = match p.redis.configured() {
         true => {
             let cfg = ClientConfig::new(
@@ -38,7 +37,7 @@ pub fn driver(cf: &mut ngx_conf_t, p: &RateZoneParams) -> Result<Driver, String>
         }
         false => None,
     };
-    Ok(Driver::new(client, p.interval_ms, 1, label, fallback))
+    Ok(Driver::new(client, p.interval_ms, 1, label))
 }
 
 impl Synced for RateZone {

@@ -63,6 +63,11 @@ impl Client {
         &self.cfg.label
     }
 
+    /// What decisions follow while Redis does not answer (for log lines).
+    pub fn policy(&self) -> &str {
+        &self.cfg.policy
+    }
+
     /// Asks for a flush at the end of this event loop round (once, however many commands).
     fn post_flush(&self) {
         let ev = self.flush_ev.get();

@@ -2,7 +2,7 @@
 //! `conf::event`): which one is in force at a moment, and what the room needs to know of it.
 
 use smart_limit_core::event::{EventSpec, Phase};
-use smart_limit_core::room::EventNow;
+use smart_limit_core::room::{flood_hash, EventNow};
 
 /// One event of a room, as the room's requests see it.
 pub struct ZoneEvent {
@@ -13,30 +13,24 @@ pub struct ZoneEvent {
 
 impl ZoneEvent {
     pub fn new(spec: EventSpec) -> ZoneEvent {
-        // FNV-1a over the name, then the start: a new start is a new pre-queue.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in spec.name.bytes().chain(spec.start.to_le_bytes()) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        ZoneEvent { id: h.max(1), spec }
+        // The room's key hash (never 0) over the name, seeded by the start: a new start is a
+        // new pre-queue.
+        let id = flood_hash(spec.start, spec.name.as_bytes());
+        ZoneEvent { id, spec }
     }
 
     /// What the room needs to know for a decision at `now_ms` (wall clock), if the event is
     /// in its pre-queue or running.
-    pub fn now(&self, now_ms: u64) -> Option<(EventNow, Phase)> {
-        let phase = self.spec.phase(now_ms / 1000);
-        let started = match phase {
+    pub fn now(&self, now_ms: u64) -> Option<EventNow> {
+        let started = match self.spec.phase(now_ms / 1000) {
             Phase::Prequeue => false,
             Phase::Running => true,
             Phase::Before | Phase::Over => return None,
         };
-        Some((
-            EventNow {
-                id: self.id,
-                started,
-                shuffle: self.spec.shuffle,
-            },
-            phase,
-        ))
+        Some(EventNow {
+            id: self.id,
+            started,
+            shuffle: self.spec.shuffle,
+        })
     }
 }

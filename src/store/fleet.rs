@@ -66,7 +66,6 @@ impl FleetStore {
         interval_ms: u64,
     ) -> Result<FleetStore, String> {
         let label = format!("smart_limit zone \"{}\"", params.name);
-        let fallback = "the node decides on its last picture of the fleet";
         let client = ClientConfig::new(
             cf,
             &params.redis,
@@ -88,7 +87,6 @@ impl FleetStore {
             interval_ms,
             MAX_SYNCS_PER_INTERVAL,
             label,
-            fallback,
         );
         Ok(FleetStore {
             script: FleetScript::new(&params.prefix, &params.name, cfg),

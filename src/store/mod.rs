@@ -13,7 +13,6 @@ use core::ptr::NonNull;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
-use smart_limit_core::event::Phase;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{Admission, Limits, Mode};
@@ -169,9 +168,9 @@ impl From<Verdict> for Decision {
     }
 }
 
-/// The room's scheduled event in force at a moment: the event, what the room needs to know,
-/// and its phase (the pre-queue or running).
-pub type EventInForce<'z> = (&'z event::ZoneEvent, EventNow, Phase);
+/// The room's scheduled event in force at a moment, and what the room needs to know of it
+/// (whether its pre-queue is open or it runs).
+pub type EventInForce<'z> = (&'z event::ZoneEvent, EventNow);
 
 impl Zone {
     /// The event in its pre-queue or running at `now` (wall clock, ms), if any. Events of one
@@ -179,7 +178,7 @@ impl Zone {
     pub fn event_now(&self, now: u64) -> Option<EventInForce<'_>> {
         self.events
             .iter()
-            .find_map(|e| e.now(now).map(|(ev, phase)| (e, ev, phase)))
+            .find_map(|e| e.now(now).map(|ev| (e, ev)))
     }
 
     /// The room's limits while `ev` is in force: its pre-queue holds everyone in line
@@ -187,12 +186,12 @@ impl Zone {
     pub fn limits_in(&self, ev: Option<&EventInForce>) -> Limits {
         let mut l = self.limits;
         match ev {
-            Some((_, _, Phase::Prequeue)) => l.mode = Mode::QueueAll,
-            Some((e, _, Phase::Running)) => {
+            Some((_, ev)) if !ev.started => l.mode = Mode::QueueAll,
+            Some((e, _)) => {
                 l.max_active = e.spec.max_active.unwrap_or(l.max_active);
                 l.new_per_minute = e.spec.new_per_minute.or(l.new_per_minute);
             }
-            _ => {}
+            None => {}
         }
         l
     }
@@ -201,7 +200,7 @@ impl Zone {
     /// else the room's.
     pub fn admission_at(&self, now: u64) -> Admission {
         match self.event_now(now) {
-            Some((e, _, Phase::Running)) => match (e.spec.grant_ms, self.admission) {
+            Some((e, ev)) if ev.started => match (e.spec.grant_ms, self.admission) {
                 (Some(ms), Admission::Grant { .. }) => Admission::Grant { ms },
                 (Some(ms), Admission::Session { .. }) => Admission::Session { ms },
                 (None, a) => a,
@@ -254,7 +253,7 @@ impl Zone {
             Some(rs) => self.redis_visit(rs, v, now),
             None => Answer::Now(self.shm.with_room(|room| {
                 let ev = self.event_now(now);
-                if let Some((_, e, _)) = ev {
+                if let Some((_, e)) = ev {
                     room.event_step(e);
                 }
                 let verdict = room.visit(v, now, &self.limits_in(ev.as_ref()));

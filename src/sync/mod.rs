@@ -76,10 +76,8 @@ pub struct Driver {
     interval_ms: u64,
     /// Syncs sent in one tick at most (1, or more for a report capped per call).
     per_tick: u32,
-    /// Start of log lines, e.g. `smart_limit_rate_zone "api"`.
+    /// Start of log lines, e.g. `smart_limit_rate_zone "api"` (the client's names the server).
     label: String,
-    /// What the zone does while it has no fresh answer, for the log line.
-    fallback: &'static str,
     /// The generation of this configuration (set when the zone is initialised): a reload's
     /// workers take the sync over from the previous configuration's.
     generation: Cell<u32>,
@@ -92,20 +90,13 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new(
-        client: Option<Client>,
-        interval_ms: u64,
-        per_tick: u32,
-        label: String,
-        fallback: &'static str,
-    ) -> Driver {
+    pub fn new(client: Option<Client>, interval_ms: u64, per_tick: u32, label: String) -> Driver {
         Driver {
             client,
             ticker: Ticker::default(),
             interval_ms,
             per_tick: per_tick.max(1),
             label,
-            fallback,
             generation: Cell::new(1),
             in_flight: Cell::new(false),
             sent_this_tick: Cell::new(0),
@@ -135,17 +126,17 @@ impl Driver {
     /// A reply that is not the script's (a sync's, or another call of the zone's): the client
     /// backs off, and the problem is logged once per burst.
     pub fn bad_reply(&self, e: &ReplyError) {
-        if let Some(client) = &self.client {
-            client.reply_was_bad(&e.to_string());
-        }
+        // Only a zone with a connection gets replies.
+        let Some(client) = &self.client else { return };
+        client.reply_was_bad(&e.to_string());
         if let Some(repeats) = self.problems.admit(now_ms()) {
             ngx_log_error!(
                 NGX_LOG_ERR,
                 crate::log::cycle_log(),
-                "{}: sync failed: {}; {} ({} more since the last report)",
+                "{}: sync failed: {}; decisions follow {} ({} more since the last report)",
                 self.label,
                 e,
-                self.fallback,
+                client.policy(),
                 repeats
             );
         }

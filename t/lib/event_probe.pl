@@ -1,40 +1,37 @@
 #!/usr/bin/env perl
 # An event's pre-queue and the start's lottery, from the outside: --clients clients, each from
 # its own address in 127.0.0.0/8, take pre-queue places one after another (cookie check, then
-# the pre-queue answer) and keep polling until --start; after it (unix seconds) each asks its position (JSON), twice
-# (the second round is the settled order); then one more client comes.
+# the pre-queue answer) and keep polling until --start (unix seconds); after it each asks its
+# position (JSON), twice (the second round is the settled order); then one more client comes.
 #
 #   perl t/lib/event_probe.pl --nginx PORT --start EPOCH [--clients 500]
 #
-# Prints "prequeued N positions P1..PN distinct D min A max B rho R late L" and exits 1 when
-# a client got no pre-queue place.
+# Prints "prequeued N admitted K distinct D min A max B rho R late L" (positions counting the
+# K let in at the start first; rho: Spearman's, arrival against position) and exits 1 when a
+# client got no pre-queue place or the pre-queue filled after the start.
 
 use strict;
 use warnings;
 use Getopt::Long;
-use IO::Socket::INET;
+use FindBin;
+use lib "$FindBin::Bin";
+use SmartLimit::Test::HTTP;
 use Time::HiRes qw(time sleep);
 
 my ($port, $start, $n) = (0, 0, 500);
 GetOptions('nginx=i' => \$port, 'start=i' => \$start, 'clients=i' => \$n)
     or die "bad arguments\n";
 
-# One request from `$from` (a loopback address); returns (status, set-cookie pair, body).
+# One request from `$from` (a loopback address), with the harness's client; returns
+# (status, the ticket cookie it set as NAME=VALUE, body).
 sub get {
     my ($from, $cookie) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-                                  LocalAddr => $from, Proto => 'tcp', Timeout => 5)
-        or die "connect from $from: $!\n";
-    my $req = "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-            . "Accept: application/json\r\n" . ($cookie ? "Cookie: $cookie\r\n" : '') . "\r\n";
-    print $s $req;
-    local $/;
-    my $res = <$s> // '';
-    close $s;
-    my ($status) = $res =~ m{^HTTP/1\.\d (\d{3})};
-    my ($pair) = $res =~ /^Set-Cookie: ([^;\r\n]+)/mi;
-    my ($body) = $res =~ /\r\n\r\n(.*)\z/s;
-    return ($status // 599, $pair, $body // '');
+    my $res = SmartLimit::Test::HTTP::request(
+        port => $port, path => '/', local_addr => $from, timeout => 5,
+        headers => [['Accept', 'application/json'], ($cookie ? (['Cookie', $cookie]) : ())]);
+    die "request from $from: $res->{error}\n" if $res->{error};
+    my ($set) = SmartLimit::Test::HTTP::set_cookies($res);
+    return ($res->{status}, $set ? "$set->{name}=$set->{value}" : undef, $res->{body});
 }
 
 sub addr { my $i = shift; sprintf '127.0.%d.%d', 1 + int($i / 250), 1 + $i % 250 }

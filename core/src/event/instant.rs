@@ -4,7 +4,7 @@
 //! launch time is one moment for the whole fleet.
 
 use crate::config::ParseError;
-use crate::util::time::utc_parts;
+use crate::util::out::put_utc_iso;
 
 const EXPECTED: &str = "expected a UTC time like 2026-12-01T10:00:00Z or @1764583200";
 
@@ -58,8 +58,9 @@ pub fn parse_instant(s: &str) -> Result<u64, ParseError> {
 /// Writes seconds since the epoch as RFC 3339 UTC (what the control endpoint and the JSON
 /// answers show).
 pub fn format_instant(secs: u64) -> String {
-    let (y, m, d, hour, minute, second) = utc_parts(secs);
-    format!("{y:04}-{m:02}-{d:02}T{hour:02}:{minute:02}:{second:02}Z")
+    let mut out = Vec::with_capacity(20);
+    put_utc_iso(&mut out, secs);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn is_leap(y: u64) -> bool {

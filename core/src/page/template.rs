@@ -2,11 +2,10 @@
 //! every substituted value HTML-escaped.
 
 use super::text::put_eta_text;
-use crate::util::time::utc_parts;
 
 use super::{Lang, WaitView};
 use crate::config::ParseError;
-use crate::util::out::Out;
+use crate::util::out::{put_utc_iso, put_utc_time, Out};
 
 /// Escapes text for HTML element content and quoted attribute values.
 fn put_escaped(out: &mut impl Out, s: &str) {
@@ -185,43 +184,16 @@ fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
         Slot::QueueLength => out.put_u64(v.queue_len),
         Slot::Status => out.put(v.status.as_str().as_bytes()),
         Slot::UpdatedAt => out.put_u64(v.updated_at),
-        Slot::UpdatedTime => {
-            let (_, _, _, h, mi, s) = utc_parts(v.updated_at);
-            put_hms(out, h, mi, s);
-        }
-        Slot::UpdatedIso => put_iso(out, v.updated_at),
+        Slot::UpdatedTime => put_utc_time(out, v.updated_at),
+        Slot::UpdatedIso => put_utc_iso(out, v.updated_at),
         Slot::StartsAt => {
             if let Some(t) = v.starts_at {
                 out.put_u64(t);
             }
         }
-        Slot::StartsIso => put_iso(out, v.starts_at.unwrap_or(v.updated_at)),
-        Slot::StartsTime => {
-            let (_, _, _, h, mi, s) = utc_parts(v.starts_at.unwrap_or(v.updated_at));
-            put_hms(out, h, mi, s);
-        }
+        Slot::StartsIso => put_utc_iso(out, v.starts_at.unwrap_or(v.updated_at)),
+        Slot::StartsTime => put_utc_time(out, v.starts_at.unwrap_or(v.updated_at)),
     }
-}
-
-fn put_iso(out: &mut impl Out, secs: u64) {
-    let (y, mo, d, h, mi, s) = utc_parts(secs);
-    out.put_2(y / 100);
-    out.put_2(y);
-    out.put(b"-");
-    out.put_2(mo);
-    out.put(b"-");
-    out.put_2(d);
-    out.put(b"T");
-    put_hms(out, h, mi, s);
-    out.put(b"Z");
-}
-
-fn put_hms(out: &mut impl Out, h: u64, mi: u64, s: u64) {
-    out.put_2(h);
-    out.put(b":");
-    out.put_2(mi);
-    out.put(b":");
-    out.put_2(s);
 }
 
 /// One `{{name}}` found in a template: byte range of the whole placeholder and the name.

@@ -1,5 +1,8 @@
 //! Output buffers the answers are written into without allocating (a growable `Vec` or a
-//! fixed array), and JSON string escaping, shared by the page and the ticket's wire form.
+//! fixed array), JSON string escaping and UTC times, shared by the page, the ticket's wire
+//! form and the events' instants.
+
+use super::time::utc_parts;
 
 /// Where an answer body is written: a `Vec<u8>` in tests, the request's pool in nginx.
 /// Rendering never allocates on its own: it only appends to this.
@@ -16,6 +19,30 @@ pub trait Out {
         let n = n % 100;
         self.put(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
     }
+}
+
+/// `HH:MM:SS`, the UTC time of day of a unix time.
+pub fn put_utc_time(out: &mut impl Out, unix_secs: u64) {
+    let (_, _, _, h, mi, s) = utc_parts(unix_secs);
+    out.put_2(h);
+    out.put(b":");
+    out.put_2(mi);
+    out.put(b":");
+    out.put_2(s);
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) of a unix time.
+pub fn put_utc_iso(out: &mut impl Out, unix_secs: u64) {
+    let (y, mo, d, _, _, _) = utc_parts(unix_secs);
+    out.put_2(y / 100);
+    out.put_2(y);
+    out.put(b"-");
+    out.put_2(mo);
+    out.put(b"-");
+    out.put_2(d);
+    out.put(b"T");
+    put_utc_time(out, unix_secs);
+    out.put(b"Z");
 }
 
 impl Out for Vec<u8> {
