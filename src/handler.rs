@@ -160,21 +160,26 @@ fn handle(r: &mut Request) -> ngx_int_t {
 /// ticket carries the moment as its queue number and keeps it while it is seen (see
 /// [`fleet::place_arrival`]); a place gone, or never taken (the ticket of the cookie check),
 /// is taken now: number 0, arrival now. The other stores keep places themselves.
+///
+/// While an event's pre-queue is open (`shuffle=on`), a synced room's new place dates from a
+/// moment drawn in the pre-queue ([`fleet::lottery_arrival`]): the start's lottery.
 fn place_of(zone: &Zone, t: &Ticket, now: u64) -> (u64, u64) {
     if zone.fleet.is_none() {
         return (t.qnum, now);
     }
+    let ev = zone.event_now(now);
+    let lottery = ev.and_then(|(e, _)| e.lottery_ms());
     let presence = zone.limits.presence_ms;
-    match fleet::place_arrival(
-        t.qnum,
-        t.issued_at,
-        t.last_seen,
-        now,
-        presence,
-        rules::MAX_CLOCK_SKEW_MS,
-    ) {
-        Some(arrival) => (t.qnum, arrival),
-        None => (0, now),
+    let ticket = (t.qnum, t.issued_at, t.last_seen);
+    let skew = rules::MAX_CLOCK_SKEW_MS;
+    if let Some(arrival) = fleet::place_arrival(ticket, now, presence, skew, lottery.clone()) {
+        return (t.qnum, arrival);
+    }
+    match (ev, lottery) {
+        (Some((_, e)), Some(moments)) if !e.started => {
+            (0, fleet::lottery_arrival(moments).unwrap_or(now))
+        }
+        _ => (0, now),
     }
 }
 

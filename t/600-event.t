@@ -46,19 +46,15 @@ event "drop": unknown room "shoe"
 --- error_log
 "smart_limit_event" event "drop": end \(2030-01-01T09:00:00Z\) is not after start \(2030-01-01T10:00:00Z\)
 
-=== TEST 4: events on a store=redis room are refused in this version, with the reason
+=== TEST 4: page= is refused with the reason, not accepted and ignored
 --- http_config
-    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
-    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:6399;
-    smart_limit_event drop room=shop start=@1900000000;
+    smart_limit_zone shop size=1m;
+    smart_limit_event drop room=shop start=@1900000000 page=/etc/nginx/drop.html;
 --- config
     location / { smart_limit shop; return 200; }
---- user_files
->>> keys.txt
-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 --- must_fail
 --- error_log
-event "drop": room "shop" has store=redis; events run on store=shm rooms only
+event "drop": page= is not supported yet; use smart_limit_page
 
 === TEST 5: the pre-queue: everyone takes a place and gets the pre-queue answer, nobody is let in
 --- http_config

@@ -36,6 +36,7 @@ struct Twin {
     model: FleetModel,
     /// Each node's last sync sequence.
     seqs: HashMap<u64, u64>,
+    max_active: u64,
 }
 
 fn fence(node_id: u64, seq: u64, now: u64) -> Fence {
@@ -58,12 +59,17 @@ impl Twin {
             script,
             model: FleetModel::new(c, BASE, 3_600_000),
             seqs: HashMap::new(),
+            max_active: c.max_active,
         }
     }
 
     /// A sync with the fence given, by both; their answers must agree.
     fn sync_fenced(&mut self, f: Fence, now: u64, r: &Report) -> SyncAnswer {
-        let v = self.redis.cmd(&self.script.sync(Form::Sha, f, now, now, r));
+        let v = self.redis.cmd(
+            &self
+                .script
+                .sync(Form::Sha, f, (now, now), r, self.max_active),
+        );
         let got = picture_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
         let want = self.model.sync(f, now, r);
         assert_eq!(got, want, "sync of node {} at {now}", f.node_id);
@@ -81,7 +87,9 @@ impl Twin {
     }
 
     fn draw_fenced(&mut self, f: Fence, now: u64, want: u64) -> u64 {
-        let v = self.redis.cmd(&self.script.draw(Form::Sha, f, now, want));
+        let v = self
+            .redis
+            .cmd(&self.script.draw(Form::Sha, f, now, want, self.max_active));
         let got = draw_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
         assert_eq!(
             got,

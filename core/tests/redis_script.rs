@@ -423,3 +423,63 @@ fn every_key_has_a_ttl_and_one_hash_tag() {
         );
     }
 }
+
+/// A scheduled event's pre-queue ([S18]): places taken during it are numbered by the lottery
+/// keys the visits bring, so at the start the line is in key order, behind those who were in
+/// line before the pre-queue opened and ahead of those who come after the start.
+#[test]
+fn the_prequeue_is_ordered_by_lottery_keys() {
+    use smart_limit_core::redis::{EventArgs, LOTTERY_SPAN};
+    let Some(srv) = start() else { return };
+    let mut c = Client::connect(srv.port).unwrap();
+    c.cmd(&Script::load_command());
+    let base = limits(1, None);
+    let script = Script::new("test", "event", base, 0);
+    let queue_all = Limits {
+        mode: Mode::QueueAll,
+        ..base
+    };
+    let mut visit = |sid: u64, now: u64, l: &Limits, ev: Option<EventArgs>| {
+        let v = Visit {
+            sid,
+            qnum: 0,
+            draw: 0,
+            flood_key: None,
+            arrival: now,
+        };
+        let reply = c.cmd(&script.visit_in(Form::Text, &v, now, l, ev));
+        redis::visit_outcome(&reply, &v).unwrap().verdict
+    };
+    let pos = |v: Verdict| match v {
+        Verdict::Wait(p) => p.position,
+        other => panic!("expected to wait, got {other:?}"),
+    };
+    // One admitted, one waiting before the event.
+    assert!(matches!(visit(1, T0, &base, None), Verdict::Admit { .. }));
+    assert_eq!(pos(visit(2, T0 + 1, &base, None)), 1);
+    // The pre-queue: nobody is told a position; keys in reverse order of arrival.
+    let pre = |key| {
+        Some(EventArgs {
+            id: 77,
+            started: false,
+            key,
+        })
+    };
+    let keys = [LOTTERY_SPAN - 1, 900, 5, 1_000_000];
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(pos(visit(10 + i as u64, T0 + 10, &queue_all, pre(k))), 0);
+    }
+    // The start: the line is 2 (before the pre-queue), then the pre-queue by key, then a
+    // client who came after the start.
+    let run = Some(EventArgs {
+        id: 77,
+        started: true,
+        key: 0,
+    });
+    assert_eq!(pos(visit(99, T0 + 20, &base, run)), 6);
+    let by_key = [(12u64, 2u64), (11, 3), (13, 4), (10, 5)];
+    for (sid, want) in by_key {
+        assert_eq!(pos(visit(sid, T0 + 21, &base, run)), want, "session {sid}");
+    }
+    assert_eq!(pos(visit(2, T0 + 22, &base, run)), 1);
+}

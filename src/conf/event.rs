@@ -6,7 +6,6 @@
 use ngx::ffi::{ngx_conf_t, NGX_LOG_EMERG};
 use ngx::ngx_conf_log_error;
 use smart_limit_core::event::{check_events, parse_event};
-use smart_limit_core::zone::StoreKind;
 
 use super::directive::{self, refuse, setter, Refused};
 use super::MainConf;
@@ -39,22 +38,6 @@ pub fn check(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
     if let Err(e) = check_events(&mcf.events, |room| mcf.zone(room).is_some()) {
         ngx_conf_log_error!(NGX_LOG_EMERG, cf, "\"smart_limit_event\" {}", e);
         return Err(Refused);
-    }
-    for spec in &mcf.events {
-        let Some(zone) = mcf.zone(&spec.room) else {
-            continue;
-        };
-        if zone.params.store != StoreKind::Shm {
-            ngx_conf_log_error!(
-                NGX_LOG_EMERG,
-                cf,
-                "\"smart_limit_event\" event \"{}\": room \"{}\" has store=redis; events run \
-                 on store=shm rooms only in this version",
-                spec.name,
-                spec.room
-            );
-            return Err(Refused);
-        }
     }
     let events = &mcf.events;
     for z in mcf.zones.iter_mut() {

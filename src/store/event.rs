@@ -1,6 +1,8 @@
 //! A room's scheduled events as its requests see them (`smart_limit_event`, read in
 //! `conf::event`): which one is in force at a moment, and what the room needs to know of it.
 
+use core::ops::Range;
+
 use smart_limit_core::event::{EventSpec, Phase};
 use smart_limit_core::room::{flood_hash, EventNow};
 
@@ -17,6 +19,14 @@ impl ZoneEvent {
         // new pre-queue.
         let id = flood_hash(spec.start, spec.name.as_bytes());
         ZoneEvent { id, spec }
+    }
+
+    /// A synced room's lottery moments (ms): the pre-queue, with `shuffle=on` (see
+    /// `fleet::lottery_arrival`).
+    pub fn lottery_ms(&self) -> Option<Range<u64>> {
+        let s = &self.spec;
+        (s.shuffle && s.prequeue < s.start)
+            .then(|| s.prequeue.saturating_mul(1000)..s.start.saturating_mul(1000))
     }
 
     /// What the room needs to know for a decision at `now_ms` (wall clock), if the event is

@@ -147,19 +147,21 @@ impl Zone {
             arrival: v.arrival,
             new_place: v.qnum == 0,
         };
+        let ev = self.event_now(now);
+        let cfg = self.fleet_cfg(fs, now);
         let visited = self.shm.with_fleet(|room, node| {
-            let (verdict, draw) = match room.mode(&self.limits) {
+            let (verdict, draw) = match room.mode(&self.limits_in(ev.as_ref())) {
                 Mode::Reject => {
                     room.counters_mut().rejected += 1;
                     return Visited::Decided(Step::Done(Verdict::Refuse(Refusal::Closed)), None);
                 }
                 Mode::Passthrough => (FleetVerdict::Admit, None),
                 // Everyone waits: the line is still reported, so positions stay true.
-                Mode::QueueAll => (node.hold(w, now, &fs.cfg), None),
+                Mode::QueueAll => (node.hold(w, now, &cfg), None),
                 // The fleet's line is by arrival; the lottery has no fleet-wide form.
                 Mode::Fifo | Mode::Random => {
-                    let verdict = node.visit(w, now, &fs.cfg);
-                    (verdict, self.draw_to_send(fs, node, now))
+                    let verdict = node.visit(w, now, &cfg);
+                    (verdict, self.draw_to_send(fs, node, now, &cfg))
                 }
             };
             match (verdict, draw) {
@@ -187,11 +189,17 @@ impl Zone {
     }
 
     /// The pool draw this node should send now, if any (none while the client backs off).
-    fn draw_to_send(&self, fs: &FleetStore, node: &mut FleetNode, now: u64) -> Option<Draw> {
+    fn draw_to_send(
+        &self,
+        fs: &FleetStore,
+        node: &mut FleetNode,
+        now: u64,
+        cfg: &FleetConfig,
+    ) -> Option<Draw> {
         if !fs.client()?.available(now) {
             return None;
         }
-        let want = node.take_draw(now, &fs.cfg)?;
+        let want = node.take_draw(now, cfg)?;
         Some(Draw {
             node_id: node.node_id(),
             seq: node.seq(),
@@ -232,7 +240,7 @@ impl Zone {
                 if let Some(granted) = answered {
                     node.drawn(want, granted);
                 }
-                let verdict = node.claim(v.sid, v.arrival, now, &fs.cfg);
+                let verdict = node.claim(v.sid, v.arrival, now, &self.fleet_cfg(fs, now));
                 step(room, &v, verdict, now)
             })?;
             self.fleet_decided(step, v, now)
@@ -258,6 +266,14 @@ impl Zone {
         .detach();
     }
 
+    /// The fleet's settings at `now`: a running event's `max_active` over the room's.
+    fn fleet_cfg(&self, fs: &FleetStore, now: u64) -> FleetConfig {
+        FleetConfig {
+            max_active: self.limits_in(self.event_now(now).as_ref()).max_active,
+            ..fs.cfg
+        }
+    }
+
     /// The node's share is used up and clients whose turn it is were turned away: places from
     /// the fleet's pool (one atomic script call, at most one in flight per node), for
     /// [`FleetNode::drawn`]. No answer (None) is no places, and no more draws this interval.
@@ -274,10 +290,11 @@ impl Zone {
             seq: d.seq,
         };
         let want = d.want;
+        let max_active = self.fleet_cfg(fs, now).max_active;
         async move {
             let client = fs.client()?;
             let reply = client
-                .eval(|form| fs.script.draw(form, fence, 0, want))
+                .eval(|form| fs.script.draw(form, fence, 0, want, max_active))
                 .await;
             match reply.map(|value| draw_reply(&value)) {
                 Ok(Ok(drawn)) => {
@@ -302,8 +319,9 @@ impl Zone {
         sid: u64,
         now: u64,
     ) -> Result<PassVerdict, StoreError> {
+        let limits = self.limits_in(self.event_now(now).as_ref());
         self.shm.with_fleet(|room, node| {
-            let pass = room.pass(sid, now, &self.limits);
+            let pass = room.pass(sid, now, &limits);
             if matches!(pass, PassVerdict::Counted | PassVerdict::Uncounted) {
                 node.saw_admitted(sid, now, &fs.cfg);
             }
@@ -398,6 +416,8 @@ pub struct SyncJob {
     fence: Fence,
     report: Report,
     built_at: u64,
+    /// The room's limit at `built_at` (a running event's, see [`Zone::fleet_cfg`]).
+    max_active: u64,
 }
 
 /// A synced room meets the fleet through the one sync driver: its job is the node's report
@@ -440,14 +460,19 @@ impl Synced for Zone {
             fence,
             report,
             built_at: now,
+            max_active: self.fleet_cfg(fs, now).max_active,
         })
     }
 
     fn request(&self, job: &SyncJob, form: Form) -> Vec<u8> {
         // `now` 0: the script reads Redis's own clock.
-        job.fs
-            .script
-            .sync(form, job.fence, 0, job.built_at, &job.report)
+        job.fs.script.sync(
+            form,
+            job.fence,
+            (0, job.built_at),
+            &job.report,
+            job.max_active,
+        )
     }
 
     fn answer(value: &Value) -> Result<SyncAnswer, ReplyError> {
@@ -473,7 +498,7 @@ impl Synced for Zone {
                 node.sync_failed();
                 node.give_back(&job.report);
             }
-            node.age(now, &fs.cfg);
+            node.age(now, &self.fleet_cfg(fs, now));
         });
     }
 }

@@ -16,7 +16,7 @@ use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{Admission, Limits, Mode};
-use smart_limit_core::room::{EventNow, PassVerdict, Place, Snapshot, Verdict, Visit};
+use smart_limit_core::room::{EventNow, PassVerdict, Place, Room, Snapshot, Verdict, Visit};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
@@ -252,15 +252,21 @@ impl Zone {
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
             None => Answer::Now(self.shm.with_room(|room| {
-                let ev = self.event_now(now);
-                if let Some((_, e)) = ev {
-                    room.event_step(e);
-                }
-                let verdict = room.visit(v, now, &self.limits_in(ev.as_ref()));
+                let verdict = self.room_visit(room, v, now);
                 self.remember(&verdict, v.sid, now);
                 verdict.into()
             })),
         }
+    }
+
+    /// This node's room decides a visit (the shm store; a Redis store's `on_error=local`),
+    /// under the scheduled event in force, if any.
+    fn room_visit(&self, room: &mut Room, v: Visit, now: u64) -> Verdict {
+        let ev = self.event_now(now);
+        if let Some((_, e)) = ev {
+            room.event_step(e);
+        }
+        room.visit(v, now, &self.limits_in(ev.as_ref()))
     }
 
     /// Flood control ([S15]) from this node's budget (its shared memory): a client taking a
@@ -308,13 +314,16 @@ impl Zone {
     }
 
     /// Remembers the store's answer to a waiting client (for [`Zone::poll_answer`]).
+    /// An event's pre-queue answers no position (the order is drawn at the start): nothing
+    /// to remember, and nothing remembered from it may answer after the start.
     fn remember(&self, verdict: &Verdict, sid: u64, now: u64) {
         let Ok(mut polls) = self.polls.try_borrow_mut() else {
             return;
         };
         let cache = polls.get_or_insert_with(|| PollCache::new(POLL_CACHE_SLOTS));
+        let prequeue = matches!(self.event_now(now), Some((_, e)) if !e.started);
         match verdict {
-            Verdict::Wait(place) => cache.put(*place, now),
+            Verdict::Wait(place) if !prequeue => cache.put(*place, now),
             _ => cache.forget(sid),
         }
     }

@@ -23,7 +23,7 @@ use core::cell::RefCell;
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::redis::resp::Value;
-use smart_limit_core::redis::{self, Form, Outcome, Script, TouchLog};
+use smart_limit_core::redis::{self, EventArgs, Form, Outcome, Script, TouchLog};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::zone::{OnError, ZoneParams};
@@ -81,8 +81,21 @@ impl Zone {
             // Backing off after a failure: decide now, without the network.
             return Answer::Now(self.store_failed(v, now, None));
         }
+        let ev = self.event_now(now);
+        let limits = self.limits_in(ev.as_ref());
+        let ev = ev.map(|(e, now)| EventArgs {
+            id: now.id,
+            started: now.started,
+            key: match (now.started, e.spec.shuffle) {
+                (false, true) => EventArgs::draw_key().unwrap_or(0),
+                _ => 0,
+            },
+        });
         Answer::Later(Box::pin(async move {
-            let reply = rs.client.eval(|form| rs.script.visit(form, &v, 0)).await;
+            let reply = rs
+                .client
+                .eval(|form| rs.script.visit_in(form, &v, 0, &limits, ev))
+                .await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {
                 Ok(Ok(o)) => {
@@ -191,9 +204,7 @@ impl Zone {
             // The node's room decides, flood control included (a key still there was not
             // paid for in Redis).
             OnError::Local => Ok(Decision {
-                verdict: self
-                    .shm
-                    .with_room(|room| room.visit(v, now, &self.limits))?,
+                verdict: self.shm.with_room(|room| self.room_visit(room, v, now))?,
                 by_policy: true,
             }),
         }

@@ -4,11 +4,16 @@
 # the pre-queue answer) and keep polling until --start (unix seconds); after it each asks its
 # position (JSON), twice (the second round is the settled order); then one more client comes.
 #
-#   perl t/lib/event_probe.pl --nginx PORT --start EPOCH [--clients 500]
+#   perl t/lib/event_probe.pl --nginx PORT[,PORT...] --start EPOCH [--clients 500]
 #
 # Prints "prequeued N admitted K distinct D min A max B rho R late L" (positions counting the
 # K let in at the start first; rho: Spearman's, arrival against position) and exits 1 when a
 # client got no pre-queue place or the pre-queue filled after the start.
+#
+# With several nodes (a fleet), client i takes its place on node i mod n; after the start the
+# settled round asks every client's position on every node, and the line adds "agree A of N
+# spread S": A clients were shown the same position by every node, S the largest difference
+# between two nodes' positions of one client (the positions printed are the first node's).
 
 use strict;
 use warnings;
@@ -18,14 +23,17 @@ use lib "$FindBin::Bin";
 use SmartLimit::Test::HTTP;
 use Time::HiRes qw(time sleep);
 
-my ($port, $start, $n) = (0, 0, 500);
-GetOptions('nginx=i' => \$port, 'start=i' => \$start, 'clients=i' => \$n)
+my ($ports, $start, $n) = ('', 0, 500);
+GetOptions('nginx=s' => \$ports, 'start=i' => \$start, 'clients=i' => \$n)
     or die "bad arguments\n";
+my @nodes = split /,/, $ports;
+die "no --nginx port\n" unless @nodes;
 
-# One request from `$from` (a loopback address), with the harness's client; returns
-# (status, the ticket cookie it set as NAME=VALUE, body).
+# One request from `$from` (a loopback address) to client `$i`'s node (or node `$node`), with
+# the harness's client; returns (status, the ticket cookie it set as NAME=VALUE, body).
 sub get {
-    my ($from, $cookie) = @_;
+    my ($from, $cookie, $i, $node) = @_;
+    my $port = $nodes[$node // $i % @nodes];
     my $res = SmartLimit::Test::HTTP::request(
         port => $port, path => '/', local_addr => $from, timeout => 5,
         headers => [['Accept', 'application/json'], ($cookie ? (['Cookie', $cookie]) : ())]);
@@ -38,9 +46,9 @@ sub addr { my $i = shift; sprintf '127.0.%d.%d', 1 + int($i / 250), 1 + $i % 250
 
 my (@cookie, $prequeued);
 for my $i (0 .. $n - 1) {
-    my ($st, $c) = get(addr($i));
+    my ($st, $c) = get(addr($i), undef, $i);
     die "client $i: no ticket ($st)\n" unless $c;
-    my ($st2, $c2, $body) = get(addr($i), $c);
+    my ($st2, $c2, $body) = get(addr($i), $c, $i);
     $cookie[$i] = $c2 // $c;
     $prequeued++ if $st2 == 503 && $body =~ /"status":"prequeue"/ && $body =~ /"starts_at":$start\b/;
 }
@@ -50,7 +58,7 @@ die "the pre-queue filled too late: the start has passed\n" if time >= $start;
 # is gone).
 while (time < $start - 2) {
     for my $i (0 .. $n - 1) {
-        my ($st, $c) = get(addr($i), $cookie[$i]);
+        my ($st, $c) = get(addr($i), $cookie[$i], $i);
         $cookie[$i] = $c if $c;
         last if time >= $start - 1;
     }
@@ -60,16 +68,33 @@ sleep($start - time + 0.3) if time < $start + 0.3;
 # The room lets in as many as it has room for (the drawn head first): they pass (200) and
 # stand before everyone still waiting.
 my (@pos, @in);
+my ($agree, $spread) = (0, 0);
 for my $round (1, 2) {
+    # Before the settled round, a fleet's nodes meet Redis again (the admissions of the
+    # first round leave the line).
+    sleep 1 if $round == 2;
     for my $i (0 .. $n - 1) {
-        my ($st, $c, $body) = get(addr($i), $cookie[$i]);
-        $cookie[$i] = $c if $c;
-        if ($st == 200) {
-            push @in, $i if $round == 1;
-            next;
+        my @seen;
+        for my $node ($round == 1 ? ($i % @nodes) : (0 .. $#nodes)) {
+            my ($st, $c, $body) = get(addr($i), $cookie[$i], $i, $node);
+            $cookie[$i] = $c if $c;
+            if ($st == 200) {
+                # (A fleet may let its first in on the second round: a node whose share is
+                # used up tells the client to come back in a moment.)
+                push @in, $i unless grep { $_ == $i } @in;
+                last;
+            }
+            my ($p) = $body =~ /"position":(\d+)/;
+            push @seen, $p // 0;
         }
-        my ($p) = $body =~ /"position":(\d+)/;
-        $pos[$i] = $p // 0;
+        next unless @seen && !grep { $_ == $i } @in;
+        $pos[$i] = $seen[0];
+        next unless $round == 2;
+        my @s = sort { $a <=> $b } @seen;
+        $agree++ if $s[0] == $s[-1];
+        # (Which clients the nodes disagree on, for the test's output when it fails.)
+        print STDERR "client $i: positions @seen\n" if $s[0] != $s[-1];
+        $spread = $s[-1] - $s[0] if $s[-1] - $s[0] > $spread;
     }
 }
 $pos[$in[$_]] = $_ + 1 for 0 .. $#in;
@@ -80,9 +105,10 @@ my @sorted = sort { $a <=> $b } @pos;
 my $d2 = 0;
 $d2 += (($_ + 1) - $pos[$_])**2 for 0 .. $n - 1;
 my $rho = 1 - 6 * $d2 / ($n * ($n * $n - 1));
-my ($lst, $lc) = get('127.0.3.1');
-my (undef, undef, $lbody) = get('127.0.3.1', $lc);
+my ($lst, $lc) = get('127.0.3.1', undef, 0);
+my (undef, undef, $lbody) = get('127.0.3.1', $lc, 0);
 my ($late) = $lbody =~ /"position":(\d+)/;
 $late += @in if defined $late;
-printf "prequeued %d admitted %d distinct %d min %d max %d rho %.4f late %s\n",
-    $prequeued, scalar(@in), scalar(keys %seen), $sorted[0], $sorted[-1], $rho, $late // 'none';
+printf "prequeued %d admitted %d distinct %d min %d max %d rho %.4f late %s%s\n",
+    $prequeued, scalar(@in), scalar(keys %seen), $sorted[0], $sorted[-1], $rho, $late // 'none',
+    @nodes > 1 ? sprintf(' agree %d of %d spread %d', $agree, $n - @in, $spread) : '';

@@ -48,6 +48,8 @@ pub mod model;
 #[cfg(test)]
 mod tests;
 
+use core::ops::Range;
+
 use layout::{Header, Seen};
 
 pub use model::FleetModel;
@@ -187,18 +189,36 @@ pub struct Waiter {
 /// answered it (renewed every half `presence`); a place unseen for `presence` is gone on every
 /// node, as in the central room, so coming back later means the tail. A queue number that is
 /// not such a moment (before the ticket was issued, or ahead of this node's clock by more than
-/// the skew allowed) is no place either.
+/// the skew allowed) is no place either, unless it is a lottery moment of the event in force
+/// (`lottery`: its pre-queue, see [`lottery_arrival`]).
 pub fn place_arrival(
-    qnum: u64,
-    issued_at: u64,
-    last_seen: u64,
+    (qnum, issued_at, last_seen): (u64, u64, u64),
     now: u64,
     presence_ms: u64,
     skew_ms: u64,
+    lottery: Option<Range<u64>>,
 ) -> Option<u64> {
-    let plausible = qnum >= issued_at && qnum <= now.saturating_add(skew_ms);
+    let plausible = (qnum >= issued_at && qnum <= now.saturating_add(skew_ms))
+        || lottery.is_some_and(|r| r.contains(&qnum));
     let present = now.saturating_sub(last_seen) <= presence_ms;
     (qnum != 0 && plausible && present).then_some(qnum)
+}
+
+/// The start's lottery in a synced room ([S18]): a place taken while an event's pre-queue
+/// `[from, to)` (ms) is open dates not from its arrival but from a moment drawn uniformly in
+/// the pre-queue, from the operating system's randomness. The fleet's line is ordered by
+/// arrival, so the pre-queue's members stand in the order of independent uniform draws: a
+/// uniformly random order, the same on every node (the moment travels in the ticket, and the
+/// line is one sorted set in Redis), with those in line before the pre-queue opened ahead and
+/// those who come after the start behind. Two members drawing the same millisecond are let in
+/// at once (the cursor takes both) and ranked by session id. None: no randomness (the place
+/// then dates from its arrival).
+pub fn lottery_arrival(lottery: Range<u64>) -> Option<u64> {
+    let span = lottery.end.checked_sub(lottery.start).filter(|&s| s > 0)?;
+    let mut b = [0u8; 8];
+    crate::util::random::fill(&mut b).ok()?;
+    // The remainder's bias is below span / 2^64: nil for any pre-queue.
+    Some(lottery.start + u64::from_le_bytes(b) % span)
 }
 
 /// What the node says to a client without a valid admitted ticket.

@@ -37,7 +37,9 @@ impl FleetScript {
         crate::redis::load_command_of(FLEET_SCRIPT)
     }
 
-    fn head(&self, form: Form, op: &str, f: Fence, now: u64) -> ::redis::Cmd {
+    /// The call's common arguments; `max_active` is the room's at the moment (a scheduled
+    /// event's, while one runs).
+    fn head(&self, form: Form, op: &str, f: Fence, now: u64, max_active: u64) -> ::redis::Cmd {
         let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
         let c = &self.cfg;
         cmd.arg(4)
@@ -49,7 +51,7 @@ impl FleetScript {
             .arg(f.node_id)
             .arg(f.window)
             .arg(now)
-            .arg(c.max_active)
+            .arg(max_active)
             .arg(c.active_window_ms)
             .arg(c.presence_ms)
             .arg(c.stale_ms())
@@ -64,8 +66,15 @@ impl FleetScript {
 
     /// A sync; `now` 0 lets the script use the Redis server's clock (what nginx sends).
     /// Sightings go as their age at `node_now` (the node's clock), so the two clocks need not
-    /// agree.
-    pub fn sync(&self, form: Form, f: Fence, now: u64, node_now: u64, r: &Report) -> Vec<u8> {
+    /// agree. `max_active`: the room's now (a running event's, see [`FleetScript::max_active`]).
+    pub fn sync(
+        &self,
+        form: Form,
+        f: Fence,
+        (now, node_now): (u64, u64),
+        r: &Report,
+        max_active: u64,
+    ) -> Vec<u8> {
         use core::fmt::Write as _;
         let age = |at: u64| node_now.saturating_sub(at);
         let join = |v: &[Sighting]| {
@@ -79,7 +88,7 @@ impl FleetScript {
         for w in &r.waiters {
             let _ = write!(waiters, "{}:{}:{} ", w.sid, w.arrival, age(w.at));
         }
-        let mut cmd = self.head(form, "sync", f, now);
+        let mut cmd = self.head(form, "sync", f, now, max_active);
         cmd.arg(r.polls)
             .arg(join(&r.active))
             .arg(join(&r.admitted))
@@ -88,8 +97,8 @@ impl FleetScript {
     }
 
     /// A draw of up to `want` places from the pool (`f.seq`: the node's last sync sent).
-    pub fn draw(&self, form: Form, f: Fence, now: u64, want: u64) -> Vec<u8> {
-        self.head(form, "draw", f, now)
+    pub fn draw(&self, form: Form, f: Fence, now: u64, want: u64, max_active: u64) -> Vec<u8> {
+        self.head(form, "draw", f, now, max_active)
             .arg(want)
             .get_packed_command()
     }

@@ -508,3 +508,38 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
     assert_eq!(n.visit(w(3, 1500), 2100, &c), FleetVerdict::Admit);
     assert_eq!(n.take_report().polls, 1);
 }
+
+/// A synced room's place: a moment the ticket could not have taken is no place, unless it is a
+/// lottery moment of the event in force; lottery moments fall in the pre-queue, uniformly.
+#[test]
+fn lottery_moments_are_places_and_fall_in_the_prequeue() {
+    use super::{lottery_arrival, place_arrival};
+    let now = 1_000_000;
+    // Issued at 900,000, a place dated before that is no place...
+    assert_eq!(
+        place_arrival((800_000, 900_000, now), now, 20_000, 5_000, None),
+        None
+    );
+    // ...unless the event's pre-queue drew it; but a place unseen for presence is gone.
+    let pre = Some(500_000..990_000);
+    assert_eq!(
+        place_arrival((800_000, 900_000, now), now, 20_000, 5_000, pre.clone()),
+        Some(800_000)
+    );
+    assert_eq!(
+        place_arrival((800_000, 900_000, now - 30_000), now, 20_000, 5_000, pre),
+        None
+    );
+    // Uniform over the pre-queue: 10,000 draws over 10 buckets, each near 1,000.
+    let mut buckets = [0u32; 10];
+    for _ in 0..10_000 {
+        let a = lottery_arrival(1_000..2_000).unwrap();
+        assert!((1_000..2_000).contains(&a));
+        buckets[((a - 1_000) / 100) as usize] += 1;
+    }
+    assert!(
+        buckets.iter().all(|&b| (850..1150).contains(&b)),
+        "{buckets:?}"
+    );
+    assert_eq!(lottery_arrival(5..5), None);
+}

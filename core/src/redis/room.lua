@@ -43,6 +43,20 @@
 --   [12] visit with KEYS[5]: the flood rate's interval in us (1 / rate)  [13] its burst
 --       (the arithmetic of room::gcra::Rate::take: 1 + burst places at once, then one per
 --       interval)
+--   [14] visit: the scheduled event in force (its id, decimal; "0" = none)
+--   [15] its phase: 0 none, 1 pre-queue open, 2 running  [16] pre-queue: this client's
+--       lottery key (1 .. LOTTERY_SPAN - 1, drawn by the node from the operating system's
+--       randomness; 0 = arrival order, shuffle=off)
+--
+-- Events ([S18]): the first visit of an event's pre-queue notes where the pre-queue begins
+-- (`ev_base`, the tail then) and moves the tail LOTTERY_SPAN on. A client joining during the
+-- pre-queue takes the place ev_base + its lottery key: so the pre-queue's places are ordered
+-- by independent uniform keys, which is a uniformly random order of its members, drawn once
+-- for the whole fleet (the line is this one sorted set); those in line before the pre-queue
+-- opened stay ahead, those who join after it follow by arrival (from the moved tail). Keys
+-- are 40 bits: two members of a pre-queue of 100,000 share one with odds of about 1 in 200,
+-- and then ZSET orders the two by session id (random too). Queue numbers start at the clock
+-- (2^41 ms): they stay exact in Lua's doubles (2^53) for thousands of events.
 --
 -- Replies (arrays of integers; `version` is the script's clock in microseconds, which orders
 -- the figures that several connections bring back):
@@ -88,6 +102,8 @@ local ACTIVE_TTL = 2 * window
 local MODE_TTL = math.max(86400000, ROOM_TTL)
 -- Most absent places (and stale sessions) one call removes.
 local EXPIRE_STEP = 64
+-- The queue numbers an event's pre-queue reserves for its lottery keys (2^40).
+local LOTTERY_SPAN = 1099511627776
 
 -- Modes, as rules::Mode::code.
 local FIFO, RANDOM, PASSTHROUGH, REJECT, QUEUE_ALL = 1, 2, 3, 4, 5
@@ -162,7 +178,7 @@ local flood_interval = tonumber(ARGV[12]) or 0
 local flood_burst = tonumber(ARGV[13]) or 0
 
 local st = redis.call('HMGET', K_STATE, 'tail', 'minute', 'adm', 'last_admit', 'interval',
-  'active', 'ttl_at', 'mode')
+  'active', 'ttl_at', 'mode', 'ev', 'ev_base')
 local tail = tonumber(st[1])
 local minute = tonumber(st[2]) or 0
 local adm = tonumber(st[3]) or 0
@@ -192,6 +208,22 @@ if #gone > 0 then
   redis.call('ZREM', K_SEEN, unpack(gone))
   expired = #gone
 end
+-- A scheduled event's first visit here (see the header): its pre-queue's places.
+local ev_id = ARGV[14] or '0'
+local ev_phase = tonumber(ARGV[15]) or 0
+local ev_key = tonumber(ARGV[16]) or 0
+local ev_base = tonumber(st[10]) or 0
+if ev_phase ~= 0 and string.match(ev_id, '^[1-9]%d*$') and st[9] ~= ev_id then
+  ev_base = 0
+  if ev_phase == 1 then
+    ev_base = tail
+    tail = tail + LOTTERY_SPAN
+  end
+  redis.call('HSET', K_STATE, 'ev', ev_id, 'ev_base', ntos(ev_base))
+  dirty = true
+end
+local lottery = ev_phase == 1 and ev_base > 0 and ev_key >= 1 and ev_key < LOTTERY_SPAN
+
 local this_minute = math.floor(now / 60000)
 if this_minute ~= minute then
   minute = this_minute
@@ -369,6 +401,11 @@ if not held then
     return {4, 0, 0, waiting, interval, active, 0, expired, override, version}
   end
   local q = tail
+  if lottery then
+    q = ev_base + ev_key
+  else
+    tail = tail + 1
+  end
   redis.call('ZADD', K_LINE, ntos(q), sid)
   redis.call('ZADD', K_SEEN, now_s, sid)
   if waiting == 0 then
@@ -376,7 +413,6 @@ if not held then
     redis.call('PEXPIRE', K_LINE, ROOM_TTL)
     redis.call('PEXPIRE', K_SEEN, ROOM_TTL)
   end
-  tail = tail + 1
   dirty = true
   return wait_answer(q, 1)
 end

@@ -83,7 +83,9 @@ impl Script {
     }
 
     /// A call of the room script, with ARGV 9 and 10 as given; `flood`: the visit pays for a
-    /// place from this client key's bucket (a fifth key, and the rate as ARGV 12 and 13).
+    /// place from this client key's bucket (a fifth key, and the rate as ARGV 12 and 13);
+    /// `ev`: a visit while a scheduled event is in force (ARGV 14 to 16).
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
         form: Form,
@@ -92,8 +94,8 @@ impl Script {
         sid: u64,
         [a9, a10]: [u64; 2],
         flood: Option<(u64, Rate)>,
+        (l, ev): (&Limits, Option<EventArgs>),
     ) -> Vec<u8> {
-        let l = &self.limits;
         let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
         cmd.arg(if flood.is_some() { 5 } else { 4 })
             .arg(&self.keys.state)
@@ -116,35 +118,73 @@ impl Script {
             .arg(self.max_line);
         let (interval_us, burst) = flood.map_or((0, 0), |(_, r)| (r.interval_us, r.burst));
         cmd.arg(interval_us).arg(burst);
+        if let Some(ev) = ev {
+            let phase = if ev.started { 2 } else { 1 };
+            cmd.arg(ev.id).arg(phase).arg(ev.key);
+        }
         cmd.get_packed_command()
     }
 
     /// A visit. A client with a flood key (taking its place) pays for it from its address's
     /// budget in the same call, when the room has flood control: one round trip still.
     pub fn visit(&self, form: Form, v: &Visit, now: u64) -> Vec<u8> {
-        let flood = v.flood_key.zip(self.limits.flood);
-        self.call(
-            form,
-            "visit",
-            now,
-            v.sid,
-            [v.qnum, u64::from(v.draw)],
-            flood,
-        )
+        self.visit_in(form, v, now, &self.limits, None)
+    }
+
+    /// A visit under `limits` (a scheduled event's, see `store::Zone::limits_in`) while the
+    /// event `ev` is in force.
+    pub fn visit_in(
+        &self,
+        form: Form,
+        v: &Visit,
+        now: u64,
+        limits: &Limits,
+        ev: Option<EventArgs>,
+    ) -> Vec<u8> {
+        let flood = v.flood_key.zip(limits.flood);
+        let a = [v.qnum, u64::from(v.draw)];
+        self.call(form, "visit", now, v.sid, a, flood, (limits, ev))
     }
 
     pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(form, "touch", now, sid, [0, 0], None)
+        self.call(form, "touch", now, sid, [0, 0], None, (&self.limits, None))
     }
 
     pub fn revoke(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(form, "revoke", now, sid, [0, 0], None)
+        self.call(form, "revoke", now, sid, [0, 0], None, (&self.limits, None))
     }
 
     /// Sets the room-wide mode override (None: back to each node's configured mode).
     pub fn set_mode(&self, form: Form, mode: Option<Mode>) -> Vec<u8> {
         let code = u64::from(mode.map_or(0, Mode::code));
-        self.call(form, "mode", 0, 1, [code, 0], None)
+        self.call(form, "mode", 0, 1, [code, 0], None, (&self.limits, None))
+    }
+}
+
+/// The queue numbers an event's pre-queue reserves for its members' lottery keys (`room.lua`,
+/// "Events"): a key is below this.
+pub const LOTTERY_SPAN: u64 = 1 << 40;
+
+/// A scheduled event in force for a visit, as the room script needs it ([S18]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventArgs {
+    /// The event's id (never 0).
+    pub id: u64,
+    /// Running (else its pre-queue is open).
+    pub started: bool,
+    /// In the pre-queue: the client's lottery key, 1 .. [`LOTTERY_SPAN`] (from
+    /// [`EventArgs::draw_key`]); 0: places by arrival (`shuffle=off`).
+    pub key: u64,
+}
+
+impl EventArgs {
+    /// A lottery key from the operating system's randomness (None: it gave none; the place
+    /// is then taken by arrival).
+    pub fn draw_key() -> Option<u64> {
+        let mut b = [0u8; 8];
+        crate::util::random::fill(&mut b).ok()?;
+        let key = u64::from_le_bytes(b) % LOTTERY_SPAN;
+        Some(key.max(1))
     }
 }
 
