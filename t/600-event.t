@@ -118,3 +118,20 @@ origin
 --- steps
 sh 90: perl t/lib/event_probe.pl --nginx $TEST_NGINX_PORT --start $TEST_NGINX_LOTTERY_START --clients 500 => /prequeued 500 admitted 1 distinct 500 min 1 max 500 rho (-?0\.\d+) late 501/ as $RHO
 sh perl -e 'exit(abs($ARGV[0]) < 0.15 ? 0 : 1)' -- $RHO
+
+=== TEST 8: the event in the metrics and in the control endpoint: its phase, times and limits
+--- http_config
+    smart_limit_zone shop size=1m max_active=5;
+    smart_limit_event drop room=shop prequeue=@1 start=@1900000000 max_active=50;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+    location = /control { smart_limit_control; }
+--- user_files
+>>> index.html
+origin
+--- steps
+M GET /m => 200; body =~ /smart_limit_event_phase\{room="shop",event="drop",phase="prequeue"\} 1\n/; body =~ /smart_limit_event_phase\{room="shop",event="drop",phase="running"\} 0\n/; body =~ /smart_limit_event_start_seconds\{room="shop",event="drop"\} 1900000000\n/; body =~ /smart_limit_event_max_active\{room="shop",event="drop"\} 50\n/; body !~ /smart_limit_event_end_seconds\{/
+M GET /control => 200; json.rooms.0.events.0.name == "drop"; json.rooms.0.events.0.phase == "prequeue"; json.rooms.0.events.0.start == 1900000000; json.rooms.0.events.0.max_active == 50; json.rooms.0.events.0.end == null
+--- no_error_log
+[error]

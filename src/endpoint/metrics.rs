@@ -55,6 +55,11 @@ pub fn figures(zone: &Zone, now: u64) -> RoomFigures<'_> {
         admission: zone.admission,
         snapshot,
         fleet: zone.fleet_snapshot(now),
+        events: zone
+            .events
+            .iter()
+            .map(|e| (&e.spec, e.spec.phase(now / 1000)))
+            .collect(),
     }
 }
 

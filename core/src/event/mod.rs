@@ -54,6 +54,20 @@ pub enum Phase {
     Over,
 }
 
+impl Phase {
+    pub const ALL: [Phase; 4] = [Phase::Before, Phase::Prequeue, Phase::Running, Phase::Over];
+
+    /// The name metrics and the control endpoint use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Before => "before",
+            Phase::Prequeue => "prequeue",
+            Phase::Running => "running",
+            Phase::Over => "over",
+        }
+    }
+}
+
 impl EventSpec {
     pub fn phase(&self, now_secs: u64) -> Phase {
         if now_secs < self.prequeue {

@@ -36,6 +36,22 @@ struct JsonRoom<'a> {
     oldest_wait_seconds: Option<u64>,
     session_capacity: Option<u64>,
     counters: Option<JsonCounters>,
+    events: Vec<JsonEvent<'a>>,
+}
+
+/// A scheduled event of the room ([S18]): its times (unix seconds), where it stands, and the
+/// limits it puts in force while it runs (null: the room's).
+#[derive(Serialize)]
+struct JsonEvent<'a> {
+    name: &'a str,
+    phase: &'static str,
+    prequeue: u64,
+    start: u64,
+    end: Option<u64>,
+    shuffle: bool,
+    max_active: Option<u64>,
+    new_per_minute: Option<u64>,
+    admission_seconds: Option<u64>,
 }
 
 fn json_room<'a>(f: &'a RoomFigures) -> JsonRoom<'a> {
@@ -73,6 +89,21 @@ fn json_room<'a>(f: &'a RoomFigures) -> JsonRoom<'a> {
                 store_errors: c.store_errors,
             }
         }),
+        events: f
+            .events
+            .iter()
+            .map(|(e, phase)| JsonEvent {
+                name: &e.name,
+                phase: phase.name(),
+                prequeue: e.prequeue,
+                start: e.start,
+                end: e.end,
+                shuffle: e.shuffle,
+                max_active: e.max_active,
+                new_per_minute: e.new_per_minute,
+                admission_seconds: e.grant_ms.map(|ms| ms / 1000),
+            })
+            .collect(),
     }
 }
 

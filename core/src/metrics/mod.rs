@@ -17,6 +17,7 @@ mod text;
 #[cfg(test)]
 mod tests;
 
+use crate::event::{EventSpec, Phase};
 use crate::fleet::FleetSnapshot;
 use crate::room::rules::{Admission, Mode};
 use crate::room::Snapshot;
@@ -44,6 +45,8 @@ pub struct RoomFigures<'a> {
     pub snapshot: Option<Snapshot>,
     /// `sync=`: this node's side of the fleet's room.
     pub fleet: Option<FleetSnapshot>,
+    /// The room's scheduled events ([S18]), each with where it stands now.
+    pub events: Vec<(&'a EventSpec, Phase)>,
 }
 
 impl RoomFigures<'_> {

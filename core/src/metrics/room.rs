@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::text::{family, label, sample, value, Value};
 use super::RoomFigures;
+use crate::event::{EventSpec, Phase};
 use crate::fleet::FleetSnapshot;
 use crate::room::rules::Mode;
 use crate::room::{Counters, Snapshot};
@@ -246,6 +247,9 @@ pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
             u64::from(f.override_mode.is_some()),
         );
     }
+    if rooms.iter().any(|f| !f.events.is_empty()) {
+        events(&mut out, rooms);
+    }
     if rooms.iter().any(|f| f.fleet.is_some()) {
         for (name, kind, help, get) in FLEET_FAMILIES {
             let full = format!("fleet_{name}");
@@ -261,4 +265,69 @@ pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
         }
     }
     out
+}
+
+/// The scheduled events' families ([S18]): each event's phase (1 for the one it is in), its
+/// start, and the limits it puts in force while it runs.
+fn events(out: &mut String, rooms: &[RoomFigures]) {
+    let each = |out: &mut String, name: &str, f: &RoomFigures, event: &str| {
+        let _ = write!(out, "smart_limit_{name}{{room=\"");
+        label(out, f.room);
+        out.push_str("\",event=\"");
+        label(out, event);
+        out.push('"');
+    };
+    family(
+        out,
+        "event_phase",
+        "gauge",
+        "A scheduled event's phase (before, prequeue, running, over): 1 for the one it is in.",
+    );
+    for f in rooms {
+        for (e, now) in &f.events {
+            for p in Phase::ALL {
+                each(out, "event_phase", f, &e.name);
+                let _ = writeln!(out, ",phase=\"{}\"}} {}", p.name(), u64::from(p == *now));
+            }
+        }
+    }
+    type Of = fn(&EventSpec) -> Option<u64>;
+    const FIGURES: &[(&str, &str, Of)] = &[
+        (
+            "event_prequeue_seconds",
+            "When the event's pre-queue opens (unix seconds; the start when it has none).",
+            |e| Some(e.prequeue),
+        ),
+        (
+            "event_start_seconds",
+            "When the event starts: the pre-queue's lottery, then its limits (unix seconds).",
+            |e| Some(e.start),
+        ),
+        (
+            "event_end_seconds",
+            "When the room's own settings return (unix seconds; absent: no end).",
+            |e| e.end,
+        ),
+        (
+            "event_max_active",
+            "The event's limit of active admitted sessions while it runs (absent: the room's).",
+            |e| e.max_active,
+        ),
+        (
+            "event_new_per_minute",
+            "The event's limit of admissions per minute while it runs (absent: the room's).",
+            |e| e.new_per_minute,
+        ),
+    ];
+    for (name, help, get) in FIGURES {
+        family(out, name, "gauge", help);
+        for f in rooms {
+            for (e, _) in &f.events {
+                if let Some(v) = get(e) {
+                    each(out, name, f, &e.name);
+                    let _ = writeln!(out, "}} {v}");
+                }
+            }
+        }
+    }
 }

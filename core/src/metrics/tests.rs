@@ -40,6 +40,7 @@ fn figures(room: &str, snapshot: Option<Snapshot>) -> RoomFigures<'_> {
         admission: Admission::Grant { ms: 600_000 },
         snapshot,
         fleet: None,
+        events: Vec::new(),
     }
 }
 
@@ -242,6 +243,55 @@ fn synced_rooms_show_the_fleet() {
     assert_eq!(get("smart_limit_fleet_drawn_places_total")[0].1, 5.0);
     assert_eq!(get("smart_limit_fleet_syncs_total")[0].1, 9.0);
     assert_eq!(get("smart_limit_fleet_sync_age_seconds")[0].1, 1.25);
+}
+
+#[test]
+fn events_show_their_phase_times_and_limits() {
+    let drop = crate::event::parse_event(&[
+        "drop",
+        "room=s",
+        "prequeue=@1000",
+        "start=@2000",
+        "max_active=500",
+    ])
+    .unwrap();
+    let mut room = figures("s", Some(snap(1)));
+    room.events = vec![(&drop, Phase::Prequeue)];
+    let rooms = [figures("plain", Some(snap(1))), room];
+    let text = render_prometheus(&rooms);
+    let samples = check_exposition(&text);
+    let get = |n: &str| {
+        samples
+            .iter()
+            .filter(|(sn, _, _)| sn == n)
+            .map(|s| (s.1.clone(), s.2))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(get("smart_limit_event_phase").len(), 4);
+    assert!(
+        text.contains("smart_limit_event_phase{room=\"s\",event=\"drop\",phase=\"prequeue\"} 1\n")
+    );
+    assert!(
+        text.contains("smart_limit_event_phase{room=\"s\",event=\"drop\",phase=\"running\"} 0\n")
+    );
+    assert_eq!(get("smart_limit_event_start_seconds")[0].1, 2000.0);
+    assert_eq!(get("smart_limit_event_prequeue_seconds")[0].1, 1000.0);
+    assert_eq!(get("smart_limit_event_max_active")[0].1, 500.0);
+    // No end, no new_per_minute: no sample.
+    assert!(get("smart_limit_event_end_seconds").is_empty());
+    assert!(get("smart_limit_event_new_per_minute").is_empty());
+    // Rooms without events: no event families at all.
+    let plain = render_prometheus(&[figures("plain", Some(snap(1)))]);
+    assert!(!plain.contains("smart_limit_event_"));
+
+    let j: serde_json::Value = serde_json::from_str(&render_control_json(&rooms, 1)).unwrap();
+    assert_eq!(j["rooms"][0]["events"], serde_json::json!([]));
+    let e = &j["rooms"][1]["events"][0];
+    assert_eq!(e["name"], "drop");
+    assert_eq!(e["phase"], "prequeue");
+    assert_eq!(e["start"], 2000);
+    assert_eq!(e["max_active"], 500);
+    assert!(e["end"].is_null());
 }
 
 #[test]
