@@ -214,6 +214,15 @@ fn exposition_is_well_formed_and_complete() {
     assert!(!text.contains("smart_limit_fleet_"));
 }
 
+/// The samples of one metric: (labels, value).
+fn named(samples: &[(String, String, f64)], name: &str) -> Vec<(String, f64)> {
+    samples
+        .iter()
+        .filter(|(n, _, _)| n == name)
+        .map(|s| (s.1.clone(), s.2))
+        .collect()
+}
+
 #[test]
 fn synced_rooms_show_the_fleet() {
     let mut synced = figures("s", Some(snap(1)));
@@ -228,13 +237,7 @@ fn synced_rooms_show_the_fleet() {
     });
     let rooms = [figures("plain", Some(snap(1))), synced];
     let samples = check_exposition(&render_prometheus(&rooms));
-    let get = |n: &str| {
-        samples
-            .iter()
-            .filter(|(sn, _, _)| sn == n)
-            .map(|s| (s.1.clone(), s.2))
-            .collect::<Vec<_>>()
-    };
+    let get = |n: &str| named(&samples, n);
     assert_eq!(
         get("smart_limit_fleet_nodes"),
         vec![("room=\"s\"}".to_string(), 3.0)]
@@ -260,13 +263,7 @@ fn events_show_their_phase_times_and_limits() {
     let rooms = [figures("plain", Some(snap(1))), room];
     let text = render_prometheus(&rooms);
     let samples = check_exposition(&text);
-    let get = |n: &str| {
-        samples
-            .iter()
-            .filter(|(sn, _, _)| sn == n)
-            .map(|s| (s.1.clone(), s.2))
-            .collect::<Vec<_>>()
-    };
+    let get = |n: &str| named(&samples, n);
     assert_eq!(get("smart_limit_event_phase").len(), 4);
     assert!(
         text.contains("smart_limit_event_phase{room=\"s\",event=\"drop\",phase=\"prequeue\"} 1\n")
