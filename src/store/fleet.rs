@@ -34,7 +34,7 @@ use smart_limit_core::fleet::{
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{Form, ReplyError};
-use smart_limit_core::room::rules::Mode;
+use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
 use smart_limit_core::util::time::window_end;
@@ -95,6 +95,15 @@ impl FleetStore {
         })
     }
 
+    /// The fleet's settings under the room's limits of the moment (a running event's
+    /// `max_active`, see [`Zone::limits_at`]).
+    fn cfg_under(&self, limits: &Limits) -> FleetConfig {
+        FleetConfig {
+            max_active: limits.max_active,
+            ..self.cfg
+        }
+    }
+
     /// The connection (a synced room always has one).
     fn client(&self) -> Option<&Client> {
         self.sync.client()
@@ -147,10 +156,10 @@ impl Zone {
             arrival: v.arrival,
             new_place: v.qnum == 0,
         };
-        let ev = self.event_now(now);
-        let cfg = self.fleet_cfg(fs, now);
+        let limits = self.limits_at(now);
+        let cfg = fs.cfg_under(&limits);
         let visited = self.shm.with_fleet(|room, node| {
-            let (verdict, draw) = match room.mode(&self.limits_in(ev.as_ref())) {
+            let (verdict, draw) = match room.mode(&limits) {
                 Mode::Reject => {
                     room.counters_mut().rejected += 1;
                     return Visited::Decided(Step::Done(Verdict::Refuse(Refusal::Closed)), None);
@@ -240,7 +249,8 @@ impl Zone {
                 if let Some(granted) = answered {
                     node.drawn(want, granted);
                 }
-                let verdict = node.claim(v.sid, v.arrival, now, &self.fleet_cfg(fs, now));
+                let verdict =
+                    node.claim(v.sid, v.arrival, now, &fs.cfg_under(&self.limits_at(now)));
                 step(room, &v, verdict, now)
             })?;
             self.fleet_decided(step, v, now)
@@ -266,14 +276,6 @@ impl Zone {
         .detach();
     }
 
-    /// The fleet's settings at `now`: a running event's `max_active` over the room's.
-    fn fleet_cfg(&self, fs: &FleetStore, now: u64) -> FleetConfig {
-        FleetConfig {
-            max_active: self.limits_in(self.event_now(now).as_ref()).max_active,
-            ..fs.cfg
-        }
-    }
-
     /// The node's share is used up and clients whose turn it is were turned away: places from
     /// the fleet's pool (one atomic script call, at most one in flight per node), for
     /// [`FleetNode::drawn`]. No answer (None) is no places, and no more draws this interval.
@@ -290,7 +292,7 @@ impl Zone {
             seq: d.seq,
         };
         let want = d.want;
-        let max_active = self.fleet_cfg(fs, now).max_active;
+        let max_active = self.limits_at(now).max_active;
         async move {
             let client = fs.client()?;
             let reply = client
@@ -319,7 +321,7 @@ impl Zone {
         sid: u64,
         now: u64,
     ) -> Result<PassVerdict, StoreError> {
-        let limits = self.limits_in(self.event_now(now).as_ref());
+        let limits = self.limits_at(now);
         self.shm.with_fleet(|room, node| {
             let pass = room.pass(sid, now, &limits);
             if matches!(pass, PassVerdict::Counted | PassVerdict::Uncounted) {
@@ -416,7 +418,7 @@ pub struct SyncJob {
     fence: Fence,
     report: Report,
     built_at: u64,
-    /// The room's limit at `built_at` (a running event's, see [`Zone::fleet_cfg`]).
+    /// The room's limit at `built_at` (a running event's, see [`Zone::limits_at`]).
     max_active: u64,
 }
 
@@ -460,7 +462,7 @@ impl Synced for Zone {
             fence,
             report,
             built_at: now,
-            max_active: self.fleet_cfg(fs, now).max_active,
+            max_active: self.limits_at(now).max_active,
         })
     }
 
@@ -498,7 +500,7 @@ impl Synced for Zone {
                 node.sync_failed();
                 node.give_back(&job.report);
             }
-            node.age(now, &self.fleet_cfg(fs, now));
+            node.age(now, &fs.cfg_under(&self.limits_at(now)));
         });
     }
 }

@@ -196,6 +196,11 @@ impl Zone {
         l
     }
 
+    /// The room's limits at `now` (wall clock, ms): [`Zone::limits_in`] the event in force.
+    pub fn limits_at(&self, now: u64) -> Limits {
+        self.limits_in(self.event_now(now).as_ref())
+    }
+
     /// How long an admitted ticket admits at `now`: a running event's `grant=`/`session=`,
     /// else the room's.
     pub fn admission_at(&self, now: u64) -> Admission {
@@ -232,7 +237,7 @@ impl Zone {
     /// A client without a ticket: counted as an arrival; the mode in force tells what to do
     /// with it.
     pub fn arrival(&self, now: u64) -> Mode {
-        let limits = self.limits_in(self.event_now(now).as_ref());
+        let limits = self.limits_at(now);
         self.shm
             .with_room(|room| room.arrival(&limits))
             .unwrap_or(limits.mode)
@@ -334,7 +339,7 @@ impl Zone {
         if let Some(fs) = &self.fleet {
             return self.fleet_pass(fs, sid, now);
         }
-        let limits = self.limits_in(self.event_now(now).as_ref());
+        let limits = self.limits_at(now);
         let pass = self.shm.with_room(|room| room.pass(sid, now, &limits))?;
         if let (Some(rs), PassVerdict::Counted | PassVerdict::Uncounted) = (&self.redis, pass) {
             self.redis_pass(rs, sid, now);

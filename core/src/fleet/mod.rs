@@ -215,10 +215,8 @@ pub fn place_arrival(
 /// then dates from its arrival).
 pub fn lottery_arrival(lottery: Range<u64>) -> Option<u64> {
     let span = lottery.end.checked_sub(lottery.start).filter(|&s| s > 0)?;
-    let mut b = [0u8; 8];
-    crate::util::random::fill(&mut b).ok()?;
     // The remainder's bias is below span / 2^64: nil for any pre-queue.
-    Some(lottery.start + u64::from_le_bytes(b) % span)
+    Some(lottery.start + crate::util::random::u64().ok()? % span)
 }
 
 /// What the node says to a client without a valid admitted ticket.

@@ -66,7 +66,7 @@ impl FleetScript {
 
     /// A sync; `now` 0 lets the script use the Redis server's clock (what nginx sends).
     /// Sightings go as their age at `node_now` (the node's clock), so the two clocks need not
-    /// agree. `max_active`: the room's now (a running event's, see [`FleetScript::max_active`]).
+    /// agree. `max_active`: the room's now (a running event's, see `store::Zone::limits_at`).
     pub fn sync(
         &self,
         form: Form,

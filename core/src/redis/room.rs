@@ -181,9 +181,7 @@ impl EventArgs {
     /// A lottery key from the operating system's randomness (None: it gave none; the place
     /// is then taken by arrival).
     pub fn draw_key() -> Option<u64> {
-        let mut b = [0u8; 8];
-        crate::util::random::fill(&mut b).ok()?;
-        let key = u64::from_le_bytes(b) % LOTTERY_SPAN;
+        let key = crate::util::random::u64().ok()? % LOTTERY_SPAN;
         Some(key.max(1))
     }
 }
