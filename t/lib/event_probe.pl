@@ -4,7 +4,10 @@
 # the pre-queue answer) and keep polling until --start (unix seconds); after it each asks its
 # position (JSON), twice (the second round is the settled order); then one more client comes.
 #
-#   perl t/lib/event_probe.pl --nginx PORT[,PORT...] --start EPOCH [--clients 500]
+#   perl t/lib/event_probe.pl --nginx PORT[,PORT...] --start EPOCH [--clients 500] [--ready FILE]
+#
+# --ready FILE: the probe creates FILE once every client holds a pre-queue place (a test
+# reloads nginx then, while the clients keep polling until the start).
 #
 # Prints "prequeued N admitted K distinct D min A max B rho R late L" (positions counting the
 # K let in at the start first; rho: Spearman's, arrival against position) and exits 1 when a
@@ -23,8 +26,8 @@ use lib "$FindBin::Bin";
 use SmartLimit::Test::HTTP;
 use Time::HiRes qw(time sleep);
 
-my ($ports, $start, $n) = ('', 0, 500);
-GetOptions('nginx=s' => \$ports, 'start=i' => \$start, 'clients=i' => \$n)
+my ($ports, $start, $n, $ready) = ('', 0, 500, '');
+GetOptions('nginx=s' => \$ports, 'start=i' => \$start, 'clients=i' => \$n, 'ready=s' => \$ready)
     or die "bad arguments\n";
 my @nodes = split /,/, $ports;
 die "no --nginx port\n" unless @nodes;
@@ -54,6 +57,10 @@ for my $i (0 .. $n - 1) {
 }
 die "only $prequeued of $n got a pre-queue place\n" unless $prequeued == $n;
 die "the pre-queue filled too late: the start has passed\n" if time >= $start;
+if ($ready) {
+    open my $fh, '>', $ready or die "$ready: $!\n";
+    close $fh;
+}
 # Until the start, everyone keeps polling, as the page does (a place unseen for `presence`
 # is gone).
 while (time < $start - 2) {
