@@ -9,14 +9,20 @@
 use ngx::core::Status;
 use ngx::ffi::ngx_int_t;
 use ngx::http::Request;
-use smart_limit_core::page::{self, ViewStatus, WaitView};
+use smart_limit_core::page::{self, Template, ViewStatus, WaitView};
 use smart_limit_core::util::out::Out;
 
 use crate::conf::LocConf;
 use crate::request::{HeaderValue, RequestExt, INTERNAL_ERROR};
 
-/// Sends the waiting (or closed, or admitted) answer for `view`.
-pub fn waiting(r: &mut Request, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
+/// Sends the waiting (or closed, or admitted) answer for `view`; the page is the scheduled
+/// event's in force (`page=`), else the location's (`smart_limit_page`), else the built-in one.
+pub fn waiting(
+    r: &mut Request,
+    lcf: &LocConf,
+    event_page: Option<&Template>,
+    view: &WaitView,
+) -> ngx_int_t {
     if r.discard_request_body() != Status::NGX_OK {
         return INTERNAL_ERROR;
     }
@@ -40,7 +46,7 @@ pub fn waiting(r: &mut Request, lcf: &LocConf, view: &WaitView) -> ngx_int_t {
         r.respond(status, "application/json", body)
     } else {
         let lang = page::pick_lang(r.accept_language());
-        let template = lcf.page.as_deref();
+        let template = event_page.or(lcf.page.as_deref());
         let Some(mut body) = r.body(page::html_max_len(view, lang, template)) else {
             return INTERNAL_ERROR;
         };

@@ -20,6 +20,7 @@ use smart_limit_core::room::rules::Mode;
 use smart_limit_core::ticket::Ticket;
 
 use crate::inflight::InFlight;
+use crate::store::event::EventsError;
 use crate::store::{Decision, StoreError, Zone};
 use crate::Module;
 
@@ -103,8 +104,8 @@ impl RateOutcome {
 pub enum Suspended {
     /// The handler asked the room ([`crate::handler`]).
     Decision(PendingDecision),
-    /// The control endpoint switches a room's mode ([`crate::endpoint::control`]).
-    ModeSwitch(PendingMode),
+    /// The control endpoint changes a room ([`crate::endpoint::control`]).
+    Control(PendingControl),
 }
 
 pub struct PendingDecision {
@@ -115,10 +116,21 @@ pub struct PendingDecision {
     pub call: InFlight<Result<Decision, StoreError>>,
 }
 
-pub struct PendingMode {
+/// What the control endpoint changes in a room.
+#[derive(Debug, Clone)]
+pub enum ControlAction {
+    /// Switches the mode (None: back to the configured one).
+    Mode(Option<Mode>),
+    /// Creates the event of this name.
+    Create(String),
+    /// Cancels the event of this name.
+    Cancel(String),
+}
+
+pub struct PendingControl {
     pub zone: &'static Zone,
-    pub mode: Option<Mode>,
-    pub call: InFlight<Result<(), StoreError>>,
+    pub action: ControlAction,
+    pub call: InFlight<Result<(), EventsError>>,
 }
 
 /// Everything the module keeps for one request.

@@ -23,6 +23,7 @@
 
 use core::future::Future;
 use core::pin::Pin;
+use std::rc::Rc;
 
 use ngx::core::Status;
 use ngx::ffi::{
@@ -32,7 +33,7 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet;
-use smart_limit_core::page::{ViewStatus, WaitView};
+use smart_limit_core::page::{Template, ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
 use smart_limit_core::ticket::{self, Ticket};
@@ -168,7 +169,7 @@ fn place_of(zone: &Zone, t: &Ticket, now: u64) -> (u64, u64) {
         return (t.qnum, now);
     }
     let ev = zone.event_now(now);
-    let lottery = ev.and_then(|(e, _)| e.lottery_ms());
+    let lottery = ev.as_ref().and_then(|(e, _)| e.lottery_ms());
     let presence = zone.limits.presence_ms;
     let ticket = (t.qnum, t.issued_at, t.last_seen);
     let skew = rules::MAX_CLOCK_SKEW_MS;
@@ -337,6 +338,11 @@ impl Turn<'_> {
         self.zone.params.name.as_str()
     }
 
+    /// The page of the scheduled event in force (`page=`), if it has one.
+    fn event_page(&self) -> Option<Rc<Template>> {
+        self.zone.event_now(self.now)?.0.page.clone()
+    }
+
     fn view(&self, status: ViewStatus, place: Option<&Place>) -> WaitView<'static> {
         WaitView {
             room: self.room(),
@@ -437,7 +443,7 @@ fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> ngx
     view.refresh_secs = retry_ms
         .div_ceil(1000)
         .clamp(1, turn.lcf.refresh_secs().max(1));
-    let rc = answer::waiting(r, turn.lcf, &view);
+    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
     finish(r, rc)
 }
 
@@ -497,7 +503,7 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
         );
         return DECLINED;
     }
-    let rc = answer::waiting(r, turn.lcf, &view);
+    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
     finish(r, rc)
 }
 
@@ -545,7 +551,7 @@ fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_
         view.status = ViewStatus::Waiting;
         view.queue_len = queue_len;
     }
-    let rc = answer::waiting(r, turn.lcf, &view);
+    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
     finish(r, rc)
 }
 

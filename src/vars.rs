@@ -95,33 +95,40 @@ fn fill(r: &Request, v: &mut ngx_http_variable_value_t, which: Var, d: &Decided)
         Var::Status => d.outcome.as_str().as_bytes(),
         Var::Room => d.zone.params.name.as_bytes(),
         Var::RateStatus => return,
-        Var::Event => match d.zone.event_now(crate::clock::now_ms()) {
-            Some(ev) => ev.0.spec.name.as_bytes(),
-            None => {
+        Var::Event => {
+            let Some((e, _)) = d.zone.event_now(crate::clock::now_ms()) else {
                 v.set_not_found(1);
                 return;
-            }
-        },
+            };
+            // (An event made at run time may leave the worker's list before the request ends:
+            // the name is copied.)
+            copy(r, v, e.spec.name.as_bytes());
+            return;
+        }
         Var::Position => {
             let Some(p) = d.position else {
                 v.set_not_found(1);
                 return;
             };
             let mut n = itoa::Buffer::new();
-            let digits = n.format(p).as_bytes();
-            let mem = r.pool().alloc_unaligned(digits.len()).cast::<u8>();
-            if mem.is_null() {
-                v.set_not_found(1);
-                return;
-            }
-            // SAFETY: `mem` is a fresh pool block of `digits.len()` bytes.
-            unsafe { core::ptr::copy_nonoverlapping(digits.as_ptr(), mem, digits.len()) };
-            set(v, mem, digits.len());
+            copy(r, v, n.format(p).as_bytes());
             return;
         }
     };
     // Status names are static; the room name lives as long as the configuration.
     set(v, text.as_ptr(), text.len());
+}
+
+/// The value is a copy of `text` in the request's pool.
+fn copy(r: &Request, v: &mut ngx_http_variable_value_t, text: &[u8]) {
+    let mem = r.pool().alloc_unaligned(text.len()).cast::<u8>();
+    if mem.is_null() {
+        v.set_not_found(1);
+        return;
+    }
+    // SAFETY: `mem` is a fresh pool block of `text.len()` bytes.
+    unsafe { core::ptr::copy_nonoverlapping(text.as_ptr(), mem, text.len()) };
+    set(v, mem, text.len());
 }
 
 fn set(v: &mut ngx_http_variable_value_t, data: *const u8, len: usize) {

@@ -39,7 +39,7 @@ op POST /control?room=nope&mode=fifo => 404; json.error =~ /no room "nope"/
 op POST /control?room=shop&mode=lottery => 400; json.error =~ /unknown mode "lottery": expected one of fifo, random, passthrough, reject, queue_all, or default/
 op POST /control?room=shop&mode=fifo&colour=red => 400; json.error =~ /unknown parameter "colour"/
 op PUT /control?room=shop&mode=fifo => 405; header Allow =~ /GET, HEAD, POST/
-op DELETE /control => 405
+op DELETE /control => 400; json.error =~ /DELETE needs room=NAME and event=NAME/
 op GET /control?room=shop&mode=reject => 405; json.error =~ /needs POST/
 op GET /control?room=nope => 404
 op GET /control => 200; json.rooms.0.mode == "fifo"

@@ -46,15 +46,15 @@ event "drop": unknown room "shoe"
 --- error_log
 "smart_limit_event" event "drop": end \(2030-01-01T09:00:00Z\) is not after start \(2030-01-01T10:00:00Z\)
 
-=== TEST 4: page= is refused with the reason, not accepted and ignored
+=== TEST 4: page= names a template nginx -t reads and checks: a file it cannot read is refused, naming the event
 --- http_config
     smart_limit_zone shop size=1m;
-    smart_limit_event drop room=shop start=@1900000000 page=/etc/nginx/drop.html;
+    smart_limit_event drop room=shop start=@1900000000 page=/nonexistent/drop.html;
 --- config
     location / { smart_limit shop; return 200; }
 --- must_fail
 --- error_log
-event "drop": page= is not supported yet; use smart_limit_page
+"smart_limit_event" event "drop": page= cannot read "/nonexistent/drop.html"
 
 === TEST 5: the pre-queue: everyone takes a place and gets the pre-queue answer, nobody is let in
 --- http_config

@@ -483,3 +483,43 @@ fn the_prequeue_is_ordered_by_lottery_keys() {
     }
     assert_eq!(pos(visit(2, T0 + 22, &base, run)), 1);
 }
+
+/// The fleet's table of events made at run time ([S18]): a node writes the table it read; a
+/// write from a stale read is refused with the table as it is, so two nodes changing it at
+/// once never lose one change.
+#[test]
+fn the_events_table_refuses_a_write_from_a_stale_read() {
+    use smart_limit_core::redis::{get_reply, put_reply, EventsKey, FleetTable, Put};
+    let Some(srv) = start() else { return };
+    let mut c = Client::connect(srv.port).unwrap();
+    let key = EventsKey::new("test", "shop");
+    let empty = FleetTable {
+        version: 0,
+        text: String::new(),
+    };
+    assert_eq!(get_reply(&c.cmd(&key.get())), Ok(empty));
+    let one = "drop room=shop start=@2000000000";
+    let written = put_reply(&c.cmd(&key.put(Form::Text, 0, one))).unwrap();
+    let v1 = FleetTable {
+        version: 1,
+        text: one.to_string(),
+    };
+    assert_eq!(written, Put::Written(v1.clone()));
+    // A second node that read version 0 too: refused, and told what is there now.
+    let other = "sale room=shop start=@2100000000";
+    let stale = put_reply(&c.cmd(&key.put(Form::Text, 0, other))).unwrap();
+    assert_eq!(stale, Put::Stale(v1.clone()));
+    assert_eq!(get_reply(&c.cmd(&key.get())), Ok(v1));
+    // By its SHA once loaded.
+    let load = c.cmd(&redis::load_command_of(redis::EVENTS_SCRIPT));
+    redis::check_load(&load, &redis::sha_of(redis::EVENTS_SCRIPT)).unwrap();
+    let both = format!("{one}\n{other}");
+    let written = put_reply(&c.cmd(&key.put(Form::Sha, 1, &both))).unwrap();
+    assert!(matches!(
+        written,
+        Put::Written(FleetTable { version: 2, .. })
+    ));
+    let keys = c.cmd(&packed(&["KEYS", "test:*"]));
+    let Value::Array(keys) = keys else { panic!() };
+    assert_eq!(keys, vec![Value::Bulk(b"test:{shop}:events".to_vec())]);
+}

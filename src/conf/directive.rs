@@ -107,16 +107,22 @@ pub fn first_arg(cf: &mut ngx_conf_t) -> Result<String, Refused> {
         .ok_or_else(|| refuse(cf, "needs a value"))
 }
 
-/// The first argument as a file name (relative to the configuration prefix, as for other
-/// nginx files) and the file's text.
-pub fn file_arg(cf: &mut ngx_conf_t) -> Result<(String, String), Refused> {
-    let mut name = *raw_args(cf).get(1).ok_or(Refused)?;
-    // SAFETY: the cycle being configured; `name` is a copy whose data nginx may replace with
-    // a pool string.
+/// A file name as nginx reads it: relative to the configuration prefix.
+pub fn full_name(cf: &mut ngx_conf_t, path: &str) -> Result<String, Refused> {
+    // SAFETY: the configuration's pool lives as long as the configuration.
+    let mut name = unsafe { ngx_str_t::from_bytes(cf.pool, path.as_bytes()) }.ok_or(Refused)?;
+    // SAFETY: the cycle being configured; nginx may replace `name`'s data with a pool string.
     if unsafe { ngx_conf_full_name(cf.cycle, &mut name, 1) } != Status::NGX_OK.0 {
         return Err(Refused);
     }
-    let path = name.to_string();
+    Ok(name.to_string())
+}
+
+/// The first argument as a file name (relative to the configuration prefix, as for other
+/// nginx files) and the file's text.
+pub fn file_arg(cf: &mut ngx_conf_t) -> Result<(String, String), Refused> {
+    let name = *raw_args(cf).get(1).ok_or(Refused)?;
+    let path = full_name(cf, &name.to_string())?;
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok((path, text)),
         Err(e) => Err(refuse(cf, format_args!("cannot read \"{path}\": {e}"))),

@@ -49,8 +49,9 @@ pub struct MainConf {
     pub keys: Option<Keyring>,
     /// Every `smart_limit_rate_zone`, allocated in the cycle pool like the rooms.
     pub rate_zones: Vec<NonNull<RateZone>>,
-    /// Every `smart_limit_event`, in declaration order (each room also gets its own).
-    pub events: Vec<smart_limit_core::event::EventSpec>,
+    /// Every `smart_limit_event`, in declaration order, with its page (`page=`, read with
+    /// the configuration); each room also gets its own.
+    pub events: Vec<(smart_limit_core::event::EventSpec, Option<Rc<Template>>)>,
 }
 
 impl MainConf {

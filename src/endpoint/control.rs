@@ -7,6 +7,12 @@
 //!   `reject` or `queue_all`; `mode=default` goes back to the configured mode. Answers with the
 //!   room as JSON. The mode is kept in the zone's shared memory: every worker sees it at once,
 //!   and it survives reloads (not restarts).
+//! - `POST ?room=NAME&event=NAME&start=T[&prequeue=T&end=T&max_active=N...]`: creates a
+//!   scheduled event ([S18]) with the parameters of `smart_limit_event`, checked as `nginx -t`
+//!   checks them against the room's other events; `DELETE ?room=NAME&event=NAME` cancels one
+//!   (made here or configured). Kept in the zone's shared memory (reloads keep them) and, on a
+//!   Redis store, in Redis for the whole fleet (see `store::event`). A refused change: 409
+//!   (overlap, a name in use, a full table), 404 (no such event).
 //! - Anything else: 405; a bad query: 400; an unknown room: 404 (JSON `{"error": ...}`).
 //!
 //! The endpoint has no access control of its own: protect the location with `allow`/`deny`,
@@ -18,11 +24,13 @@ use core::pin::Pin;
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_conf_t, ngx_http_finalize_request, ngx_http_request_empty_handler, ngx_http_request_t,
-    ngx_int_t, NGX_HTTP_BAD_REQUEST, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_POST, NGX_LOG_ERR,
-    NGX_LOG_NOTICE,
+    ngx_int_t, NGX_HTTP_BAD_REQUEST, NGX_HTTP_DELETE, NGX_HTTP_GET, NGX_HTTP_HEAD, NGX_HTTP_POST,
+    NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
 use ngx::http::{HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
+use smart_limit_core::event::runtime::Change;
+use smart_limit_core::event::{parse_event, EventError, EventSpec};
 use smart_limit_core::metrics::{parse_control_query, render_control_json, render_error_json};
 use smart_limit_core::room::rules::Mode;
 
@@ -31,10 +39,11 @@ use crate::answer;
 use crate::clock::now_ms;
 use crate::conf::directive::{refuse, set_content_handler, setter, Refused};
 use crate::conf::{Endpoint, LocConf};
-use crate::ctx::{PendingMode, RequestCtx, Suspended};
+use crate::ctx::{ControlAction, PendingControl, RequestCtx, Suspended};
 use crate::inflight;
 use crate::request::{self, RequestExt, INTERNAL_ERROR};
-use crate::store::{Answer, StoreError, Zone};
+use crate::store::event::{read_page, EventsError};
+use crate::store::{Answer, Zone};
 use crate::Module;
 
 const JSON: &str = "application/json";
@@ -66,17 +75,19 @@ fn serve(r: &mut Request) -> ngx_int_t {
     let method = r.as_ref().method;
     let read_only = method & (NGX_HTTP_GET | NGX_HTTP_HEAD) as usize != 0;
     let post = method & NGX_HTTP_POST as usize != 0;
+    let delete = method & NGX_HTTP_DELETE as usize != 0;
     if r.discard_request_body() != Status::NGX_OK {
         return INTERNAL_ERROR;
     }
-    if !read_only && !post {
-        if !r.add_header("Allow", "GET, HEAD, POST") {
+    if !read_only && !post && !delete {
+        if !r.add_header("Allow", "GET, HEAD, POST, DELETE") {
             return INTERNAL_ERROR;
         }
         return error(
             r,
             405,
-            "use GET to read, POST ?room=NAME&mode=MODE to switch",
+            "use GET to read, POST ?room=NAME&mode=MODE to switch, POST ?room=NAME&event=NAME&\
+             start=T... to create an event, DELETE ?room=NAME&event=NAME to cancel one",
         );
     }
     let Some(mcf) = Module::main_conf(r) else {
@@ -99,8 +110,12 @@ fn serve(r: &mut Request) -> ngx_int_t {
         },
     };
     if read_only {
-        if query.mode.is_some() {
-            return error(r, 405, "switching a mode needs POST");
+        if query.mode.is_some() || query.event.is_some() {
+            return error(
+                r,
+                405,
+                "changing a room needs POST (or DELETE to cancel an event)",
+            );
         }
         let rooms = match zone {
             Some(z) => vec![figures(z, now)],
@@ -108,45 +123,111 @@ fn serve(r: &mut Request) -> ngx_int_t {
         };
         return answer::text(r, 200, JSON, &render_control_json(&rooms, now / 1000));
     }
-    let (Some(zone), Some(mode)) = (zone, query.mode) else {
-        return error(
-            r,
-            NGX_HTTP_BAD_REQUEST as u16,
-            "POST needs room=NAME and mode=MODE (fifo, random, passthrough, reject, queue_all, \
-             or default)",
-        );
+    let (zone, action, answer) = match (zone, delete, query.mode, query.event) {
+        (Some(zone), false, Some(mode), None) => {
+            (zone, ControlAction::Mode(mode), zone.set_mode(mode).into())
+        }
+        (Some(zone), false, None, Some(name)) => {
+            let spec = match event_spec(zone, name, &query.event_args) {
+                Ok(spec) => spec,
+                Err(e) => return error(r, NGX_HTTP_BAD_REQUEST as u16, &e),
+            };
+            let answer = zone.change_events(Change::Create(spec), now);
+            (zone, ControlAction::Create(name.to_string()), answer)
+        }
+        (Some(zone), true, None, Some(name)) if query.event_args.is_empty() => {
+            let answer = zone.change_events(Change::Cancel(name.to_string()), now);
+            (zone, ControlAction::Cancel(name.to_string()), answer)
+        }
+        _ => {
+            return error(
+                r,
+                NGX_HTTP_BAD_REQUEST as u16,
+                "POST needs room=NAME and mode=MODE (fifo, random, passthrough, reject, \
+                 queue_all, or default), or event=NAME and the event's start= (and any other \
+                 parameter of smart_limit_event); DELETE needs room=NAME and event=NAME only",
+            )
+        }
     };
-    match zone.set_mode(mode) {
-        Answer::Now(result) => switched(r, zone, mode, result),
-        Answer::Later(future) => suspend(r, zone, mode, future),
+    match answer {
+        Answer::Now(result) => changed(r, zone, &action, result),
+        Answer::Later(future) => suspend(r, zone, action, future),
     }
 }
 
-/// The answer once the store has switched the mode (or failed to).
-fn switched(
+/// The event a create asks for, checked as `smart_limit_event` is (its page must be an
+/// absolute path: there is no configuration prefix at run time, and every worker reads it).
+fn event_spec(zone: &Zone, name: &str, args: &[String]) -> Result<EventSpec, String> {
+    let room = format!("room={}", zone.params.name);
+    let words: Vec<&str> = [name, room.as_str()]
+        .into_iter()
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let spec = parse_event(&words).map_err(|e| e.to_string())?;
+    if let Some(path) = &spec.page {
+        if !path.starts_with('/') || path.contains(char::is_whitespace) {
+            return Err(format!(
+                "event \"{}\": page= must be an absolute path without spaces",
+                spec.name
+            ));
+        }
+        read_page(path).map_err(|e| format!("event \"{}\": page= {e}", spec.name))?;
+    }
+    Ok(spec)
+}
+
+/// The answer once the store has made the change (or failed to, or refused it).
+fn changed(
     r: &mut Request,
-    zone: &Zone,
-    mode: Option<Mode>,
-    result: Result<(), StoreError>,
+    zone: &'static Zone,
+    action: &ControlAction,
+    result: Result<(), EventsError>,
 ) -> ngx_int_t {
-    let name = mode.map_or("default", Mode::name);
-    if let Err(e) = result {
-        ngx_log_error!(
-            NGX_LOG_ERR,
-            r.log(),
-            "smart_limit zone \"{}\": cannot switch the mode to {}: {}",
-            zone.params.name,
-            name,
-            e
-        );
-        return error(r, 503, &format!("the store could not switch the mode: {e}"));
+    // What was done, and what could not be.
+    let (done, not_done) = match action {
+        ControlAction::Mode(mode) => {
+            let m = mode.map_or("default", Mode::name);
+            (
+                format!("mode switched to {m}"),
+                format!("cannot switch the mode to {m}"),
+            )
+        }
+        ControlAction::Create(name) => (
+            format!("event \"{name}\" created"),
+            format!("cannot create event \"{name}\""),
+        ),
+        ControlAction::Cancel(name) => (
+            format!("event \"{name}\" cancelled"),
+            format!("cannot cancel event \"{name}\""),
+        ),
+    };
+    match result {
+        Ok(()) => {}
+        Err(EventsError::Refused(e)) => {
+            let status = match e {
+                EventError::NotFound(_) => 404,
+                _ => 409,
+            };
+            return error(r, status, &e.to_string());
+        }
+        Err(EventsError::Store(e)) => {
+            ngx_log_error!(
+                NGX_LOG_ERR,
+                r.log(),
+                "smart_limit zone \"{}\": {}: {}",
+                zone.params.name,
+                not_done,
+                e
+            );
+            return error(r, 503, &format!("the store could not make the change: {e}"));
+        }
     }
     ngx_log_error!(
         NGX_LOG_NOTICE,
         r.log(),
-        "smart_limit zone \"{}\": mode switched to {} by the control endpoint",
+        "smart_limit zone \"{}\": {} by the control endpoint",
         zone.params.name,
-        name
+        done
     );
     let now = now_ms();
     answer::text(
@@ -163,14 +244,14 @@ fn switched(
 fn suspend(
     r: &mut Request,
     zone: &'static Zone,
-    mode: Option<Mode>,
-    future: Pin<Box<dyn Future<Output = Result<(), StoreError>>>>,
+    action: ControlAction,
+    future: Pin<Box<dyn Future<Output = Result<(), EventsError>>>>,
 ) -> ngx_int_t {
     let call = inflight::start(r, future);
     let Some(ctx) = RequestCtx::get_or_insert(r) else {
         return INTERNAL_ERROR;
     };
-    ctx.suspended = Some(Suspended::ModeSwitch(PendingMode { zone, mode, call }));
+    ctx.suspended = Some(Suspended::Control(PendingControl { zone, action, call }));
     let main = r.as_ref().main;
     // SAFETY: the main request of a live request; one more reference keeps it open until
     // `resume` finalizes it.
@@ -184,15 +265,15 @@ unsafe extern "C" fn resume(r: *mut ngx_http_request_t) {
         let Some(ctx) = RequestCtx::find(r) else {
             return INTERNAL_ERROR;
         };
-        let Some(Suspended::ModeSwitch(pending)) = ctx.suspended.take() else {
+        let Some(Suspended::Control(pending)) = ctx.suspended.take() else {
             return INTERNAL_ERROR;
         };
         let Some(result) = pending.call.take() else {
             // Woken before the answer: keep waiting.
-            ctx.suspended = Some(Suspended::ModeSwitch(pending));
+            ctx.suspended = Some(Suspended::Control(pending));
             return Status::NGX_AGAIN.0;
         };
-        switched(r, pending.zone, pending.mode, result)
+        changed(r, pending.zone, &pending.action, result)
     });
     if rc == Status::NGX_AGAIN.0 {
         return;

@@ -10,8 +10,8 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleMainConf, Request};
 use smart_limit_core::metrics::{
-    render_build_info, render_prometheus, render_rate_prometheus, RateFigures, RoomFigures,
-    PROMETHEUS_CONTENT_TYPE,
+    render_build_info, render_prometheus, render_rate_prometheus, EventFigures, RateFigures,
+    RoomFigures, PROMETHEUS_CONTENT_TYPE,
 };
 use smart_limit_core::room::rules::Mode;
 use smart_limit_core::zone::StoreKind;
@@ -40,7 +40,10 @@ fn metrics(cf: &mut ngx_conf_t, lcf: &mut LocConf) -> Result<(), Refused> {
 }
 
 /// The figures of one zone now (its snapshot is None when the room cannot be read).
-pub fn figures(zone: &Zone, now: u64) -> RoomFigures<'_> {
+pub fn figures(zone: &'static Zone, now: u64) -> RoomFigures<'static> {
+    // (A Redis store's node copies the fleet's events when due, for the next look.)
+    zone.keep_events_fresh(now);
+    zone.refresh_events(now);
     let snapshot = zone.snapshot(now).ok();
     RoomFigures {
         room: &zone.params.name,
@@ -56,9 +59,13 @@ pub fn figures(zone: &Zone, now: u64) -> RoomFigures<'_> {
         snapshot,
         fleet: zone.fleet_snapshot(now),
         events: zone
-            .events
+            .events()
             .iter()
-            .map(|e| (&e.spec, e.spec.phase(now / 1000)))
+            .map(|e| EventFigures {
+                spec: e.spec.clone(),
+                phase: e.spec.phase(now / 1000),
+                source: e.source,
+            })
             .collect(),
     }
 }

@@ -105,7 +105,7 @@ impl FleetStore {
     }
 
     /// The connection (a synced room always has one).
-    fn client(&self) -> Option<&Client> {
+    pub(super) fn client(&self) -> Option<&Client> {
         self.sync.client()
     }
 }

@@ -10,6 +10,7 @@ use core::cell::{Cell, RefCell};
 use core::future::Future;
 use core::pin::Pin;
 use core::ptr::NonNull;
+use std::rc::Rc;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
@@ -64,8 +65,9 @@ pub struct Zone {
     polls: RefCell<Option<PollCache>>,
     /// `poll=`: how often one waiting ticket is answered by the store, per worker.
     pub poll_budget: Option<Rate>,
-    /// `smart_limit_event`s of this room (set once the http block is read).
-    pub events: Vec<event::ZoneEvent>,
+    /// The room's scheduled events: `smart_limit_event`s (set once the http block is read)
+    /// and those made at run time.
+    pub events: event::ZoneEvents,
     /// `flood_key=`: compiled at configuration time (null: the client address).
     pub flood_key: Cell<*mut ngx_http_complex_value_t>,
     /// Mixes flood keys: the same in every worker (set at zone init, before the fork) and,
@@ -134,7 +136,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         opened: RefCell::new(None),
         polls: RefCell::new(None),
         poll_budget,
-        events: Vec::new(),
+        events: event::ZoneEvents::default(),
         flood_key: Cell::new(core::ptr::null_mut()),
         flood_seed: Cell::new(0),
     });
@@ -149,6 +151,16 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
 pub enum Answer<T> {
     Now(T),
     Later(Pin<Box<dyn Future<Output = T>>>),
+}
+
+/// A mode switch's answer as a control change's (see `event::EventsError`).
+impl From<Answer<Result<(), StoreError>>> for Answer<Result<(), event::EventsError>> {
+    fn from(a: Answer<Result<(), StoreError>>) -> Self {
+        match a {
+            Answer::Now(r) => Answer::Now(r.map_err(Into::into)),
+            Answer::Later(f) => Answer::Later(Box::pin(async move { f.await.map_err(Into::into) })),
+        }
+    }
 }
 
 /// The room's verdict, and whether the store's failure policy gave it instead of the room
@@ -170,15 +182,21 @@ impl From<Verdict> for Decision {
 
 /// The room's scheduled event in force at a moment, and what the room needs to know of it
 /// (whether its pre-queue is open or it runs).
-pub type EventInForce<'z> = (&'z event::ZoneEvent, EventNow);
+pub type EventInForce = (Rc<event::ZoneEvent>, EventNow);
 
 impl Zone {
     /// The event in its pre-queue or running at `now` (wall clock, ms), if any. Events of one
-    /// room never overlap (`nginx -t` refuses it), so at most one is.
-    pub fn event_now(&self, now: u64) -> Option<EventInForce<'_>> {
-        self.events
+    /// room never overlap (`nginx -t` and the control endpoint refuse it), so at most one is.
+    pub fn event_now(&self, now: u64) -> Option<EventInForce> {
+        self.events()
             .iter()
-            .find_map(|e| e.now(now).map(|ev| (e, ev)))
+            .find_map(|e| e.now(now).map(|ev| (e.clone(), ev)))
+    }
+
+    /// The `Redis` key of the room's table of events made at run time (a Redis store).
+    pub fn events_key(params: &ZoneParams) -> Option<smart_limit_core::redis::EventsKey> {
+        (params.store == StoreKind::Redis)
+            .then(|| smart_limit_core::redis::EventsKey::new(&params.prefix, &params.name))
     }
 
     /// The room's limits while `ev` is in force: its pre-queue holds everyone in line
@@ -237,6 +255,7 @@ impl Zone {
     /// A client without a ticket: counted as an arrival; the mode in force tells what to do
     /// with it.
     pub fn arrival(&self, now: u64) -> Mode {
+        self.refresh_events(now);
         let limits = self.limits_at(now);
         self.shm
             .with_room(|room| room.arrival(&limits))
@@ -245,6 +264,8 @@ impl Zone {
 
     /// A client without a valid admitted ticket asks for its turn.
     pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Decision, StoreError>> {
+        self.refresh_events(now);
+        self.keep_events_fresh(now);
         if v.qnum != 0 {
             if let Some(place) = self.poll_answer(&v, now) {
                 return Answer::Now(Ok(Verdict::Wait(place).into()));
@@ -268,8 +289,10 @@ impl Zone {
     /// under the scheduled event in force, if any.
     fn room_visit(&self, room: &mut Room, v: Visit, now: u64) -> Verdict {
         let ev = self.event_now(now);
-        if let Some((_, e)) = ev {
-            room.event_step(e);
+        match &ev {
+            Some((_, e)) => room.event_step(*e),
+            // An event cancelled (or over) while the start's shuffle ran: it finishes.
+            None => room.event_settle(),
         }
         room.visit(v, now, &self.limits_in(ev.as_ref()))
     }
@@ -336,6 +359,8 @@ impl Zone {
     /// A valid admitted ticket: one look at the room (under one lock) for its mode and the
     /// session's request rate, and the session counted as active.
     pub fn pass(&'static self, sid: u64, now: u64) -> Result<PassVerdict, StoreError> {
+        self.refresh_events(now);
+        self.keep_events_fresh(now);
         if let Some(fs) = &self.fleet {
             return self.fleet_pass(fs, sid, now);
         }

@@ -66,6 +66,10 @@ impl RedisStore {
             touches: RefCell::new(TouchLog::default()),
         })
     }
+
+    pub(super) fn client(&self) -> &Client {
+        &self.client
+    }
 }
 
 impl Zone {

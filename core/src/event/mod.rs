@@ -12,6 +12,7 @@
 
 mod instant;
 mod lottery;
+pub mod runtime;
 #[cfg(test)]
 mod tests;
 
@@ -116,6 +117,10 @@ pub enum EventError {
     Twice(String),
     #[error("events \"{0}\" and \"{1}\" of room \"{2}\" overlap")]
     Overlap(String, String, String),
+    #[error("no event \"{0}\" in this room")]
+    NotFound(String),
+    #[error("the room's table of run-time events is full ({0} entries): cancel one first")]
+    TableFull(usize),
 }
 
 /// Parses the arguments of `smart_limit_event` (the event's name first).

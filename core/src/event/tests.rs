@@ -261,3 +261,109 @@ fn every_member_is_equally_likely_at_every_rank() {
     // 16 degrees of freedom: chi-square above 39.3 has probability 0.001.
     assert!(chi2 < 39.3, "chi2 {chi2}, cells {cells:?}");
 }
+
+mod runtime_table {
+    use super::super::runtime::*;
+    use super::super::*;
+
+    fn ev(args: &str) -> EventSpec {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        parse_event(&words).unwrap()
+    }
+
+    #[test]
+    fn a_line_makes_the_same_event_again() {
+        for args in [
+            "drop room=shop prequeue=2026-12-01T09:30:00Z start=2026-12-01T10:00:00Z \
+             end=2026-12-01T12:00:00Z shuffle=on max_active=500 new_per_minute=200 \
+             session=5m page=/etc/nginx/drop.html",
+            "sale room=shop start=@2000000000 shuffle=off",
+        ] {
+            let spec = ev(args);
+            let entry = Entry::Created(spec.clone());
+            assert_eq!(Entry::parse(&entry.line()), Ok(entry));
+        }
+        let cancelled = Entry::Cancelled("sale".into());
+        assert_eq!(cancelled.line(), "-sale");
+        assert_eq!(Entry::parse("-sale"), Ok(cancelled));
+        assert!(Entry::parse("-bad name").is_err());
+        assert!(Entry::parse("drop room=shop").is_err());
+    }
+
+    #[test]
+    fn a_table_is_read_line_by_line_and_bad_lines_are_told() {
+        let text = "drop room=shop start=@2000000000\n\n-sale\nnonsense here";
+        let (entries, bad) = read_table(text);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(read_table(&write_table(&entries)).0, entries);
+    }
+
+    #[test]
+    fn creating_meets_the_checks_of_nginx_t() {
+        let configured = vec![ev("sale room=shop start=@2000000000 end=@2000003600")];
+        let now = 1_900_000_000;
+        let overlapping = ev("drop room=shop prequeue=@2000001800 start=@2000007200");
+        assert_eq!(
+            apply(&configured, &[], Change::Create(overlapping), now),
+            Err(EventError::Overlap(
+                "sale".into(),
+                "drop".into(),
+                "shop".into()
+            ))
+        );
+        let same_name = ev("sale room=shop start=@2100000000");
+        assert_eq!(
+            apply(&configured, &[], Change::Create(same_name), now),
+            Err(EventError::Twice("sale".into()))
+        );
+        let fine = ev("drop room=shop prequeue=@2000003600 start=@2000007200");
+        let table = apply(&configured, &[], Change::Create(fine.clone()), now).unwrap();
+        assert_eq!(table, vec![Entry::Created(fine.clone())]);
+        let all = merge(&configured, &table);
+        assert_eq!(
+            all,
+            vec![(&configured[0], Source::Config), (&fine, Source::Control)]
+        );
+    }
+
+    #[test]
+    fn cancelling_removes_a_created_event_or_hides_a_configured_one() {
+        let configured = vec![ev("sale room=shop start=@2000000000 end=@2000003600")];
+        let now = 1_900_000_000;
+        let drop = ev("drop room=shop start=@2100000000");
+        let table = apply(&configured, &[], Change::Create(drop), now).unwrap();
+        let table = apply(&configured, &table, Change::Cancel("drop".into()), now).unwrap();
+        assert!(table.is_empty());
+        let table = apply(&configured, &table, Change::Cancel("sale".into()), now).unwrap();
+        assert_eq!(table, vec![Entry::Cancelled("sale".into())]);
+        assert!(merge(&configured, &table).is_empty());
+        assert_eq!(
+            apply(&configured, &table, Change::Cancel("sale".into()), now),
+            Err(EventError::NotFound("sale".into()))
+        );
+        // The cancelled event's time is free again.
+        let again = ev("sale2 room=shop start=@2000000000");
+        assert!(apply(&configured, &table, Change::Create(again), now).is_ok());
+    }
+
+    #[test]
+    fn the_table_is_bounded_and_events_over_leave_it() {
+        let mut table = Vec::new();
+        for i in 0..MAX_ENTRIES as u64 {
+            let t0 = 2_000_000_000 + i * 7200;
+            let e = ev(&format!("e{i} room=shop start=@{t0} end=@{}", t0 + 3600));
+            table = apply(&[], &table, Change::Create(e), 1_900_000_000).unwrap();
+        }
+        let one_more = ev("late room=shop start=@2100000000");
+        assert_eq!(
+            apply(&[], &table, Change::Create(one_more.clone()), 1_900_000_000),
+            Err(EventError::TableFull(MAX_ENTRIES))
+        );
+        // Once the first is over, it leaves the table and makes room.
+        let later = 2_000_003_600;
+        let table = apply(&[], &table, Change::Create(one_more), later).unwrap();
+        assert_eq!(table.len(), MAX_ENTRIES);
+        assert!(table.iter().all(|e| e.name() != "e0"));
+    }
+}

@@ -45,6 +45,8 @@ struct JsonRoom<'a> {
 struct JsonEvent<'a> {
     name: &'a str,
     phase: &'static str,
+    /// "config" (`smart_limit_event`) or "control" (made at run time).
+    source: &'static str,
     prequeue: u64,
     start: u64,
     end: Option<u64>,
@@ -92,9 +94,11 @@ fn json_room<'a>(f: &'a RoomFigures) -> JsonRoom<'a> {
         events: f
             .events
             .iter()
-            .map(|(e, phase)| JsonEvent {
+            .map(|f| (&f.spec, f.phase, f.source))
+            .map(|(e, phase, source)| JsonEvent {
                 name: &e.name,
                 phase: phase.name(),
+                source: source.name(),
                 prequeue: e.prequeue,
                 start: e.start,
                 end: e.end,
@@ -138,28 +142,70 @@ pub struct ControlQuery<'a> {
     pub room: Option<&'a str>,
     /// `Some(None)`: back to the configured mode (`mode=default`).
     pub mode: Option<Option<Mode>>,
+    /// `event=NAME`: the event to create (POST) or cancel (DELETE).
+    pub event: Option<&'a str>,
+    /// The event's parameters, as `smart_limit_event` takes them (`start=...`), decoded.
+    pub event_args: Vec<String>,
 }
 
-/// Parses `room=NAME&mode=MODE|default` (any order; nothing else is accepted, so a typo is
-/// an error rather than a silent no-op). Values need no percent-decoding: room names and
-/// mode names are plain ASCII.
+/// The parameters of `smart_limit_event` the control endpoint takes (besides `room=`).
+const EVENT_PARAMS: [&str; 9] = [
+    "prequeue",
+    "start",
+    "end",
+    "shuffle",
+    "max_active",
+    "new_per_minute",
+    "grant",
+    "session",
+    "page",
+];
+
+/// Decodes `%XX` escapes (an instant's colons may come as `%3A`); anything else is kept.
+fn percent_decode(v: &str) -> Result<String, String> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c == b'%' {
+            let hex = b
+                .get(i + 1..i + 3)
+                .and_then(|h| core::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad escape in \"{}\"", v.escape_default()))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("\"{}\" is not UTF-8", v.escape_default()))
+}
+
+/// Parses `room=NAME&mode=MODE|default`, or `room=NAME&event=NAME[&start=T...]` (any order;
+/// nothing else is accepted, so a typo is an error rather than a silent no-op). Room, mode
+/// and event names are plain ASCII; an event's parameters are percent-decoded.
 pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, String> {
     let text = std::str::from_utf8(args).map_err(|_| "query is not valid UTF-8".to_string())?;
     let mut q = ControlQuery {
         room: None,
         mode: None,
+        event: None,
+        event_args: Vec::new(),
     };
     for pair in text.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
-            "room" => {
-                if q.room.is_some() {
-                    return Err("room is given twice".to_string());
+            "room" | "event" => {
+                let slot = if k == "room" { &mut q.room } else { &mut q.event };
+                if slot.is_some() {
+                    return Err(format!("{k} is given twice"));
                 }
                 if v.is_empty() {
-                    return Err("room is empty".to_string());
+                    return Err(format!("{k} is empty"));
                 }
-                q.room = Some(v);
+                *slot = Some(v);
             }
             "mode" => {
                 if q.mode.is_some() {
@@ -177,13 +223,23 @@ pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, String> {
                     })?)
                 });
             }
+            k if EVENT_PARAMS.contains(&k) => {
+                q.event_args.push(format!("{k}={}", percent_decode(v)?));
+            }
             other => {
                 return Err(format!(
-                    "unknown parameter \"{}\": expected room= and mode=",
+                    "unknown parameter \"{}\": expected room=, mode=, or event= with the \
+                     parameters of smart_limit_event",
                     other.escape_default()
                 ))
             }
         }
+    }
+    if q.mode.is_some() && (q.event.is_some() || !q.event_args.is_empty()) {
+        return Err("mode= and event= are separate requests".to_string());
+    }
+    if q.event.is_none() && !q.event_args.is_empty() {
+        return Err("an event's parameters need event=NAME".to_string());
     }
     Ok(q)
 }

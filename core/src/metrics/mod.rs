@@ -17,6 +17,7 @@ mod text;
 #[cfg(test)]
 mod tests;
 
+use crate::event::runtime::Source;
 use crate::event::{EventSpec, Phase};
 use crate::fleet::FleetSnapshot;
 use crate::room::rules::{Admission, Mode};
@@ -46,7 +47,16 @@ pub struct RoomFigures<'a> {
     /// `sync=`: this node's side of the fleet's room.
     pub fleet: Option<FleetSnapshot>,
     /// The room's scheduled events ([S18]), each with where it stands now.
-    pub events: Vec<(&'a EventSpec, Phase)>,
+    pub events: Vec<EventFigures>,
+}
+
+/// A scheduled event of a room ([S18]), where it stands, and where it comes from (the
+/// configuration or the control endpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventFigures {
+    pub spec: EventSpec,
+    pub phase: Phase,
+    pub source: Source,
 }
 
 impl RoomFigures<'_> {

@@ -284,10 +284,10 @@ fn events(out: &mut String, rooms: &[RoomFigures]) {
         "A scheduled event's phase (before, prequeue, running, over): 1 for the one it is in.",
     );
     for f in rooms {
-        for (e, now) in &f.events {
+        for e in &f.events {
             for p in Phase::ALL {
-                each(out, "event_phase", f, &e.name);
-                let _ = writeln!(out, ",phase=\"{}\"}} {}", p.name(), u64::from(p == *now));
+                each(out, "event_phase", f, &e.spec.name);
+                let _ = writeln!(out, ",phase=\"{}\"}} {}", p.name(), u64::from(p == e.phase));
             }
         }
     }
@@ -322,9 +322,9 @@ fn events(out: &mut String, rooms: &[RoomFigures]) {
     for (name, help, get) in FIGURES {
         family(out, name, "gauge", help);
         for f in rooms {
-            for (e, _) in &f.events {
-                if let Some(v) = get(e) {
-                    each(out, name, f, &e.name);
+            for e in &f.events {
+                if let Some(v) = get(&e.spec) {
+                    each(out, name, f, &e.spec.name);
                     let _ = writeln!(out, "}} {v}");
                 }
             }

@@ -259,7 +259,11 @@ fn events_show_their_phase_times_and_limits() {
     ])
     .unwrap();
     let mut room = figures("s", Some(snap(1)));
-    room.events = vec![(&drop, Phase::Prequeue)];
+    room.events = vec![super::EventFigures {
+        spec: drop,
+        phase: Phase::Prequeue,
+        source: crate::event::runtime::Source::Control,
+    }];
     let rooms = [figures("plain", Some(snap(1))), room];
     let text = render_prometheus(&rooms);
     let samples = check_exposition(&text);
@@ -286,6 +290,7 @@ fn events_show_their_phase_times_and_limits() {
     let e = &j["rooms"][1]["events"][0];
     assert_eq!(e["name"], "drop");
     assert_eq!(e["phase"], "prequeue");
+    assert_eq!(e["source"], "control");
     assert_eq!(e["start"], 2000);
     assert_eq!(e["max_active"], 500);
     assert!(e["end"].is_null());
@@ -330,21 +335,37 @@ fn control_queries() {
         parse_control_query(b"room=shop&mode=reject"),
         Ok(ControlQuery {
             room: Some("shop"),
-            mode: Some(Some(Mode::Reject))
+            mode: Some(Some(Mode::Reject)),
+            event: None,
+            event_args: vec![],
         })
     );
     assert_eq!(
         parse_control_query(b"mode=default&room=shop"),
         Ok(ControlQuery {
             room: Some("shop"),
-            mode: Some(None)
+            mode: Some(None),
+            event: None,
+            event_args: vec![],
         })
     );
     assert_eq!(
         parse_control_query(b""),
         Ok(ControlQuery {
             room: None,
-            mode: None
+            mode: None,
+            event: None,
+            event_args: vec![],
+        })
+    );
+    // An event to create: its parameters as smart_limit_event takes them, decoded.
+    assert_eq!(
+        parse_control_query(b"room=shop&event=drop&start=2026-12-01T10%3A00%3A00Z&max_active=5"),
+        Ok(ControlQuery {
+            room: Some("shop"),
+            mode: None,
+            event: Some("drop"),
+            event_args: vec!["start=2026-12-01T10:00:00Z".into(), "max_active=5".into()],
         })
     );
     for m in Mode::ALL {
@@ -362,6 +383,10 @@ fn control_queries() {
         b"room=a&mode=fifo&mode=reject",
         b"room=a&dry=1",
         b"\xff",
+        b"room=a&mode=fifo&event=e",
+        b"room=a&start=@1",
+        b"room=a&event=e&start=%3",
+        b"room=a&event=",
     ] {
         assert!(
             parse_control_query(bad).is_err(),

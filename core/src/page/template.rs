@@ -259,3 +259,17 @@ pub fn check_template(t: &str) -> Result<(), ParseError> {
         .join(", ");
     Err(ParseError::UnknownPlaceholder(list))
 }
+
+#[cfg(test)]
+mod placeholder_list {
+    use super::{check_template, PLACEHOLDERS};
+
+    /// The refusal names every placeholder there is (its list is written out by hand).
+    #[test]
+    fn the_refusal_lists_every_placeholder() {
+        let msg = check_template("{{colour}}").unwrap_err().to_string();
+        for (name, _) in PLACEHOLDERS {
+            assert!(msg.contains(&format!("{{{{{name}}}}}")), "{name} missing: {msg}");
+        }
+    }
+}

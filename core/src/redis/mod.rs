@@ -8,6 +8,7 @@
 //! Uses `config` (parameter parsing) and `room` (the central room follows the same rules).
 
 mod conn;
+mod events;
 mod room;
 mod script;
 
@@ -21,5 +22,6 @@ pub mod resp;
 mod tests;
 
 pub use conn::*;
+pub use events::*;
 pub use room::*;
 pub use script::*;

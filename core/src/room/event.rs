@@ -78,6 +78,13 @@ impl Room<'_> {
         self.shuffle_some();
     }
 
+    /// Before a decision while no event is in force: a start's shuffle that its event's end
+    /// or cancellation cut short goes on, so every place of the pre-queue is drawn (and may
+    /// be let in).
+    pub fn event_settle(&mut self) {
+        self.shuffle_some();
+    }
+
     /// Whether the place `qnum` may be let in: not one the start's shuffle has yet to reach.
     pub(super) fn drawn(&self, qnum: u64) -> bool {
         let h = &*self.hdr;

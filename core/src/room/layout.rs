@@ -11,7 +11,8 @@ const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// Bumped whenever the layout below changes; a reload onto an old layout is refused.
 /// 4: the places' last-sight list became the sight tree; sessions carry a stamp (the fence).
 /// 5: the header holds a scheduled event's pre-queue and the start's shuffle.
-pub const LAYOUT_VERSION: u32 = 5;
+/// 6: the table of events made at run time follows the header.
+pub const LAYOUT_VERSION: u32 = 6;
 pub(super) const NIL: u32 = u32::MAX;
 /// Entries per set of the flood table (a set is scanned whole).
 pub(super) const FLOOD_WAYS: usize = 8;
@@ -79,6 +80,26 @@ pub(super) struct Header {
     pub(super) ev_next: u64,
     pub(super) ev_draws: u64,
     pub(super) ev_seed: [u8; 32],
+}
+
+/// The room's events made at run time (see `event::runtime`): their lines, as text, and
+/// what tells a worker its copy is out of date.
+#[repr(C)]
+pub(super) struct EventTable {
+    /// Changes whenever the text does.
+    pub(super) generation: u64,
+    /// A Redis store: the version of the fleet's table the text is a copy of.
+    pub(super) remote_version: u64,
+    /// A Redis store: when a worker last asked Redis for the fleet's table (wall ms).
+    pub(super) fetched_at: u64,
+    pub(super) len: u32,
+    pub(super) _pad: u32,
+    pub(super) text: [u8; crate::event::runtime::MAX_TABLE_BYTES],
+}
+
+/// Where the regions after the header and the event table begin.
+fn regions_start() -> usize {
+    round8(size_of::<Header>()) + round8(size_of::<EventTable>())
 }
 
 /// A place in the line.
@@ -212,7 +233,7 @@ struct Layout {
 }
 
 fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
-    let hsize = round8(size_of::<Header>());
+    let hsize = regions_start();
     let table = hsize + round8(nb * size_of::<u32>());
     let ring = table + nt * size_of::<Entry>();
     let places = ring + nr * size_of::<Slot>();
@@ -311,7 +332,7 @@ impl<'m> Room<'m> {
 
     /// Reads a room that [`Room::format`] wrote earlier (by this or another process).
     pub fn attach(mem: &'m mut [u8]) -> Result<Room<'m>, LayoutError> {
-        let hsize = round8(size_of::<Header>());
+        let hsize = regions_start();
         if mem.len() < hsize {
             return Err(LayoutError::TooSmall(mem.len(), hsize));
         }
@@ -339,6 +360,7 @@ impl<'m> Room<'m> {
         // 8 and the element types are 4- or 8-aligned), and plain old data.
         unsafe {
             Ok(Room {
+                events: &mut *(base.add(round8(size_of::<Header>())) as *mut EventTable),
                 buckets: core::slice::from_raw_parts_mut(base.add(hsize) as *mut u32, nb),
                 table: core::slice::from_raw_parts_mut(base.add(l.table) as *mut Entry, nt),
                 ring: core::slice::from_raw_parts_mut(base.add(l.ring) as *mut Slot, nr),

@@ -30,6 +30,7 @@ mod layout;
 mod line;
 mod sessions;
 mod sight;
+mod table;
 
 pub mod gcra;
 pub mod poll;
@@ -38,7 +39,7 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
-use layout::{Entry, FloodEntry, Header, Sight, Slot};
+use layout::{Entry, EventTable, FloodEntry, Header, Sight, Slot};
 
 pub use event::{EventNow, PrequeueState, SHUFFLE_STEP};
 pub use flood::flood_hash;
@@ -166,6 +167,8 @@ pub struct Snapshot {
 /// the zone's lock; it borrows the memory for that long only.
 pub struct Room<'m> {
     hdr: &'m mut Header,
+    /// The events made at run time (see `table`).
+    events: &'m mut EventTable,
     buckets: &'m mut [u32],
     table: &'m mut [Entry],
     ring: &'m mut [Slot],
