@@ -60,7 +60,10 @@ pub fn spec_line(spec: &EventSpec) -> String {
         }
     };
     add("end", spec.end.map(|e| format!("@{e}")));
-    add("shuffle", Some(if spec.shuffle { "on" } else { "off" }.into()));
+    add(
+        "shuffle",
+        Some(if spec.shuffle { "on" } else { "off" }.into()),
+    );
     add("max_active", spec.max_active.map(|n| n.to_string()));
     add("new_per_minute", spec.new_per_minute.map(|n| n.to_string()));
     add("grant", spec.grant_ms.map(|ms| format!("{ms}ms")));
@@ -109,7 +112,11 @@ pub fn read_table(text: &str) -> (Vec<Entry>, Vec<EventError>) {
 }
 
 pub fn write_table(entries: &[Entry]) -> String {
-    entries.iter().map(Entry::line).collect::<Vec<_>>().join("\n")
+    entries
+        .iter()
+        .map(Entry::line)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A room's events: the configured ones not cancelled, then those created at run time.

@@ -198,7 +198,11 @@ pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, String> {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
             "room" | "event" => {
-                let slot = if k == "room" { &mut q.room } else { &mut q.event };
+                let slot = if k == "room" {
+                    &mut q.room
+                } else {
+                    &mut q.event
+                };
                 if slot.is_some() {
                     return Err(format!("{k} is given twice"));
                 }
