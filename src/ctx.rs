@@ -51,6 +51,8 @@ pub enum Outcome {
     Throttled,
     /// An admitted session over its request rate (`429`).
     Limited,
+    /// `challenge=pow`: given a proof of work to solve before it takes a place.
+    Challenged,
 }
 
 impl Outcome {
@@ -67,6 +69,7 @@ impl Outcome {
             Outcome::Revoked => "REVOKED",
             Outcome::New => "NEW",
             Outcome::Throttled => "THROTTLED",
+            Outcome::Challenged => "CHALLENGED",
             Outcome::Limited => "LIMITED",
         }
     }

@@ -32,6 +32,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
+use smart_limit_core::challenge::SEED_CHARS;
 use smart_limit_core::fleet;
 use smart_limit_core::page::{Template, ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
@@ -40,6 +41,7 @@ use smart_limit_core::ticket::{self, Ticket};
 use smart_limit_core::zone::StoreKind;
 
 use crate::answer;
+use crate::challenge::{self, Gate};
 use crate::clock::now_ms;
 use crate::conf::{DryRun, Endpoint, LocConf};
 use crate::cookie;
@@ -104,8 +106,17 @@ fn handle(r: &mut Request) -> ngx_int_t {
     };
     let visit = match (held, closed_to_admitted) {
         // A waiting ticket: its place (or, for a ticket from the first contact, a place to
-        // take, paid from its address's flood budget).
+        // take, paid from its address's flood budget, and with `challenge=pow` a proof).
         (Some(t), _) => {
+            if !turn.dry {
+                match challenge::gate(r, zone, &t, now) {
+                    Gate::Pass { proven: true } => challenge::delete_proof(r, zone),
+                    Gate::Pass { proven: false } => {}
+                    Gate::Challenge(seed, bits, wait_secs) => {
+                        return challenged(r, &turn, (seed, bits), wait_secs)
+                    }
+                }
+            }
             let (qnum, arrival) = place_of(zone, &t, now);
             Visit {
                 sid: t.sid,
@@ -222,6 +233,23 @@ fn arrived(r: &mut Request, turn: &Turn, sid: u64) -> ngx_int_t {
     cookie::set_ticket(r, turn.zone, &t);
     record(r, turn.zone, Outcome::New, None, None);
     let rc = answer::cookie_check(r);
+    finish(r, rc)
+}
+
+/// `challenge=pow`: the challenge answer (the seed to solve, no place); the page solves it
+/// and comes back, or without script comes back after `wait_secs` and takes its place then.
+fn challenged(
+    r: &mut Request,
+    turn: &Turn,
+    challenge: ([u8; SEED_CHARS], u8),
+    wait_secs: u64,
+) -> ngx_int_t {
+    record(r, turn.zone, Outcome::Challenged, None, None);
+    let mut view = turn.view(ViewStatus::Challenge, None);
+    view.challenge = Some(challenge);
+    view.queue_len = turn.zone.snapshot(turn.now).map_or(0, |s| s.queue_len);
+    view.refresh_secs = wait_secs.max(1);
+    let rc = answer::waiting(r, turn.lcf, None, &view);
     finish(r, rc)
 }
 
@@ -353,6 +381,7 @@ impl Turn<'_> {
             refresh_secs: self.lcf.refresh_secs(),
             updated_at: self.now / 1000,
             starts_at: None,
+            challenge: None,
         }
     }
 }

@@ -42,6 +42,7 @@ use ngx::http::{HttpModule, HttpModuleLocationConf, HttpModuleMainConf};
 use ngx::{core::Status, ngx_string};
 
 mod answer;
+mod challenge;
 mod clock;
 mod conf;
 mod cookie;

@@ -61,6 +61,33 @@ fn main() {
     measure("ticket: open (base64, AES-GCM, JSON)", 200_000, |_| {
         black_box(keys.open(black_box(sealed.as_bytes()), "shop").ok());
     });
+    // challenge=pow: checking a proof (one MAC, one SHA-256), and making a seed.
+    let seed = smart_limit_core::challenge::seed(&keys, "shop", t.sid, 16);
+    let nonce = smart_limit_core::challenge::solve(&seed, 16, 0, 1 << 26).expect("solved");
+    let proof = format!(
+        "{}.{nonce}",
+        smart_limit_core::challenge::encode_seed(&seed)
+    );
+    measure("challenge: verify a proof (MAC, SHA-256)", 500_000, |_| {
+        black_box(
+            smart_limit_core::challenge::verify(&keys, "shop", t.sid, proof.as_bytes(), 16).ok(),
+        );
+    });
+    measure("challenge: one try of a solver (SHA-256)", 2_000_000, |i| {
+        let mut n = itoa::Buffer::new();
+        black_box(smart_limit_core::challenge::hash(
+            &seed,
+            n.format(i).as_bytes(),
+        ));
+    });
+    measure("challenge: a ticket's seed (MAC)", 500_000, |i| {
+        black_box(smart_limit_core::challenge::seed(
+            &keys,
+            "shop",
+            u64::from(i),
+            16,
+        ));
+    });
     let mut cache = OpenCache::new(1024);
     measure(
         "ticket: open, answered by the open cache",
@@ -99,6 +126,7 @@ fn main() {
         refresh_secs: 10,
         updated_at: 1_795_332_865,
         starts_at: None,
+        challenge: None,
     };
     page::prepare_builtin();
     let mut out = Vec::with_capacity(8192);

@@ -42,6 +42,7 @@ macro_rules! panic_free {
 }
 
 panic_free! {
+    pub mod challenge;
     pub mod config;
     pub mod event;
     pub mod fleet;

@@ -34,6 +34,7 @@ pub fn admitted_answer(r: &mut Request, lcf: &LocConf, zone: &Zone, now: u64) ->
         refresh_secs: lcf.refresh_secs(),
         updated_at: now / 1000,
         starts_at: None,
+        challenge: None,
     };
     let event_page = zone.event_now(now).and_then(|(e, _)| e.page.clone());
     answer::waiting(r, lcf, event_page.as_deref(), &view)

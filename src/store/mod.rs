@@ -14,6 +14,7 @@ use std::rc::Rc;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
+use smart_limit_core::challenge::{Bits, Pressure};
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{Admission, Limits, Mode};
@@ -29,6 +30,8 @@ pub mod flood;
 pub mod redis;
 pub mod shm;
 
+/// How fresh the central room's figures must be for [`Zone::admits_at_once`] to trust them.
+const AT_ONCE_FRESH_MS: u64 = 1000;
 /// Tickets each worker keeps opened per zone (see [`OpenCache`]).
 const OPEN_CACHE_SLOTS: usize = 4096;
 /// Waiting tickets each worker remembers per zone (see [`PollCache`]).
@@ -70,6 +73,10 @@ pub struct Zone {
     pub events: event::ZoneEvents,
     /// `flood_key=`: compiled at configuration time (null: the client address).
     pub flood_key: Cell<*mut ngx_http_complex_value_t>,
+    /// `challenge=pow`: the proof cookie (`smart_limit_<room>_proof`).
+    pub proof_cookie: CookieName,
+    /// Per worker: `challenge_bits=auto`'s view of the room's pressure.
+    pub pressure: RefCell<Pressure>,
     /// Mixes flood keys: the same in every worker (set at zone init, before the fork) and,
     /// with `smart_limit_secret`, on every node (derived from the ticket keys), so that one
     /// address names one flood bucket in Redis whichever node it reaches.
@@ -123,6 +130,8 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
     let pool = unsafe { Pool::from_ngx_pool(cf.pool) };
     let zone = pool.allocate(Zone {
         cookie: CookieName::new(&format!("smart_limit_{name}")),
+        proof_cookie: CookieName::new(&format!("smart_limit_{name}_proof")),
+        pressure: RefCell::new(Pressure::default()),
         params,
         limits,
         admission,
@@ -391,6 +400,51 @@ impl Zone {
         }
         let code = mode.map_or(0, Mode::code);
         Answer::Now(self.shm.with_room(|room| room.set_mode_override(code)))
+    }
+
+    /// `challenge=pow`: the difficulty in force at `now` (None: no challenge). `auto` follows
+    /// the room's pressure (see [`Pressure`]), from its counters.
+    pub fn challenge_bits(&self, now: u64) -> Option<u8> {
+        match self.params.challenge? {
+            Bits::Fixed(n) => Some(n),
+            Bits::Auto => {
+                let s = self.snapshot(now).ok()?;
+                let c = &s.counters;
+                let asked = c.queued.max(c.challenged);
+                let mut p = self.pressure.try_borrow_mut().ok()?;
+                Some(p.bits(now, asked, c.admitted, s.queue_len))
+            }
+        }
+    }
+
+    /// Whether a newcomer would be let in at once (nobody waits, there is room, no pre-queue):
+    /// it then needs no proof of work. Only where this node knows: its own room, or the
+    /// central room's figures from a reply of the last [`AT_ONCE_FRESH_MS`]. A synced node
+    /// never knows the fleet's state of this instant (its picture is an interval old), so
+    /// there every newcomer brings a proof.
+    pub fn admits_at_once(&self, now: u64) -> bool {
+        if self.fleet.is_some() {
+            return false;
+        }
+        let limits = self.limits_at(now);
+        let Ok((s, age)) = self.shm.with_room(|room| {
+            let age = room.remote_age(now);
+            (room.snapshot(now, &self.limits), age)
+        }) else {
+            return false;
+        };
+        if self.redis.is_some() && age.is_none_or(|a| a > AT_ONCE_FRESH_MS) {
+            return false;
+        }
+        let mode = Mode::from_code(s.mode_override).unwrap_or(limits.mode);
+        matches!(mode, Mode::Fifo | Mode::Random)
+            && s.queue_len == 0
+            && s.active < limits.max_active
+    }
+
+    /// Counts in the room's counters.
+    pub fn count(&self, f: impl FnOnce(&mut smart_limit_core::room::Counters)) {
+        let _ = self.shm.with_room(|room| f(room.counters_mut()));
     }
 
     pub fn count_bypass(&self) {

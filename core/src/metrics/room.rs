@@ -79,6 +79,16 @@ const COUNTERS: &[(&str, &str, CounterOf)] = &[
         "Polls of a waiting ticket answered without the store (polled faster than a browser).",
         |c| c.fast_polls,
     ),
+    (
+        "challenged",
+        "challenge=pow: clients given a proof of work to solve before they take a place.",
+        |c| c.challenged,
+    ),
+    (
+        "proofs_refused",
+        "challenge=pow: proofs refused (another ticket's, unsolved, too easy or malformed).",
+        |c| c.proofs_refused,
+    ),
 ];
 
 type GaugeOf = fn(&RoomFigures, &Snapshot) -> Option<u64>;

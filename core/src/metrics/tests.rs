@@ -23,6 +23,8 @@ fn snap(n: u64) -> Snapshot {
             throttled: 12,
             session_limited: 13,
             fast_polls: 14,
+            challenged: 15,
+            proofs_refused: 16,
         },
         capacity: 1000,
         mode_override: 0,

@@ -49,6 +49,40 @@ var s=Math.max(0,Math.round((t-Date.now())/1000)),h=Math.floor(s/3600),m=Math.fl
 e.textContent=(h?h+':'+(m<10?'0':''):'')+m+':'+(s%60<10?'0':'')+s%60;}f();setInterval(f,1000);})();\
 </script>\n";
 
+/// The challenge page's solver (`challenge=pow`): a Web Worker made from the page's own text
+/// (no external resources) finds a nonce whose SHA-256 over the seed's bytes and the nonce's
+/// digits starts with `bits` zero bits, reporting its progress; the page then keeps the proof
+/// as the room's proof cookie and loads itself again. The seed and the nonce fit one block of
+/// SHA-256 (at most 9 + 20 bytes), so the worker hashes one block per try.
+const SOLVER: &str = "<script id=\"sl-pow\" type=\"text/plain\">\
+var K=[1116352408,1899447441,3049323471,3921009573,961987163,1508970993,2453635748,2870763221,\
+3624381080,310598401,607225278,1426881987,1925078388,2162078206,2614888103,3248222580,\
+3835390401,4022224774,264347078,604807628,770255983,1249150122,1555081692,1996064986,\
+2554220882,2821834349,2952996808,3210313671,3336571891,3584528711,113926993,338241895,\
+666307205,773529912,1294757372,1396182291,1695183700,1986661051,2177026350,2456956037,\
+2730485921,2820302411,3259730800,3345764771,3516065817,3600352804,4094571909,275423344,\
+430227734,506948616,659060556,883997877,958139571,1322822218,1537002063,1747873779,\
+1955562222,2024104815,2227730452,2361852424,2428436474,2756734187,3204031479,3329325298];\
+function r(x,n){return x>>>n|x<<(32-n);}\
+onmessage=function(m){var seed=m.data.seed,bits=m.data.bits,B=new Uint8Array(64),W=new Int32Array(64),n,i;\
+for(n=0;;n++){var s=String(n),L=seed.length+s.length;B.fill(0);B.set(seed);\
+for(i=0;i<s.length;i++)B[seed.length+i]=s.charCodeAt(i);B[L]=128;B[62]=(L*8)>>>8;B[63]=(L*8)&255;\
+for(i=0;i<16;i++)W[i]=B[4*i]<<24|B[4*i+1]<<16|B[4*i+2]<<8|B[4*i+3];\
+for(i=16;i<64;i++){var x=W[i-15],y=W[i-2];W[i]=(W[i-16]+(r(x,7)^r(x,18)^(x>>>3))+W[i-7]+(r(y,17)^r(y,19)^(y>>>10)))|0;}\
+var a=1779033703,b=-1150833019,c=1013904242,d=-1521486534,e=1359893119,f=-1694144372,g=528734635,h=1541459225;\
+for(i=0;i<64;i++){var t1=(h+(r(e,6)^r(e,11)^r(e,25))+((e&f)^(~e&g))+K[i]+W[i])|0,\
+t2=((r(a,2)^r(a,13)^r(a,22))+((a&b)^(a&c)^(b&c)))|0;h=g;g=f;f=e;e=(d+t1)|0;d=c;c=b;b=a;a=(t1+t2)|0;}\
+var h0=(a+1779033703)|0,h1=(b-1150833019)|0,z=Math.clz32(h0);if(z===32)z+=Math.clz32(h1);\
+if(z>=bits){postMessage({nonce:n});return;}if((n&16383)===0)postMessage({tries:n});}};\
+</script>\n<script>(function(){var p=document.getElementById('progress'),c=window.SL;\
+if(!c||!window.Worker||!window.Blob)return;\
+var t=atob(c.seed.replace(/-/g,'+').replace(/_/g,'/')),seed=[];for(var i=0;i<t.length;i++)seed.push(t.charCodeAt(i));\
+var w=new Worker(URL.createObjectURL(new Blob([document.getElementById('sl-pow').textContent],{type:'text/javascript'})));\
+var want=Math.pow(2,c.bits);w.onmessage=function(m){if(m.data.nonce!==undefined){\
+document.cookie=c.cookie+'='+c.seed+'.'+m.data.nonce+'; path=/; SameSite=Lax';p.textContent='100%';location.reload();}\
+else{p.textContent=Math.min(99,Math.floor(100*(1-Math.exp(-m.data.tries/want))))+'%';}};\
+w.postMessage({seed:seed,bits:c.bits});})();</script>\n";
+
 /// The refresh note of the built-in page, with the refresh interval as a slot.
 fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
     let (before, after) = match (lang, status) {
@@ -69,6 +103,8 @@ fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
         (Lang::Ja, ViewStatus::Throttled) => ("このページは", "秒後に自動で再試行します。"),
         (Lang::Ja, ViewStatus::Admitted) => ("このページは", "秒後に自動で再読み込みされます。"),
         (Lang::Ja, ViewStatus::Prequeue) => ("このページは", "秒後に自動で更新されます。"),
+        // (The challenge page has its own note.)
+        (_, ViewStatus::Challenge) => ("", ""),
     };
     t.text(before).slot(Slot::RefreshAtLeast1).text(after);
 }
@@ -83,15 +119,25 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
         ViewStatus::Throttled => tx.throttled_title,
         ViewStatus::Admitted => tx.admitted_title,
         ViewStatus::Prequeue => tx.prequeue_title,
+        ViewStatus::Challenge => tx.challenge_title,
     };
     let mut t = Template::default();
     t.text("<!DOCTYPE html>\n<html lang=\"")
         .text(tx.lang)
         .text("\">\n<head>\n<meta charset=\"utf-8\">\n")
-        .text("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+        .text("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    // The challenge page reloads itself once solved; only without script does it come back
+    // after the refresh (the slower path of a browser that runs no JavaScript).
+    let (before, after) = match status {
+        ViewStatus::Challenge => ("<noscript>", "</noscript>"),
+        _ => ("", ""),
+    };
+    t.text(before)
         .text("<meta http-equiv=\"refresh\" content=\"")
         .slot(Slot::RefreshAtLeast1)
-        .text("\">\n<meta name=\"robots\" content=\"noindex, nofollow\">\n")
+        .text("\">")
+        .text(after)
+        .text("\n<meta name=\"robots\" content=\"noindex, nofollow\">\n")
         .text("<meta name=\"color-scheme\" content=\"light dark\">\n<title>")
         .text(title)
         .text("</title>\n<style>\n")
@@ -146,6 +192,24 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
                 .text("</p>\n<div class=\"pos\"><div class=\"pos-num\" id=\"countdown\"></div></div>\n")
                 .text(COUNTDOWN);
         }
+        ViewStatus::Challenge => {
+            t.text("<p class=\"lead\">")
+                .text(tx.challenge_lead)
+                .text("</p>\n<div class=\"pos\" role=\"status\" aria-live=\"polite\">")
+                .text("<div class=\"pos-num\" id=\"progress\">0%</div></div>\n")
+                .text("<noscript><p class=\"note\">")
+                .text(tx.challenge_noscript.0)
+                .slot(Slot::RefreshAtLeast1)
+                .text(tx.challenge_noscript.1)
+                .text("</p></noscript>\n<script>window.SL={seed:'")
+                .slot(Slot::ChallengeSeed)
+                .text("',bits:")
+                .slot(Slot::ChallengeBits)
+                .text(",cookie:'smart_limit_")
+                .slot(Slot::Room)
+                .text("_proof'};</script>\n")
+                .text(SOLVER);
+        }
         ViewStatus::Closed | ViewStatus::Admitted | ViewStatus::Throttled => {
             let lead = match status {
                 ViewStatus::Closed => tx.closed_lead,
@@ -157,9 +221,12 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
                 .text("</p>\n");
         }
     }
-    t.text("<p class=\"note\"><span class=\"dot\" aria-hidden=\"true\"></span>");
-    refresh_note(&mut t, lang, status);
-    t.text("</p>\n<p class=\"note\">")
+    if status != ViewStatus::Challenge {
+        t.text("<p class=\"note\"><span class=\"dot\" aria-hidden=\"true\"></span>");
+        refresh_note(&mut t, lang, status);
+        t.text("</p>\n");
+    }
+    t.text("<p class=\"note\">")
         .text(tx.updated)
         .text(" <time datetime=\"")
         .slot(Slot::UpdatedIso)
@@ -170,17 +237,18 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
 }
 
 /// The built-in pages, prepared once per process.
-fn builtin_pages() -> &'static [Template; 20] {
-    static PAGES: std::sync::OnceLock<[Template; 20]> = std::sync::OnceLock::new();
+fn builtin_pages() -> &'static [Template; 24] {
+    static PAGES: std::sync::OnceLock<[Template; 24]> = std::sync::OnceLock::new();
     PAGES.get_or_init(|| {
         core::array::from_fn(|i| {
-            let lang = if i < 10 { Lang::En } else { Lang::Ja };
-            let status = match (i / 2) % 5 {
+            let lang = if i < 12 { Lang::En } else { Lang::Ja };
+            let status = match (i / 2) % 6 {
                 0 => ViewStatus::Waiting,
                 1 => ViewStatus::Closed,
                 2 => ViewStatus::Admitted,
                 3 => ViewStatus::Throttled,
-                _ => ViewStatus::Prequeue,
+                4 => ViewStatus::Prequeue,
+                _ => ViewStatus::Challenge,
             };
             builtin(lang, status, i % 2 == 1)
         })
@@ -190,7 +258,7 @@ fn builtin_pages() -> &'static [Template; 20] {
 fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize {
     let l = match lang {
         Lang::En => 0,
-        Lang::Ja => 10,
+        Lang::Ja => 12,
     };
     let s = match status {
         ViewStatus::Waiting => 0,
@@ -198,6 +266,7 @@ fn builtin_index(lang: Lang, status: ViewStatus, position_known: bool) -> usize 
         ViewStatus::Admitted => 4,
         ViewStatus::Throttled => 6,
         ViewStatus::Prequeue => 8,
+        ViewStatus::Challenge => 10,
     };
     l + s + usize::from(position_known)
 }
@@ -214,8 +283,9 @@ fn html_template<'t>(
     template: Option<&'t Template>,
 ) -> Option<&'t Template> {
     match template {
-        Some(t) => Some(t),
-        None => builtin_pages().get(builtin_index(lang, v.status, v.position.is_some())),
+        // (The challenge's page is always the built-in one: it carries the solver.)
+        Some(t) if v.status != ViewStatus::Challenge => Some(t),
+        _ => builtin_pages().get(builtin_index(lang, v.status, v.position.is_some())),
     }
 }
 

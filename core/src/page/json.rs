@@ -12,7 +12,8 @@ fn put_json_opt(out: &mut impl Out, n: Option<u64>) {
 
 /// The JSON answer: `{"status":"waiting","room":..,"position":N|null,"eta_seconds":N|null,
 /// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`, and
-/// `"starts_at":N` (unix seconds) while an event's pre-queue is open.
+/// `"starts_at":N` (unix seconds) while an event's pre-queue is open, and
+/// `"challenge":{"alg":"sha256","seed":"..","bits":N}` with `"status":"challenge"`.
 pub fn write_json(v: &WaitView, out: &mut impl Out) {
     out.put(b"{\"status\":\"");
     out.put(v.status.as_str().as_bytes());
@@ -35,6 +36,14 @@ pub fn write_json(v: &WaitView, out: &mut impl Out) {
     if let Some(t) = v.starts_at {
         out.put(b",\"starts_at\":");
         out.put_u64(t);
+    }
+    if let Some((seed, bits)) = &v.challenge {
+        // (The seed is base64url: nothing in it needs escaping.)
+        out.put(b",\"challenge\":{\"alg\":\"sha256\",\"seed\":\"");
+        out.put(seed);
+        out.put(b"\",\"bits\":");
+        out.put_u64(u64::from(*bits));
+        out.put(b"}");
     }
     out.put(b"}");
 }

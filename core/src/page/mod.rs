@@ -41,6 +41,9 @@ pub enum ViewStatus {
     /// A scheduled event's pre-queue: the client holds a place; the order is drawn at the
     /// start (`starts_at`).
     Prequeue,
+    /// `challenge=pow`: the client takes its place once it brings a proof of work for the
+    /// seed it is given (`challenge`).
+    Challenge,
 }
 
 impl ViewStatus {
@@ -52,6 +55,7 @@ impl ViewStatus {
             ViewStatus::Closed => "closed",
             ViewStatus::Throttled => "throttled",
             ViewStatus::Prequeue => "prequeue",
+            ViewStatus::Challenge => "challenge",
         }
     }
 }
@@ -75,6 +79,8 @@ pub struct WaitView<'a> {
     pub updated_at: u64,
     /// A scheduled event's start (unix seconds), while its pre-queue is open.
     pub starts_at: Option<u64>,
+    /// `challenge=pow`: the seed to solve (base64url) and its difficulty in bits.
+    pub challenge: Option<([u8; crate::challenge::SEED_CHARS], u8)>,
 }
 
 /// Language of the HTML page.

@@ -54,6 +54,9 @@ pub(super) enum Slot {
     /// `YYYY-MM-DDTHH:MM:SSZ` and `HH:MM:SS` (UTC) of `starts_at`.
     StartsIso,
     StartsTime,
+    /// The challenge's seed (base64url) and difficulty (`challenge=pow`; empty without).
+    ChallengeSeed,
+    ChallengeBits,
 }
 
 /// Placeholder names a template may use, and what each becomes.
@@ -193,6 +196,16 @@ fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
         }
         Slot::StartsIso => put_utc_iso(out, v.starts_at.unwrap_or(v.updated_at)),
         Slot::StartsTime => put_utc_time(out, v.starts_at.unwrap_or(v.updated_at)),
+        Slot::ChallengeSeed => {
+            if let Some((seed, _)) = &v.challenge {
+                out.put(seed);
+            }
+        }
+        Slot::ChallengeBits => {
+            if let Some((_, bits)) = v.challenge {
+                out.put_u64(u64::from(bits));
+            }
+        }
     }
 }
 
@@ -269,7 +282,10 @@ mod placeholder_list {
     fn the_refusal_lists_every_placeholder() {
         let msg = check_template("{{colour}}").unwrap_err().to_string();
         for (name, _) in PLACEHOLDERS {
-            assert!(msg.contains(&format!("{{{{{name}}}}}")), "{name} missing: {msg}");
+            assert!(
+                msg.contains(&format!("{{{{{name}}}}}")),
+                "{name} missing: {msg}"
+            );
         }
     }
 }

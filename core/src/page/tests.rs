@@ -15,6 +15,7 @@ fn view(status: ViewStatus) -> WaitView<'static> {
         refresh_secs: 20,
         updated_at: 1_694_432_754,
         starts_at: None,
+        challenge: None,
     }
 }
 

@@ -64,6 +64,10 @@ pub(super) struct Texts {
     pub(super) prequeue_title: &'static str,
     /// Before and after the start's time.
     pub(super) prequeue_lead: (&'static str, &'static str),
+    pub(super) challenge_title: &'static str,
+    pub(super) challenge_lead: &'static str,
+    /// Without JavaScript: before and after the seconds until the page comes back.
+    pub(super) challenge_noscript: (&'static str, &'static str),
     pub(super) updated: &'static str,
 }
 
@@ -86,6 +90,14 @@ const EN: Texts = Texts {
         "The site is not letting visitors in right now. Please try again in a little while.",
     admitted_title: "It's your turn",
     admitted_lead: "Taking you to the site now. If nothing happens, reload this page.",
+    challenge_title: "Checking your browser",
+    challenge_lead: "Before you take your place in line, your browser solves a small puzzle. \
+                     It takes a few seconds, once, and keeps scripts from taking the places \
+                     of people.",
+    challenge_noscript: (
+        "Your browser does not run JavaScript: this page comes back by itself in ",
+        " seconds and takes your place then.",
+    ),
     prequeue_title: "Opening soon",
     prequeue_lead: (
         "The line opens at ",
@@ -113,6 +125,13 @@ const JA: Texts = Texts {
     closed_lead: "ご不便をおかけして申し訳ありません。しばらくしてから、もう一度アクセスしてください。",
     admitted_title: "お待たせしました",
     admitted_lead: "順番が来ました。まもなくサイトへ移動します。表示が変わらない場合は、ページを再読み込みしてください。",
+    challenge_title: "ブラウザを確認しています",
+    challenge_lead: "列に並ぶ前に、ブラウザが小さな計算問題を解きます。数秒で一度だけ終わり、\
+                     プログラムによる順番の横取りを防ぎます。",
+    challenge_noscript: (
+        "JavaScriptが無効のため、このページは",
+        "秒後に自動で更新され、そのときに列に並びます。",
+    ),
     prequeue_title: "まもなく受付を開始します",
     prequeue_lead: (
         "受付開始は",

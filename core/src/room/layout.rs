@@ -12,7 +12,8 @@ const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// 4: the places' last-sight list became the sight tree; sessions carry a stamp (the fence).
 /// 5: the header holds a scheduled event's pre-queue and the start's shuffle.
 /// 6: the table of events made at run time follows the header.
-pub const LAYOUT_VERSION: u32 = 6;
+/// 7: two counters of the proof of work (`challenged`, `proofs_refused`).
+pub const LAYOUT_VERSION: u32 = 7;
 pub(super) const NIL: u32 = u32::MAX;
 /// Entries per set of the flood table (a set is scanned whole).
 pub(super) const FLOOD_WAYS: usize = 8;

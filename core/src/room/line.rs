@@ -44,6 +44,12 @@ impl<'m> Room<'m> {
         self.hdr.remote_at_ms = now.max(1);
     }
 
+    /// How old the figures mirrored from Redis are at `now` (None: none came yet).
+    pub fn remote_age(&self, now: u64) -> Option<u64> {
+        let at = self.hdr.remote_at_ms;
+        (at != 0).then(|| now.saturating_sub(at))
+    }
+
     // ------------------------------------------------------------------ the line
 
     pub(super) fn ring_index(&self, qnum: u64) -> usize {

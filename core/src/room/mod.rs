@@ -76,6 +76,11 @@ pub struct Counters {
     pub session_limited: u64,
     /// Polls of a waiting ticket answered without the store (polled faster than a browser).
     pub fast_polls: u64,
+    /// `challenge=pow`: clients that would have taken a place given a proof of work to solve
+    /// first (no place yet).
+    pub challenged: u64,
+    /// `challenge=pow`: proofs refused (another ticket's seed, unsolved, too easy, malformed).
+    pub proofs_refused: u64,
 }
 
 /// What a waiting (not admitted) client asked the room.

@@ -18,6 +18,15 @@ impl Keyring {
     pub fn derive_u64(&self, purpose: &str, room: &str) -> u64 {
         derive_with(&self.derive, purpose.as_bytes(), room.as_bytes())
     }
+
+    /// [`Keyring::derive_u64`] over bytes: `what` (not text: its first byte is one no text
+    /// purpose starts with, so it never derives what a text purpose does) and the room.
+    pub fn derive_bytes(&self, what: &[u8], room: &[u8]) -> u64 {
+        let mut tagged = Vec::with_capacity(what.len() + 1);
+        tagged.push(0xc5);
+        tagged.extend_from_slice(what);
+        derive_with(&self.derive, &tagged, room)
+    }
 }
 
 fn derive_with(cipher: &Aes256, purpose: &[u8], room: &[u8]) -> u64 {

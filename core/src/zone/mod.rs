@@ -5,6 +5,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::challenge::{parse_bits, Bits};
 use crate::config::{
     check_zone_name, key_prefix, parse_digits, parse_rate, parse_size, positive, positive_time,
     split_param_in, store_timeout, sync_interval, ConfError, ParseError, DEFAULT_PREFIX,
@@ -118,6 +119,9 @@ pub struct ZoneParams {
     /// and the node meets the fleet in Redis once per TIME (100ms..60s). None: every decision
     /// is one Redis call (exact FIFO across the fleet).
     pub sync_ms: Option<u64>,
+    /// `challenge=pow|off` and `challenge_bits=N|auto`: a proof of work to take a place
+    /// ([S19], see `challenge`); None when off (the default).
+    pub challenge: Option<Bits>,
 }
 
 /// A rate with a burst, as written: `rate=10r/s` (or `r/m`) and `..._burst=N`.
@@ -159,6 +163,8 @@ const PARAMS: &[(&str, &str)] = &[
     ("poll_burst", "poll_burst=10"),
     ("max_line", "max_line=1000000"),
     ("sync", "sync=1s"),
+    ("challenge", "challenge=pow"),
+    ("challenge_bits", "challenge_bits=auto"),
 ];
 
 impl ZoneParams {
@@ -183,6 +189,7 @@ impl ZoneParams {
             poll: Some(DEFAULT_POLL),
             max_line: DEFAULT_MAX_LINE,
             sync_ms: None,
+            challenge: None,
         }
     }
 
@@ -240,6 +247,18 @@ impl ZoneParams {
             "poll_burst" => set_burst(&mut self.poll, value)?,
             "max_line" => self.max_line = positive(value)?,
             "sync" => self.sync_ms = Some(sync_interval(value)?),
+            "challenge" => {
+                self.challenge = match value {
+                    // (challenge_bits= may have come first.)
+                    "pow" => Some(self.challenge.unwrap_or(Bits::Auto)),
+                    "off" => None,
+                    _ => return Err("expected pow or off".to_string()),
+                }
+            }
+            "challenge_bits" => {
+                let bits = parse_bits(value)?;
+                self.challenge = Some(bits);
+            }
             // Unreachable: `param` comes from PARAMS, and every entry is handled above.
             _ => return Err("unknown parameter".to_string()),
         }
@@ -270,6 +289,14 @@ impl ZoneParams {
         }
         self.redis.check(arg_of)?;
         self.check_sync(arg_of)?;
+        // challenge_bits= sets the difficulty of challenge=pow, which must be there and on.
+        if let Some(b) = arg_of("challenge_bits") {
+            match arg_of("challenge") {
+                Some(c) if c.ends_with("=pow") => {}
+                Some(c) => return Err(ConfError::Conflict(c.to_string(), b.to_string())),
+                None => return Err(ConfError::Requires(b.to_string(), "challenge=pow")),
+            }
+        }
         // A burst or key for a limit that is off is a contradiction, whatever the order.
         for (burst, limit, on) in [
             ("flood_burst", "flood", self.flood.is_some()),

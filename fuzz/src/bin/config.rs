@@ -101,6 +101,7 @@ fn main() {
             refresh_secs: u64::MAX,
             updated_at: u64::MAX,
             starts_at: Some(u64::MAX),
+            challenge: Some(([b'A'; 12], 32)),
         };
         let mut out = Vec::new();
         for lang in [Lang::En, Lang::Ja] {

@@ -1,4 +1,5 @@
-//! Fuzz target: opening a session ticket (the smart_limit cookie value, attacker-controlled).
+//! Fuzz target: opening a session ticket (the smart_limit cookie value, attacker-controlled),
+//! and checking the same bytes as a proof of work (`challenge=pow`).
 //!
 //! Input starting with `{`: the harness seals it as a ticket's plaintext (see
 //! `seal_plaintext`), so the JSON reading and the room check behind authentication are
@@ -29,6 +30,13 @@ fn main() {
         } else {
             data
         };
+
+        // The same bytes as a proof of work (`Smart-Limit-Proof`, attacker-controlled too):
+        // refused or taken, never a panic; a proof an attacker made up without the key never
+        // passes (its seed's MAC cannot match).
+        if let Ok(bits) = smart_limit_core::challenge::verify(&keys, ROOM, 42, data, 1) {
+            assert!((1..=32).contains(&bits), "a proof verified at {bits} bits");
+        }
 
         let direct = keys.open(value, ROOM).ok();
         // A fresh cache per input: state carried between inputs would make runs differ.

@@ -1,0 +1,175 @@
+//! A proof of work to take a place in the line ([S19], `challenge=pow`): scripts pay for each
+//! place in CPU, as people's browsers do, so many addresses no longer mean many places for
+//! free.
+//!
+//! A client whose ticket has no place yet is given a **seed** bound to that ticket: the
+//! difficulty (`bits`, one byte) followed by a MAC of the room, the ticket's session id and the
+//! difficulty under the room's key (8 bytes; [`Keyring::derive_u64`]), written in base64url
+//! (12 characters). It finds a **nonce** (decimal ASCII) such that SHA-256(seed bytes followed
+//! by the nonce) starts with `bits` zero bits, about 2^bits hashes, and comes back with
+//! `SEED.NONCE`. Checking costs one MAC and one hash. A seed of another ticket (another room, a
+//! forged one) does not verify; a ticket takes one place whatever it presents, and once it
+//! holds one its proof is never asked for again, so a proof buys one place.
+
+mod pressure;
+#[cfg(test)]
+mod tests;
+
+pub use pressure::Pressure;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use crate::ticket::Keyring;
+
+/// The seed's bytes: the difficulty, then the MAC.
+pub const SEED_BYTES: usize = 9;
+/// The seed in base64url.
+pub const SEED_CHARS: usize = 12;
+/// Digits of a nonce, at most (a u64 in decimal).
+pub const MAX_NONCE_DIGITS: usize = 20;
+/// `challenge_bits=N`: the range a fixed difficulty may take.
+pub const MIN_BITS: u8 = 1;
+pub const MAX_BITS: u8 = 32;
+/// `challenge_bits=auto`: from this difficulty when the line drains as fast as it grows...
+pub const AUTO_MIN_BITS: u8 = 16;
+/// ...to this one under a flood (each bit doubles the work: 2^22 hashes take a browser's
+/// core a few seconds; see docs/under-attack.md for the measured costs).
+pub const AUTO_MAX_BITS: u8 = 22;
+/// A proof solved at a difficulty up to this much below the one in force now is taken (the
+/// difficulty may rise while an honest browser solves).
+pub const GRACE_BITS: u8 = 2;
+
+/// `challenge_bits=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bits {
+    Fixed(u8),
+    Auto,
+}
+
+/// Parses `challenge_bits=` (`auto` or 1..=32).
+pub fn parse_bits(v: &str) -> Result<Bits, String> {
+    if v == "auto" {
+        return Ok(Bits::Auto);
+    }
+    match v.parse::<u8>() {
+        Ok(n) if (MIN_BITS..=MAX_BITS).contains(&n) => Ok(Bits::Fixed(n)),
+        _ => Err(format!(
+            "expected auto or a number of bits from {MIN_BITS} to {MAX_BITS}"
+        )),
+    }
+}
+
+/// The seed of ticket `sid`'s challenge in `room` at difficulty `bits`.
+pub fn seed(keys: &Keyring, room: &str, sid: u64, bits: u8) -> [u8; SEED_BYTES] {
+    let mut input = [bits; 9];
+    for (i, b) in input.iter_mut().zip(sid.to_le_bytes()) {
+        *i = b;
+    }
+    // (The ticket and the difficulty as the derivation's first part, the room as its second.)
+    let mac = keys.derive_bytes(&input, room.as_bytes());
+    let mut seed = [bits; SEED_BYTES];
+    for (s, b) in seed.iter_mut().skip(1).zip(mac.to_le_bytes()) {
+        *s = b;
+    }
+    seed
+}
+
+/// The seed as the client sees it (base64url, no padding).
+pub fn encode_seed(seed: &[u8; SEED_BYTES]) -> String {
+    URL_SAFE_NO_PAD.encode(seed)
+}
+
+/// Why a proof is not taken (any of them: the client is one without a proof).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProofError {
+    #[error("not SEED.NONCE")]
+    Malformed,
+    #[error("a seed of another ticket")]
+    Foreign,
+    #[error("solved at a difficulty below the one in force")]
+    TooEasy,
+    #[error("the hash does not start with enough zero bits")]
+    Unsolved,
+}
+
+/// Checks `proof` (`SEED.NONCE`) for ticket `sid` of `room`: the seed is this ticket's, at a
+/// difficulty of at least `min_bits`, and the hash has that many leading zero bits. Returns the
+/// difficulty it was solved at.
+pub fn verify(
+    keys: &Keyring,
+    room: &str,
+    sid: u64,
+    proof: &[u8],
+    min_bits: u8,
+) -> Result<u8, ProofError> {
+    let dot = proof
+        .iter()
+        .position(|&b| b == b'.')
+        .ok_or(ProofError::Malformed)?;
+    let (text, rest) = proof.split_at_checked(dot).ok_or(ProofError::Malformed)?;
+    let nonce = rest.get(1..).ok_or(ProofError::Malformed)?;
+    if text.len() != SEED_CHARS
+        || nonce.is_empty()
+        || nonce.len() > MAX_NONCE_DIGITS
+        || !nonce.iter().all(u8::is_ascii_digit)
+    {
+        return Err(ProofError::Malformed);
+    }
+    let mut got = [0u8; SEED_BYTES];
+    match URL_SAFE_NO_PAD.decode_slice(text, &mut got) {
+        Ok(SEED_BYTES) => {}
+        _ => return Err(ProofError::Malformed),
+    }
+    let [bits, ..] = got;
+    if !(MIN_BITS..=MAX_BITS).contains(&bits) {
+        return Err(ProofError::Malformed);
+    }
+    if bits < min_bits {
+        return Err(ProofError::TooEasy);
+    }
+    let want = seed(keys, room, sid, bits);
+    // (Equal-time comparison: a MAC's bytes are not to be found one at a time.)
+    if got
+        .iter()
+        .zip(want.iter())
+        .fold(0u8, |d, (a, b)| d | (a ^ b))
+        != 0
+    {
+        return Err(ProofError::Foreign);
+    }
+    if zero_bits(&hash(&got, nonce)) < u32::from(bits) {
+        return Err(ProofError::Unsolved);
+    }
+    Ok(bits)
+}
+
+/// SHA-256 of the seed's bytes followed by the nonce's ASCII.
+pub fn hash(seed: &[u8], nonce: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(seed);
+    h.update(nonce);
+    h.finalize().into()
+}
+
+/// Leading zero bits of a hash.
+pub fn zero_bits(h: &[u8; 32]) -> u32 {
+    let mut n = 0;
+    for &b in h {
+        if b == 0 {
+            n += 8;
+        } else {
+            return n + b.leading_zeros();
+        }
+    }
+    n
+}
+
+/// Solves a seed natively (tests, the botnet bench): the first nonce from `from` whose hash
+/// has `bits` zero bits, trying at most `tries`.
+pub fn solve(seed: &[u8], bits: u8, from: u64, tries: u64) -> Option<u64> {
+    let mut buf = itoa::Buffer::new();
+    (from..from.saturating_add(tries))
+        .find(|&n| zero_bits(&hash(seed, buf.format(n).as_bytes())) >= u32::from(bits))
+}

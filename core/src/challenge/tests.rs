@@ -1,0 +1,137 @@
+use super::*;
+use crate::ticket::Keyring;
+
+fn keys() -> Keyring {
+    Keyring::from_key(&[7u8; 32]).unwrap()
+}
+
+fn proof(seed: &[u8; SEED_BYTES], nonce: u64) -> Vec<u8> {
+    format!("{}.{nonce}", encode_seed(seed)).into_bytes()
+}
+
+#[test]
+fn a_solved_seed_verifies_for_its_ticket_only() {
+    let k = keys();
+    let s = seed(&k, "shop", 42, 8);
+    assert_eq!(s[0], 8);
+    assert_eq!(encode_seed(&s).len(), SEED_CHARS);
+    let n = solve(&s, 8, 0, 1 << 20).unwrap();
+    assert_eq!(verify(&k, "shop", 42, &proof(&s, n), 8), Ok(8));
+    // Another ticket, another room, another key: a foreign seed.
+    assert_eq!(
+        verify(&k, "shop", 43, &proof(&s, n), 8),
+        Err(ProofError::Foreign)
+    );
+    assert_eq!(
+        verify(&k, "shoe", 42, &proof(&s, n), 8),
+        Err(ProofError::Foreign)
+    );
+    let other = Keyring::from_key(&[8u8; 32]).unwrap();
+    assert_eq!(
+        verify(&other, "shop", 42, &proof(&s, n), 8),
+        Err(ProofError::Foreign)
+    );
+    // The difficulty went up beyond the grace: too easy now.
+    assert_eq!(
+        verify(&k, "shop", 42, &proof(&s, n), 9),
+        Err(ProofError::TooEasy)
+    );
+}
+
+#[test]
+fn a_nonce_that_does_not_solve_is_refused() {
+    let k = keys();
+    let s = seed(&k, "shop", 42, 16);
+    let n = solve(&s, 16, 0, 1 << 24).unwrap();
+    // A nonce below the first solution does not solve (the solver stops at the first).
+    if n > 0 {
+        assert_eq!(
+            verify(&k, "shop", 42, &proof(&s, n - 1), 16),
+            Err(ProofError::Unsolved)
+        );
+    }
+    // A seed claiming an easier difficulty is another seed: its MAC does not match.
+    let mut easy = s;
+    easy[0] = 1;
+    assert_eq!(
+        verify(&k, "shop", 42, &proof(&easy, 0), 1),
+        Err(ProofError::Foreign)
+    );
+}
+
+#[test]
+fn malformed_proofs_are_refused_without_panic() {
+    let k = keys();
+    for bad in [
+        &b""[..],
+        b".",
+        b"abc.1",
+        b"AAAAAAAAAAAA.",
+        b"AAAAAAAAAAAA.12a",
+        b"AAAAAAAAAAAA.123456789012345678901",
+        b"AAAAAAAAAAA*.1",
+        b"\xff\xfe.1",
+        b"AAAAAAAAAAAA",
+    ] {
+        assert_eq!(
+            verify(&k, "shop", 1, bad, 1),
+            Err(ProofError::Malformed),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn the_hash_is_sha256_of_the_seed_bytes_then_the_nonce() {
+    // SHA-256("abc"), the FIPS 180-2 example.
+    let h = hash(b"ab", b"c");
+    assert_eq!(h[..4], [0xba, 0x78, 0x16, 0xbf]);
+    assert_eq!(zero_bits(&[0u8; 32]), 256);
+    let mut h = [0u8; 32];
+    h[1] = 0x10;
+    assert_eq!(zero_bits(&h), 11);
+}
+
+#[test]
+fn bits_parse() {
+    assert_eq!(parse_bits("auto"), Ok(Bits::Auto));
+    assert_eq!(parse_bits("20"), Ok(Bits::Fixed(20)));
+    for bad in ["0", "33", "-1", "", "x"] {
+        assert!(parse_bits(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn auto_rises_under_a_flood_and_falls_after() {
+    let mut p = Pressure::default();
+    let (mut asked, mut admitted) = (0u64, 0u64);
+    let mut t = 1_000_000;
+    assert_eq!(p.bits(t, asked, admitted, 0), AUTO_MIN_BITS);
+    // Calm: as many come as go.
+    for _ in 0..5 {
+        t += 1000;
+        asked += 50;
+        admitted += 50;
+        assert_eq!(p.bits(t, asked, admitted, 10), AUTO_MIN_BITS);
+    }
+    // A flood: 5,000 ask per second, 50 let in.
+    let mut top = 0;
+    for _ in 0..10 {
+        t += 1000;
+        asked += 5000;
+        admitted += 50;
+        top = p.bits(t, asked, admitted, 1000);
+    }
+    assert_eq!(top, AUTO_MAX_BITS);
+    // It passes: back down within a few seconds.
+    let mut after = top;
+    for _ in 0..10 {
+        t += 1000;
+        asked += 50;
+        admitted += 50;
+        after = p.bits(t, asked, admitted, 1000);
+    }
+    assert_eq!(after, AUTO_MIN_BITS);
+    // Between looks the difficulty stays.
+    assert_eq!(p.bits(t + 10, asked + 100_000, admitted, 1000), after);
+}

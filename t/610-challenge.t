@@ -1,0 +1,115 @@
+# challenge=pow ([S19]): a ticket without a place brings a proof of work bound to it before it
+# takes one. The same on every store (the check is the module's, before the room is asked):
+# no place without a proof, a solved proof gives one place, another ticket's proof and a
+# malformed one are refused, a replayed ticket gets its own place again and not a second;
+# challenge_bits=auto rises under a flood of newcomers and falls after. The solver is
+# t/lib/pow_probe.pl (Digest::SHA); the page's own solver runs in Chromium (t/611).
+
+use lib 't/lib';
+use SmartLimit::Test;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: nginx -t refuses challenge_bits= without challenge=pow, and bad values, naming them
+--- http_config
+    smart_limit_zone shop size=1m challenge_bits=20;
+--- config
+    location / { smart_limit shop; root html; }
+--- must_fail
+--- error_log
+"challenge_bits=20" requires challenge=pow
+
+=== TEST 2: a difficulty outside 1..32 is refused
+--- http_config
+    smart_limit_zone shop size=1m challenge=pow challenge_bits=33;
+--- config
+    location / { smart_limit shop; root html; }
+--- must_fail
+--- error_log
+invalid challenge_bits "33": expected auto or a number of bits from 1 to 32
+
+=== TEST 3: the challenge answer: no place, a seed for the ticket; a newcomer let in at once needs none
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 flood=off challenge=pow challenge_bits=8;
+--- config
+    location / {
+        smart_limit shop;
+        add_header X-Status $smart_limit_status always;
+        root html;
+    }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> index.html
+origin
+--- steps
+A GET / => 200; body =~ /origin/
+B GET / Accept: application/json => 503; json.status == "challenge"; json.challenge.alg == "sha256"; json.challenge.bits == 8; json.challenge.seed =~ /^[A-Za-z0-9_-]{12}$/; json.position == null; json.queue_length == 0; header X-Status =~ /^CHALLENGED$/; header Retry-After =~ /^\d+$/
+B GET / Accept: text/html => 503; body =~ /Checking your browser/; body =~ /new Worker/; body =~ /smart_limit_shop_proof/; body =~ /<noscript><meta http-equiv="refresh" content="3\d">/
+B GET / Accept: application/json | Smart-Limit-Proof: AAAAAAAAAAAA.1 => 503; json.status == "challenge"
+M GET /m => 200; body =~ /smart_limit_challenged_total\{room="shop"\} 3\n/; body =~ /smart_limit_proofs_refused_total\{room="shop"\} 1\n/
+
+=== TEST 4: shared memory: proofs give places, one each
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 flood=off challenge=pow challenge_bits=12;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin
+--- steps
+sh 30: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORT => /^challenged 2 foreign 2 placed 1 kept 1 second 2 replay 1 queue 2$/
+
+=== TEST 5: central Redis, two nodes: a seed from one node is solved for the other
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=1m max_active=1 flood=off challenge=pow challenge_bits=12 store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- steps
+sh 30: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS => /^challenged 2 foreign 2 placed 1 kept 1 second 2 replay 1 queue 2$/
+--- no_error_log
+[error]
+
+=== TEST 6: sync=, two nodes: the same (every newcomer solves: a node cannot know the fleet is empty this instant)
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=4m max_active=1 flood=off challenge=pow challenge_bits=12 store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- steps
+until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
+# Not asserted here: a synced room takes a new place for a replayed first ticket (qnum 0),
+# with or without a challenge (its line is by arrival, reported per visit); the proof, bound
+# to the session id, is not spent there yet. Open in issue 18.
+sh 30: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --settle 1000 => /^challenged 2 foreign 2 placed 1 kept 1 second 2 replay \d+ queue \d+$/
+--- no_error_log
+[error]
+
+=== TEST 7: challenge_bits=auto: 16 bits while calm, more under a flood of newcomers, back down after
+--- http_config
+    smart_limit_zone shop size=4m max_active=1 flood=off challenge=pow;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin
+--- timeout: 60
+--- steps
+sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORT --auto => /^calm 16 flood (?:19|2[0-2]) after 1[67] in \d+ s$/

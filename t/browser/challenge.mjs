@@ -1,0 +1,91 @@
+// challenge=pow in a real browser (run by t/611-challenge-browser.t, which starts nginx with a
+// full room: one admitted client, so a newcomer must solve before it takes a place).
+//
+// Debian's headless Chromium, driven by playwright-core. The browser opens the site, gets the
+// challenge page ("Checking your browser"), whose Web Worker solves the seed; the page keeps
+// the proof as the room's proof cookie and loads itself again, and the browser is shown the
+// waiting page, first in line. Prints how long the solving took (the cost a browser pays).
+//
+// Usage: node challenge.mjs --base http://127.0.0.1:PORT --out DIR --bits N
+// Prints one JSON document: {"checks":[...],"screenshots":[...],"solve_ms":N,
+// "hashes_per_sec":N} (the solver's speed: its worker for two seconds on a seed it cannot
+// solve).
+
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { arg, check, checks, chromiumArgs, screenshots } from './common.mjs';
+
+const base = arg('base');
+const out = arg('out');
+const bits = Number(arg('bits', '0'));
+const chromiumPath = arg('chromium', '/usr/bin/chromium');
+if (!base || !out || !(bits > 0)) {
+  console.error('usage: challenge.mjs --base URL --out DIR --bits N');
+  process.exit(2);
+}
+mkdirSync(out, { recursive: true });
+
+let browser;
+let solveMs = null;
+let rate = null;
+try {
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
+  const context = await browser.newContext({
+    viewport: { width: 960, height: 720 },
+    locale: 'en-US',
+    extraHTTPHeaders: { 'Accept-Language': 'en-US,en;q=0.9' },
+  });
+  const page = await context.newPage();
+  const statuses = [];
+  page.on('response', (r) => { if (r.url() === base + '/') statuses.push(r.status()); });
+
+  const t0 = Date.now();
+  const first = await page.goto(base + '/', { waitUntil: 'domcontentloaded' });
+  check('the browser gets the challenge page (503) while the room is full', first.status() === 503,
+    first.status());
+  const heading = (await page.textContent('h1').catch(() => '')) || '';
+  check('the page says it checks the browser', /Checking your browser/.test(heading), heading);
+  const solver = await page.textContent('#sl-pow').catch(() => null);
+  const shot = join(out, 'challenge.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  screenshots.push(shot);
+
+  // The worker solves and the page loads itself again: the waiting page, first in line.
+  const placed = await page
+    .waitForSelector('.pos-num:not(#progress)', { timeout: 120000 })
+    .then(() => true, () => false);
+  solveMs = Date.now() - t0;
+  check('the page solves the challenge and comes back by itself with its place', placed,
+    `${page.url()} statuses ${statuses.join(',')}`);
+  const position = (await page.textContent('.pos-num').catch(() => '')).trim();
+  check('the browser is first in line', position === '1', position);
+  const cookies = await context.cookies(base);
+  check('the proof cookie is spent (deleted) once the place is taken',
+    !cookies.some((c) => c.name === 'smart_limit_shop_proof'), cookies.map((c) => c.name).join(','));
+  check('the browser holds its ticket', cookies.some((c) => c.name === 'smart_limit_shop'),
+    cookies.map((c) => c.name).join(','));
+  const shot2 = join(out, 'challenge-placed.png');
+  await page.screenshot({ path: shot2, fullPage: true });
+  screenshots.push(shot2);
+
+  // The solver's speed on this machine: the challenge page's worker, on a seed it cannot solve
+  // (64 bits) for two seconds, counted by its progress reports (one per 16,384 tries).
+  rate = await page.evaluate(async (src) => {
+    if (!src) return null;
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+    let tries = 0;
+    w.onmessage = (e) => { if (e.data.tries !== undefined) tries = e.data.tries; };
+    const t0 = performance.now();
+    w.postMessage({ seed: [1, 2, 3, 4, 5, 6, 7, 8, 9], bits: 64 });
+    await new Promise((res) => setTimeout(res, 2000));
+    w.terminate();
+    return Math.round(tries / ((performance.now() - t0) / 1000));
+  }, solver).catch(() => null);
+  check('the solver\'s speed was measured', rate > 0, String(rate));
+} catch (e) {
+  check('the browser test ran to the end', false, e && e.stack ? e.stack : e);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+}
+console.log(JSON.stringify({ checks, screenshots, solve_ms: solveMs, hashes_per_sec: rate }));

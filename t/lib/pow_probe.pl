@@ -1,0 +1,162 @@
+#!/usr/bin/env perl
+# challenge=pow from the outside (t/610-challenge.t): clients take their places with proofs
+# of work solved here (Digest::SHA), on one node or spread over a fleet's nodes.
+#
+#   perl t/lib/pow_probe.pl --nginx PORT[,PORT...] [--auto] [--settle MS]
+#
+# --settle MS: wait that long after the places are taken before reading positions (a synced
+# fleet's positions come from its picture, an interval old).
+#
+# Default: a holder takes the room's only admission (without a proof where the node knows
+# nobody waits; see Zone::admits_at_once); B and C are
+# challenged; C's try with B's proof is refused (a foreign seed); B places with its proof
+# (header); B polls again without one and keeps its place; C places with its own proof
+# (cookie); B's first ticket replayed with its proof gets B's place, not a second. Client i's
+# requests go to node i mod n, so on a fleet a seed from one node is solved for another.
+# Prints "challenged B C foreign F placed B kept K second C replay R queue Q".
+#
+# --auto (challenge_bits=auto): a client waits (the line is not empty); then 300 new clients
+# ask for places at once, none solving; the bits given rise; then the probe asks once a
+# second until they are back down. Prints "calm N flood M after A in S s".
+
+use strict;
+use warnings;
+use Getopt::Long;
+use FindBin;
+use lib "$FindBin::Bin";
+use SmartLimit::Test::HTTP;
+use Digest::SHA qw(sha256);
+use MIME::Base64 qw(decode_base64);
+use Time::HiRes qw(time sleep);
+
+my ($ports, $auto, $settle) = ('', 0, 0);
+GetOptions('nginx=s' => \$ports, 'auto' => \$auto, 'settle=i' => \$settle)
+    or die "bad arguments\n";
+my @nodes = split /,/, $ports;
+die "no --nginx port\n" unless @nodes;
+
+# A client: its ticket cookie and the node it talks to.
+sub client { my ($node) = @_; return { node => $node % @nodes, cookie => undef } }
+
+# One request; keeps the ticket the answer sets. Returns (status, body, response).
+sub get {
+    my ($c, %o) = @_;
+    my @h = (['Accept', 'application/json']);
+    my @cookies = grep { defined } ($c->{cookie}, $o{cookie});
+    push @h, ['Cookie', join('; ', @cookies)] if @cookies;
+    push @h, ['Smart-Limit-Proof', $o{proof}] if $o{proof};
+    my $res = SmartLimit::Test::HTTP::request(port => $nodes[$c->{node}], path => '/',
+        headers => \@h, timeout => 5);
+    die "request: $res->{error}\n" if $res->{error};
+    for my $set (SmartLimit::Test::HTTP::set_cookies($res)) {
+        $c->{cookie} = "$set->{name}=$set->{value}" if $set->{name} =~ /^smart_limit_\w+$/ && $set->{name} !~ /_proof$/;
+    }
+    return ($res->{status}, $res->{body}, $res);
+}
+
+# A new client with its ticket (the cookie check answered).
+sub arrive {
+    my ($node) = @_;
+    my $c = client($node);
+    my ($st) = get($c);
+    die "no cookie check ($st)\n" unless $st == 307 && $c->{cookie};
+    return $c;
+}
+
+sub field { my ($body, $name) = @_; $body =~ /"$name":"?([^",}]*)/ ? $1 : '' }
+
+sub challenge_of {
+    my ($body) = @_;
+    return unless $body =~ /"status":"challenge"/;
+    my ($seed) = $body =~ /"seed":"([A-Za-z0-9_-]+)"/;
+    my ($bits) = $body =~ /"challenge":\{[^}]*"bits":(\d+)/;
+    return ($seed, $bits);
+}
+
+sub solve {
+    my ($seed, $bits) = @_;
+    (my $b64 = $seed) =~ tr/-_/+\//;
+    my $bytes = decode_base64($b64);
+    for (my $n = 0; ; $n++) {
+        my $h = unpack('B*', substr(sha256($bytes . $n), 0, 8));
+        return "$seed.$n" if substr($h, 0, $bits) !~ /1/;
+    }
+}
+
+if ($auto) {
+    my $holder = arrive(0);
+    my ($st) = get($holder);
+    die "holder not admitted ($st)\n" unless $st == 200;
+    my $w = arrive(1);
+    my (undef, $body) = get($w);
+    my ($seed, $calm) = challenge_of($body);
+    die "no challenge: $body\n" unless $seed;
+    my (undef, $placed) = get($w, proof => solve($seed, $calm));
+    die "not placed: $placed\n" unless field($placed, 'status') eq 'waiting';
+    # 300 newcomers at once, none solving: each is challenged, nobody is let in.
+    my $flood = 0;
+    for my $round (1 .. 3) {
+        for my $i (1 .. 100) {
+            my $c = arrive($i);
+            my (undef, $b) = get($c);
+            my (undef, $bits) = challenge_of($b);
+            $flood = $bits if ($bits // 0) > $flood;
+        }
+        sleep 0.5;
+    }
+    my $t0 = time;
+    my $after = $flood;
+    while (time - $t0 < 15) {
+        sleep 1;
+        my $c = arrive(0);
+        my (undef, $b) = get($c);
+        (undef, $after) = challenge_of($b);
+        last if $after <= $calm + 1;
+    }
+    printf "calm %d flood %d after %d in %.0f s\n", $calm, $flood, $after, time - $t0;
+    exit 0;
+}
+
+# The holder: let in at once where the node knows the room is empty (shared memory, fresh
+# central figures); a synced node (or one without fresh figures) asks it for a proof first.
+my $holder = arrive(0);
+my ($hst, $hb) = get($holder);
+if (my ($s, $bits) = challenge_of($hb)) {
+    ($hst) = get($holder, proof => solve($s, $bits));
+}
+die "the holder was not let in ($hst)\n" unless $hst == 200;
+my ($b, $c) = (arrive(1), arrive(2));
+my $b_first = $b->{cookie};
+my (undef, $bb) = get($b);
+my (undef, $cb) = get($c);
+my ($bseed, $bbits) = challenge_of($bb);
+my ($cseed, $cbits) = challenge_of($cb);
+my $challenged = ($bseed ? 1 : 0) + ($cseed ? 1 : 0);
+die "not challenged: $bb / $cb\n" unless $challenged == 2;
+my $bproof = solve($bseed, $bbits);
+# C with B's proof: another ticket's seed.
+my (undef, $cf) = get($c, proof => $bproof);
+my $foreign = challenge_of($cf) ? 1 : 0;
+# A malformed proof: a client without one.
+my (undef, $cm) = get($c, proof => 'garbage.1');
+$foreign++ if challenge_of($cm);
+# B with its proof, from the node after the one that gave the seed.
+$b->{node} = ($b->{node} + 1) % @nodes;
+my (undef, $bp) = get($b, proof => $bproof);
+my $placed = field($bp, 'status') eq 'waiting' ? field($bp, 'position') : 'none';
+# C with its own proof, as the page sends it: the proof cookie.
+my $room_cookie = ($c->{cookie} =~ /^(smart_limit_\w+)=/)[0];
+my (undef, $cp) = get($c, cookie => "${room_cookie}_proof=" . solve($cseed, $cbits));
+die "C not placed: $cp\n" unless field($cp, 'status') eq 'waiting';
+# (A fleet's positions come from its picture: let the nodes meet first.)
+sleep $settle / 1000 if $settle;
+my (undef, $bk) = get($b);
+my $kept = field($bk, 'status') eq 'waiting' ? field($bk, 'position') : 'none';
+my (undef, $ck) = get($c);
+my $second = field($ck, 'status') eq 'waiting' ? field($ck, 'position') : 'none';
+# B's first ticket (before its place) with the same proof again: B's place, not a new one.
+my $replay = { node => 0, cookie => $b_first };
+my (undef, $br) = get($replay, proof => $bproof);
+my $again = field($br, 'status') eq 'waiting' ? field($br, 'position') : (challenge_of($br) ? 'challenge' : 'none');
+my $queue = field($br, 'queue_length');
+print "challenged $challenged foreign $foreign placed $placed kept $kept second $second replay $again queue $queue\n";
