@@ -96,7 +96,15 @@ fn handle(r: &mut Request) -> ngx_int_t {
             }
         }
     }
-    let held = ticket.filter(|_| state == Some(TicketState::Waiting));
+    // `one_place_per=`: a client with a user key waits as that key's session, whichever
+    // ticket it holds (a ticket of another key, or of none, takes the key's place).
+    let user = user_sid(r, zone);
+    let held = ticket
+        .filter(|_| state == Some(TicketState::Waiting))
+        .map(|t| match user {
+            Some(sid) if sid != t.sid => Ticket { sid, qnum: 0, ..t },
+            _ => t,
+        });
     let turn = Turn {
         lcf,
         zone,
@@ -108,6 +116,21 @@ fn handle(r: &mut Request) -> ngx_int_t {
         // A waiting ticket: its place (or, for a ticket from the first contact, a place to
         // take, paid from its address's flood budget, and with `challenge=pow` a proof).
         (Some(t), _) => {
+            // The account's other device holds its admitted session (session mode): this
+            // one is let in as that session, not given a place.
+            if user == Some(t.sid) && zone.user_admitted(t.sid, now) {
+                let admitted = Ticket {
+                    accepted_at: now,
+                    last_seen: now,
+                    qnum: 0,
+                    ..t
+                };
+                cookie::set_ticket(r, zone, &admitted);
+                // (Counted as the session's request; a refusal of the room's is the next
+                // request's to meet, on the admitted ticket.)
+                let _ = zone.pass(t.sid, now);
+                return pass_admitted(r, lcf, zone, admitted, true, now);
+            }
             if !turn.dry {
                 match challenge::gate(r, zone, &t, now) {
                     Gate::Pass { proven: true } => challenge::delete_proof(r, zone),
@@ -137,7 +160,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         // ticket and comes back with it before the room gives it anything ([S15]), unless the
         // room is closed (refused) or lets everyone in.
         (None, None) => {
-            let sid = match ticket::random_sid() {
+            let sid = match user.map_or_else(ticket::random_sid, Ok) {
                 Ok(sid) => sid,
                 Err(_) => return INTERNAL_ERROR,
             };
@@ -203,6 +226,19 @@ fn renew_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) -> 
         return true;
     }
     zone.fleet.is_some() && now.saturating_sub(t.last_seen) >= zone.limits.presence_ms / 2
+}
+
+/// `one_place_per=`: the session id of this request's user key (None: no such setting, or an
+/// empty value).
+fn user_sid(r: &Request, zone: &Zone) -> Option<u64> {
+    // SAFETY: null, or a complex value compiled into the configuration's pool.
+    let cv = unsafe { zone.one_place_per.get().as_ref() }?;
+    let value = r.get_complex_value(cv)?;
+    let key = value.as_bytes();
+    if key.is_empty() {
+        return None;
+    }
+    Some(zone.keys.as_ref()?.user_sid(&zone.params.name, key))
 }
 
 /// Flood control's key for this request: `flood_key=` (a value with variables), else the

@@ -31,12 +31,15 @@ fn zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
         ));
     }
     let flood_key = params.flood_key.clone();
+    let one_place_per = params.one_place_per.clone();
     let zone = crate::store::add_zone(cf, params).map_err(|e| refuse(cf, e))?;
-    if let Some(text) = flood_key {
-        let cv = directive::complex_value_of(cf, &text)?;
-        // SAFETY: the zone was just allocated in the configuration's pool; nothing else
-        // refers to it while the directive is read.
-        unsafe { zone.as_ref() }.flood_key.set(cv);
+    // SAFETY: the zone was just allocated in the configuration's pool; nothing else refers
+    // to it while the directive is read.
+    let z = unsafe { zone.as_ref() };
+    for (text, slot) in [(flood_key, &z.flood_key), (one_place_per, &z.one_place_per)] {
+        if let Some(text) = text {
+            slot.set(directive::complex_value_of(cf, &text)?);
+        }
     }
     mcf.zones.push(zone);
     Ok(())

@@ -73,6 +73,8 @@ pub struct Zone {
     pub events: event::ZoneEvents,
     /// `flood_key=`: compiled at configuration time (null: the client address).
     pub flood_key: Cell<*mut ngx_http_complex_value_t>,
+    /// `one_place_per=`: compiled at configuration time (null: none).
+    pub one_place_per: Cell<*mut ngx_http_complex_value_t>,
     /// `challenge=pow`: the proof cookie (`smart_limit_<room>_proof`).
     pub proof_cookie: CookieName,
     /// Per worker: `challenge_bits=auto`'s view of the room's pressure.
@@ -147,6 +149,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         poll_budget,
         events: event::ZoneEvents::default(),
         flood_key: Cell::new(core::ptr::null_mut()),
+        one_place_per: Cell::new(core::ptr::null_mut()),
         flood_seed: Cell::new(0),
     });
     let mut zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
@@ -440,6 +443,17 @@ impl Zone {
         matches!(mode, Mode::Fifo | Mode::Random)
             && s.queue_len == 0
             && s.active < limits.max_active
+    }
+
+    /// `one_place_per=` in session mode: whether the user's session is admitted and active
+    /// as this node saw it (another device of the account is then let in as the same
+    /// session). In grant mode a grant runs from its own admission: never shared.
+    pub fn user_admitted(&self, sid: u64, now: u64) -> bool {
+        matches!(self.admission_at(now), Admission::Session { .. })
+            && self
+                .shm
+                .with_room(|room| room.session_active(sid, now, &self.limits))
+                .unwrap_or(false)
     }
 
     /// Counts in the room's counters.

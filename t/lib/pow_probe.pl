@@ -48,6 +48,7 @@ sub get {
     my $res = SmartLimit::Test::HTTP::request(port => $nodes[$c->{node}], path => '/',
         headers => \@h, timeout => 5);
     die "request: $res->{error}\n" if $res->{error};
+    print STDERR "node $c->{node}: $res->{status} $res->{body}\n" if $ENV{POW_PROBE_DEBUG};
     for my $set (SmartLimit::Test::HTTP::set_cookies($res)) {
         $c->{cookie} = "$set->{name}=$set->{value}" if $set->{name} =~ /^smart_limit_\w+$/ && $set->{name} !~ /_proof$/;
     }
@@ -157,6 +158,12 @@ my $second = field($ck, 'status') eq 'waiting' ? field($ck, 'position') : 'none'
 # B's first ticket (before its place) with the same proof again: B's place, not a new one.
 my $replay = { node => 0, cookie => $b_first };
 my (undef, $br) = get($replay, proof => $bproof);
+if ($settle && field($br, 'status') eq 'waiting') {
+    # (A synced node's queue length counts the places taken there since its picture: ask
+    # again once the fleet has met, when it is the fleet's line's own.)
+    sleep $settle / 1000;
+    (undef, $br) = get($replay);
+}
 my $again = field($br, 'status') eq 'waiting' ? field($br, 'position') : (challenge_of($br) ? 'challenge' : 'none');
 my $queue = field($br, 'queue_length');
 print "challenged $challenged foreign $foreign placed $placed kept $kept second $second replay $again queue $queue\n";

@@ -41,6 +41,10 @@ pub const AUTO_MAX_BITS: u8 = 22;
 /// difficulty may rise while an honest browser solves).
 pub const GRACE_BITS: u8 = 2;
 
+/// The first byte of what a seed is derived from (see `Keyring::derive_bytes`; a user key's
+/// session id starts with another).
+const SEED_TAG: u8 = 1;
+
 /// `challenge_bits=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bits {
@@ -63,8 +67,12 @@ pub fn parse_bits(v: &str) -> Result<Bits, String> {
 
 /// The seed of ticket `sid`'s challenge in `room` at difficulty `bits`.
 pub fn seed(keys: &Keyring, room: &str, sid: u64, bits: u8) -> [u8; SEED_BYTES] {
-    let mut input = [bits; 9];
-    for (i, b) in input.iter_mut().zip(sid.to_le_bytes()) {
+    // What is derived: the tag of a challenge's seed, the session id, the difficulty.
+    let mut input = [bits; 10];
+    if let Some(first) = input.first_mut() {
+        *first = SEED_TAG;
+    }
+    for (i, b) in input.iter_mut().skip(1).zip(sid.to_le_bytes()) {
         *i = b;
     }
     // (The ticket and the difficulty as the derivation's first part, the room as its second.)

@@ -135,3 +135,18 @@ fn auto_rises_under_a_flood_and_falls_after() {
     // Between looks the difficulty stays.
     assert_eq!(p.bits(t + 10, asked + 100_000, admitted, 1000), after);
 }
+
+#[test]
+fn a_user_key_names_one_session_per_room() {
+    let k = keys();
+    let alice = k.user_sid("shop", b"alice");
+    assert_ne!(alice, 0);
+    assert_eq!(k.user_sid("shop", b"alice"), alice);
+    assert_ne!(k.user_sid("shop", b"bob"), alice);
+    assert_ne!(k.user_sid("shoe", b"alice"), alice);
+    let other = Keyring::from_key(&[8u8; 32]).unwrap();
+    assert_ne!(other.user_sid("shop", b"alice"), alice);
+    // A user key never derives a challenge's seed (their inputs start apart).
+    let seed = seed(&k, "shop", alice, 16);
+    assert_ne!(seed[1..], k.user_sid("shop", &[16u8; 9]).to_le_bytes());
+}

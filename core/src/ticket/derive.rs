@@ -19,8 +19,18 @@ impl Keyring {
         derive_with(&self.derive, purpose.as_bytes(), room.as_bytes())
     }
 
-    /// [`Keyring::derive_u64`] over bytes: `what` (not text: its first byte is one no text
-    /// purpose starts with, so it never derives what a text purpose does) and the room.
+    /// The session id of the clients of `room` whose `one_place_per=` value is `key`: the same
+    /// on every node with the same key file, never 0, unpredictable without the key.
+    pub fn user_sid(&self, room: &str, key: &[u8]) -> u64 {
+        let mut what = Vec::with_capacity(key.len() + 1);
+        what.push(2);
+        what.extend_from_slice(key);
+        self.derive_bytes(&what, room.as_bytes()).max(1)
+    }
+
+    /// [`Keyring::derive_u64`] over bytes: `what` (not text: a byte no text purpose starts
+    /// with goes first, so it never derives what a text purpose does) and the room. Callers
+    /// start `what` with a byte of their own (a challenge's seed 1, a user key's session 2).
     pub fn derive_bytes(&self, what: &[u8], room: &[u8]) -> u64 {
         let mut tagged = Vec::with_capacity(what.len() + 1);
         tagged.push(0xc5);

@@ -122,6 +122,10 @@ pub struct ZoneParams {
     /// `challenge=pow|off` and `challenge_bits=N|auto`: a proof of work to take a place
     /// ([S19], see `challenge`); None when off (the default).
     pub challenge: Option<Bits>,
+    /// `one_place_per=VALUE`: clients with the same non-empty value share one session id, so
+    /// one place in the line and one admitted session (nginx text, usually a variable such as
+    /// `$cookie_account`; compiled by the module).
+    pub one_place_per: Option<String>,
 }
 
 /// A rate with a burst, as written: `rate=10r/s` (or `r/m`) and `..._burst=N`.
@@ -165,6 +169,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("sync", "sync=1s"),
     ("challenge", "challenge=pow"),
     ("challenge_bits", "challenge_bits=auto"),
+    ("one_place_per", "one_place_per=$cookie_account"),
 ];
 
 impl ZoneParams {
@@ -190,6 +195,7 @@ impl ZoneParams {
             max_line: DEFAULT_MAX_LINE,
             sync_ms: None,
             challenge: None,
+            one_place_per: None,
         }
     }
 
@@ -255,6 +261,7 @@ impl ZoneParams {
                     _ => return Err("expected pow or off".to_string()),
                 }
             }
+            "one_place_per" => self.one_place_per = Some(flood_key(value)?),
             "challenge_bits" => {
                 let bits = parse_bits(value)?;
                 self.challenge = Some(bits);

@@ -332,3 +332,22 @@ fn zone_messages_name_param_and_value() {
     // Parameter names are case-sensitive like nginx's own.
     assert_eq!(err(&["z", "SIZE=10m"]), "unknown parameter \"SIZE=10m\"");
 }
+
+#[test]
+fn challenge_and_one_place_per_parse() {
+    let z = ZoneParams::parse(&["shop", "challenge=pow", "one_place_per=$cookie_account"]).unwrap();
+    assert_eq!(z.challenge, Some(crate::challenge::Bits::Auto));
+    assert_eq!(z.one_place_per.as_deref(), Some("$cookie_account"));
+    let z = ZoneParams::parse(&["shop", "challenge_bits=20", "challenge=pow"]).unwrap();
+    assert_eq!(z.challenge, Some(crate::challenge::Bits::Fixed(20)));
+    assert_eq!(ZoneParams::parse(&["shop"]).unwrap().challenge, None);
+    for bad in [
+        &["shop", "challenge_bits=20"][..],
+        &["shop", "challenge=off", "challenge_bits=20"],
+        &["shop", "challenge=maybe"],
+        &["shop", "challenge=pow", "challenge_bits=0"],
+        &["shop", "one_place_per="],
+    ] {
+        assert!(ZoneParams::parse(bad).is_err(), "{bad:?}");
+    }
+}
