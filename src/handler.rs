@@ -116,21 +116,6 @@ fn handle(r: &mut Request) -> ngx_int_t {
         // A waiting ticket: its place (or, for a ticket from the first contact, a place to
         // take, paid from its address's flood budget, and with `challenge=pow` a proof).
         (Some(t), _) => {
-            // The account's other device holds its admitted session (session mode): this
-            // one is let in as that session, not given a place.
-            if user == Some(t.sid) && zone.user_admitted(t.sid, now) {
-                let admitted = Ticket {
-                    accepted_at: now,
-                    last_seen: now,
-                    qnum: 0,
-                    ..t
-                };
-                cookie::set_ticket(r, zone, &admitted);
-                // (Counted as the session's request; a refusal of the room's is the next
-                // request's to meet, on the admitted ticket.)
-                let _ = zone.pass(t.sid, now);
-                return pass_admitted(r, lcf, zone, admitted, true, now);
-            }
             if !turn.dry {
                 match challenge::gate(r, zone, &t, now) {
                     Gate::Pass { proven: true } => challenge::delete_proof(r, zone),

@@ -169,7 +169,7 @@ fn with_base(base: &str, path: &str) -> Result<String, String> {
     Ok(format!("{base}{path}"))
 }
 
-fn parse_url(url: &str) -> Result<Target, String> {
+pub fn parse_url(url: &str) -> Result<Target, String> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| format!("--url must start with http:// (got {url:?})"))?;

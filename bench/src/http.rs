@@ -19,7 +19,12 @@ pub struct Response {
     /// The `Location` header, when there is one.
     pub location: Option<String>,
     pub body_bytes: u64,
+    /// The body's first [`BODY_KEPT`] bytes (of a body framed by Content-Length).
+    pub body: Vec<u8>,
 }
+
+/// Bytes of a body kept in [`Response::body`] (a waiting room's JSON answer fits).
+pub const BODY_KEPT: u64 = 4096;
 
 pub struct Client<'a> {
     target: &'a Target,
@@ -51,6 +56,17 @@ impl<'a> Client<'a> {
     /// GET `path`. One silent retry on a fresh connection when a reused connection turns
     /// out to be closed before any byte of the answer, as browsers do.
     pub fn get(&mut self, path: &str, accept: &str, cookie: Option<&str>) -> io::Result<Response> {
+        self.get_with(path, accept, cookie, &[])
+    }
+
+    /// [`Client::get`] with more request headers.
+    pub fn get_with(
+        &mut self,
+        path: &str,
+        accept: &str,
+        cookie: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> io::Result<Response> {
         let mut req = format!(
             "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: smart-limit-bench/0.1\r\n\
              Accept: {accept}\r\nConnection: keep-alive\r\n",
@@ -60,6 +76,9 @@ impl<'a> Client<'a> {
             req.push_str("Cookie: ");
             req.push_str(c);
             req.push_str("\r\n");
+        }
+        for (name, value) in headers {
+            req.push_str(&format!("{name}: {value}\r\n"));
         }
         req.push_str("\r\n");
 
@@ -172,12 +191,15 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
         }
     }
 
+    let mut body = Vec::new();
     let body_bytes = if status == 204 || status == 304 {
         0
     } else if chunked {
         read_chunked(conn).map_err(late)?
     } else if let Some(n) = content_length {
-        let got = io::copy(&mut conn.by_ref().take(n), &mut io::sink()).map_err(late)?;
+        let kept = io::copy(&mut conn.by_ref().take(n.min(BODY_KEPT)), &mut body).map_err(late)?;
+        let rest = n - kept;
+        let got = kept + io::copy(&mut conn.by_ref().take(rest), &mut io::sink()).map_err(late)?;
         if got != n {
             return Err(late(eof("body shorter than Content-Length")));
         }
@@ -194,6 +216,7 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
             set_cookies,
             location,
             body_bytes,
+            body,
         },
         keep_alive,
     ))

@@ -3,6 +3,7 @@
 //! spent. Replays the ngx-smart-ratelimit measurement (SPEC §1) for `scripts/bench`.
 
 mod args;
+mod botnet;
 mod cookies;
 mod http;
 mod stats;
@@ -42,7 +43,11 @@ fn source_ip(i: usize) -> Ipv4Addr {
 }
 
 fn main() -> ExitCode {
-    let cfg = match args::parse(std::env::args().skip(1)) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("botnet") {
+        return botnet_main(&argv[1..]);
+    }
+    let cfg = match args::parse(argv.into_iter()) {
         Ok(Parsed::Run(cfg)) => cfg,
         Ok(Parsed::Help) => {
             print!("{}", args::USAGE);
@@ -68,6 +73,50 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    ExitCode::SUCCESS
+}
+
+/// `smart-limit-bench botnet --url URL [options]` (see [`botnet`]): one line,
+/// `admissions N people P bots B share S seconds T`.
+fn botnet_main(argv: &[String]) -> ExitCode {
+    if argv.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{}", botnet::USAGE);
+        return ExitCode::SUCCESS;
+    }
+    let url = argv
+        .iter()
+        .position(|a| a == "--url")
+        .and_then(|i| argv.get(i + 1));
+    let Some(url) = url else {
+        eprintln!("smart-limit-bench botnet: --url is required");
+        return ExitCode::from(2);
+    };
+    let rest: Vec<String> = argv
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            *a != "--url" && argv.get(i.wrapping_sub(1)).map(String::as_str) != Some("--url")
+        })
+        .map(|(_, a)| a.clone())
+        .collect();
+    let cfg = match args::parse_url(url).and_then(|t| botnet::parse(&rest, t)) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("smart-limit-bench botnet: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = botnet::run(Arc::new(cfg));
+    let bots = out.admissions - out.people;
+    let share = if out.admissions > 0 {
+        out.people as f64 / out.admissions as f64
+    } else {
+        0.0
+    };
+    println!(
+        "admissions {} people {} bots {} share {:.2} seconds {:.1}",
+        out.admissions, out.people, bots, share, out.seconds
+    );
     ExitCode::SUCCESS
 }
 

@@ -445,17 +445,6 @@ impl Zone {
             && s.active < limits.max_active
     }
 
-    /// `one_place_per=` in session mode: whether the user's session is admitted and active
-    /// as this node saw it (another device of the account is then let in as the same
-    /// session). In grant mode a grant runs from its own admission: never shared.
-    pub fn user_admitted(&self, sid: u64, now: u64) -> bool {
-        matches!(self.admission_at(now), Admission::Session { .. })
-            && self
-                .shm
-                .with_room(|room| room.session_active(sid, now, &self.limits))
-                .unwrap_or(false)
-    }
-
     /// Counts in the room's counters.
     pub fn count(&self, f: impl FnOnce(&mut smart_limit_core::room::Counters)) {
         let _ = self.shm.with_room(|room| f(room.counters_mut()));

@@ -181,3 +181,14 @@ pub fn solve(seed: &[u8], bits: u8, from: u64, tries: u64) -> Option<u64> {
     (from..from.saturating_add(tries))
         .find(|&n| zero_bits(&hash(seed, buf.format(n).as_bytes())) >= u32::from(bits))
 }
+
+/// A client's side: the proof (`SEED.NONCE`) for a seed as the challenge answer gives it
+/// (base64url), found natively within `tries` (tests, the botnet bench).
+pub fn solve_proof(seed_text: &str, bits: u8, tries: u64) -> Option<String> {
+    let mut seed = [0u8; SEED_BYTES];
+    match URL_SAFE_NO_PAD.decode_slice(seed_text.as_bytes(), &mut seed) {
+        Ok(SEED_BYTES) => {}
+        _ => return None,
+    }
+    solve(&seed, bits, 0, tries).map(|n| format!("{seed_text}.{n}"))
+}

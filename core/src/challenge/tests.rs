@@ -150,3 +150,12 @@ fn a_user_key_names_one_session_per_room() {
     let seed = seed(&k, "shop", alice, 16);
     assert_ne!(seed[1..], k.user_sid("shop", &[16u8; 9]).to_le_bytes());
 }
+
+#[test]
+fn a_client_solves_the_seed_it_is_given() {
+    let k = keys();
+    let text = encode_seed(&seed(&k, "shop", 7, 10));
+    let proof = solve_proof(&text, 10, 1 << 24).unwrap();
+    assert_eq!(verify(&k, "shop", 7, proof.as_bytes(), 10), Ok(10));
+    assert_eq!(solve_proof("not base64!", 10, 10), None);
+}

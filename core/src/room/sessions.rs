@@ -156,14 +156,6 @@ impl<'m> Room<'m> {
         PassVerdict::Counted
     }
 
-    /// Whether `sid` is an admitted session seen within the active window (by this room).
-    pub fn session_active(&self, sid: u64, now: u64, limits: &Limits) -> bool {
-        let since = now.saturating_sub(limits.active_window_ms);
-        self.find(sid)
-            .and_then(|i| self.table.get(i))
-            .is_some_and(|e| e.last_seen >= since)
-    }
-
     /// Ends an admitted session at once (origin said revoke): its place frees immediately.
     pub fn revoke(&mut self, sid: u64) -> bool {
         match self.find(sid) {

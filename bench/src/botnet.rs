@@ -1,0 +1,354 @@
+//! `smart-limit-bench botnet`: scripts against people for a room's first admissions ([S19]).
+//!
+//! Bots: `--bots` identities, each from its own 127/8 address, on `--bot-threads` threads.
+//! Each takes a ticket, comes back at once, solves any challenge natively (as fast as the
+//! machine goes), polls every `--bot-poll-ms`, and once let in starts over with a new ticket,
+//! as fast as it can. People: `--people` browsers, each from its own address, arriving within
+//! `--spread-ms`; a challenge costs them 2^bits / `--browser-hps` seconds (the measured speed
+//! of the page's solver; they sleep, they do not burn this machine's CPU), and they poll at
+//! the answer's `refresh_seconds`, as the page does. Bots may share `--bot-accounts` accounts
+//! (`X-Account`, for `one_place_per=$http_x_account`); every person has an account of its own.
+//!
+//! Printed: who the first `--admissions` clients let in were, and the people's share.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::args::Target;
+use crate::cookies::Jar;
+use crate::http::Client;
+
+pub const USAGE: &str = "\
+smart-limit-bench botnet: bots and people race for a room's first admissions
+
+usage: smart-limit-bench botnet --url http://127.0.0.1:PORT/PATH [options]
+
+  --bots N           bot identities, each from its own address (default 1000)
+  --people N         browser-like people, each from its own address (default 100)
+  --admissions N     stop after this many admissions (default 100)
+  --bot-threads N    threads the bots run on (default 2)
+  --bot-poll-ms N    how often a bot polls while it waits (default 500)
+  --bot-accounts N   accounts the bots share (X-Account; 0: none) (default 0)
+  --browser-hps N    a person's solver speed, hashes per second (default 1330000)
+  --spread-ms N      people arrive within this long of the start (default 2000)
+  --max-seconds N    give up after this long (default 120)
+";
+
+#[derive(Debug, Clone)]
+pub struct Botnet {
+    pub target: Target,
+    pub bots: usize,
+    pub people: usize,
+    pub admissions: usize,
+    pub bot_threads: usize,
+    pub bot_poll: Duration,
+    pub bot_accounts: usize,
+    pub browser_hps: f64,
+    pub spread: Duration,
+    pub max: Duration,
+}
+
+/// Parses the options after `botnet`.
+pub fn parse(args: &[String], target: Target) -> Result<Botnet, String> {
+    let mut b = Botnet {
+        target,
+        bots: 1000,
+        people: 100,
+        admissions: 100,
+        bot_threads: 2,
+        bot_poll: Duration::from_millis(500),
+        bot_accounts: 0,
+        browser_hps: 1_330_000.0,
+        spread: Duration::from_millis(2000),
+        max: Duration::from_secs(120),
+    };
+    let mut it = args.iter();
+    while let Some(name) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{name} needs a value"))?;
+        let n: u64 = value
+            .parse()
+            .map_err(|_| format!("{name}: \"{value}\" is not a number"))?;
+        match name.as_str() {
+            "--bots" => b.bots = n as usize,
+            "--people" => b.people = n as usize,
+            "--admissions" => b.admissions = n.max(1) as usize,
+            "--bot-threads" => b.bot_threads = n.max(1) as usize,
+            "--bot-poll-ms" => b.bot_poll = Duration::from_millis(n),
+            "--bot-accounts" => b.bot_accounts = n as usize,
+            "--browser-hps" => b.browser_hps = n.max(1) as f64,
+            "--spread-ms" => b.spread = Duration::from_millis(n),
+            "--max-seconds" => b.max = Duration::from_secs(n),
+            _ => return Err(format!("unknown option {name}")),
+        }
+    }
+    Ok(b)
+}
+
+/// What an answer said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Said {
+    In,
+    Challenge { seed: String, bits: u8 },
+    Wait { refresh: Duration },
+    Failed,
+}
+
+/// Reads a JSON answer's status (a string match: the module writes it, one line).
+pub fn said(status: u16, body: &[u8]) -> Said {
+    if status == 200 {
+        return Said::In;
+    }
+    let text = String::from_utf8_lossy(body);
+    let field = |name: &str| -> Option<String> {
+        let at = text.find(&format!("\"{name}\":"))? + name.len() + 3;
+        let rest = text.get(at..)?.trim_start_matches('"');
+        let end = rest.find(['"', ',', '}']).unwrap_or(rest.len());
+        Some(rest[..end].to_string())
+    };
+    match field("status").as_deref() {
+        Some("challenge") => match (field("seed"), field("bits").and_then(|b| b.parse().ok())) {
+            (Some(seed), Some(bits)) => Said::Challenge { seed, bits },
+            _ => Said::Failed,
+        },
+        Some(_) => {
+            let secs = field("refresh_seconds")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(1);
+            Said::Wait {
+                refresh: Duration::from_secs(secs),
+            }
+        }
+        None => Said::Failed,
+    }
+}
+
+/// One client: its connection (from its own address), its cookies, its account.
+struct Visitor<'a> {
+    client: Client<'a>,
+    jar: Jar,
+    account: Option<String>,
+    path: &'a str,
+}
+
+impl Visitor<'_> {
+    /// One visit (after the cookie check, when it comes), with a proof if given.
+    fn visit(&mut self, proof: Option<&str>) -> Said {
+        for _ in 0..3 {
+            let cookie = self.jar.header();
+            let mut headers: Vec<(&str, &str)> = Vec::new();
+            if let Some(a) = &self.account {
+                headers.push(("X-Account", a));
+            }
+            if let Some(p) = proof {
+                headers.push(("Smart-Limit-Proof", p));
+            }
+            let Ok(r) =
+                self.client
+                    .get_with(self.path, "application/json", cookie.as_deref(), &headers)
+            else {
+                return Said::Failed;
+            };
+            for c in &r.set_cookies {
+                self.jar.store(c);
+            }
+            if r.status != 307 {
+                return said(r.status, &r.body);
+            }
+        }
+        Said::Failed
+    }
+}
+
+/// The order the first admissions came in: true for a person.
+struct Tally {
+    order: Mutex<Vec<bool>>,
+    goal: usize,
+    done: AtomicBool,
+}
+
+impl Tally {
+    fn admitted(&self, person: bool) {
+        if let Ok(mut o) = self.order.lock() {
+            if o.len() < self.goal {
+                o.push(person);
+            }
+            if o.len() >= self.goal {
+                self.done.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Client address `i` of a kind (bots from 127.1.0.0 on, people from 127.2.0.0 on).
+fn address(kind: u32, i: usize) -> Ipv4Addr {
+    Ipv4Addr::from(0x7f00_0000u32 | (kind << 16) | (1 + i as u32))
+}
+
+/// The result: people let in among the first admissions, of how many, and how long it took.
+pub struct Outcome {
+    pub people: usize,
+    pub admissions: usize,
+    pub seconds: f64,
+}
+
+pub fn run(cfg: Arc<Botnet>) -> Outcome {
+    let tally = Arc::new(Tally {
+        order: Mutex::new(Vec::new()),
+        goal: cfg.admissions,
+        done: AtomicBool::new(false),
+    });
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..cfg.bot_threads {
+        let (cfg, tally) = (cfg.clone(), tally.clone());
+        handles.push(thread::spawn(move || bots(&cfg, &tally, t, start)));
+    }
+    for i in 0..cfg.people {
+        let (cfg, tally) = (cfg.clone(), tally.clone());
+        handles.push(thread::spawn(move || person(&cfg, &tally, i, start)));
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    let order = tally.order.lock().map(|o| o.clone()).unwrap_or_default();
+    Outcome {
+        people: order.iter().filter(|&&p| p).count(),
+        admissions: order.len(),
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn over(cfg: &Botnet, tally: &Tally, start: Instant) -> bool {
+    tally.done.load(Ordering::Relaxed) || start.elapsed() > cfg.max
+}
+
+/// A thread's share of the bots, each stepped in turn: take a ticket, solve, poll.
+fn bots(cfg: &Botnet, tally: &Tally, thread_no: usize, start: Instant) {
+    let path = format!("{}/", cfg.target.base);
+    let timeout = Duration::from_secs(10);
+    let mine: Vec<usize> = (thread_no..cfg.bots).step_by(cfg.bot_threads).collect();
+    let mut visitors: Vec<(Visitor, Instant)> = mine
+        .iter()
+        .map(|&i| {
+            let v = Visitor {
+                client: Client::new(&cfg.target, Some(address(1, i)), timeout),
+                jar: Jar::default(),
+                account: (cfg.bot_accounts > 0).then(|| format!("bot-{}", i % cfg.bot_accounts)),
+                path: &path,
+            };
+            (v, start)
+        })
+        .collect();
+    while !over(cfg, tally, start) {
+        let mut idle = true;
+        for (v, next) in visitors.iter_mut() {
+            if over(cfg, tally, start) {
+                return;
+            }
+            if Instant::now() < *next {
+                continue;
+            }
+            idle = false;
+            let mut answer = v.visit(None);
+            if let Said::Challenge { seed, bits } = &answer {
+                match smart_limit_core::challenge::solve_proof(seed, *bits, u64::MAX) {
+                    Some(proof) => answer = v.visit(Some(&proof)),
+                    None => answer = Said::Failed,
+                }
+            }
+            match answer {
+                Said::In => {
+                    tally.admitted(false);
+                    // Again, as fast as it can: a new ticket.
+                    v.jar = Jar::default();
+                    *next = Instant::now();
+                }
+                Said::Wait { .. } | Said::Challenge { .. } => *next = Instant::now() + cfg.bot_poll,
+                Said::Failed => *next = Instant::now() + cfg.bot_poll,
+            }
+        }
+        if idle {
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// One person: arrives within the spread, solves at a browser's speed (sleeping), polls at
+/// the page's refresh, stops once let in.
+fn person(cfg: &Botnet, tally: &Tally, i: usize, start: Instant) {
+    let path = format!("{}/", cfg.target.base);
+    let mut v = Visitor {
+        client: Client::new(&cfg.target, Some(address(2, i)), Duration::from_secs(10)),
+        jar: Jar::default(),
+        account: Some(format!("person-{i}")),
+        path: &path,
+    };
+    let spread = cfg.spread.as_millis() as u64;
+    let arrive = if cfg.people > 1 {
+        spread * i as u64 / (cfg.people as u64 - 1)
+    } else {
+        0
+    };
+    thread::sleep(Duration::from_millis(arrive));
+    let mut proof: Option<String> = None;
+    while !over(cfg, tally, start) {
+        match v.visit(proof.as_deref()) {
+            Said::In => {
+                tally.admitted(true);
+                return;
+            }
+            Said::Challenge { seed, bits } => {
+                let secs = (1u64 << bits.min(40)) as f64 / cfg.browser_hps;
+                thread::sleep(Duration::from_secs_f64(secs));
+                proof = smart_limit_core::challenge::solve_proof(&seed, bits, u64::MAX);
+            }
+            Said::Wait { refresh } => {
+                proof = None;
+                sleep_until_over(cfg, tally, start, refresh.max(Duration::from_secs(1)));
+            }
+            Said::Failed => sleep_until_over(cfg, tally, start, Duration::from_secs(1)),
+        }
+    }
+}
+
+fn sleep_until_over(cfg: &Botnet, tally: &Tally, start: Instant, d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until && !over(cfg, tally, start) {
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read() {
+        assert_eq!(said(200, b"origin"), Said::In);
+        let c = br#"{"status":"challenge","room":"shop","position":null,"refresh_seconds":31,"challenge":{"alg":"sha256","seed":"DD_Bz7gbAwok","bits":12}}"#;
+        assert_eq!(
+            said(503, c),
+            Said::Challenge {
+                seed: "DD_Bz7gbAwok".into(),
+                bits: 12
+            }
+        );
+        let w = br#"{"status":"waiting","room":"shop","position":3,"refresh_seconds":10}"#;
+        assert_eq!(
+            said(503, w),
+            Said::Wait {
+                refresh: Duration::from_secs(10)
+            }
+        );
+        assert_eq!(said(503, b"<html>"), Said::Failed);
+    }
+
+    #[test]
+    fn addresses_of_bots_and_people_are_apart() {
+        assert_eq!(address(1, 0), Ipv4Addr::new(127, 1, 0, 1));
+        assert_eq!(address(2, 999), Ipv4Addr::new(127, 2, 3, 232));
+    }
+}
