@@ -80,7 +80,7 @@ note("Chromium solved $bits bits in $result->{solve_ms} ms (page load to its pla
 for my $c (@{ $result->{checks} }) {
     ok($c->{ok}, "browser: $c->{name}") or diag($c->{detail});
 }
-for my $s (qw(challenge.png challenge-placed.png)) {
+for my $s (qw(challenge-placed.png)) {
     ok(-s "$out/$s" && -s "$out/$s" > 1000, "screenshot kept: t/browser/out/$s");
 }
 $nginx->stop;

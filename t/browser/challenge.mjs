@@ -46,10 +46,9 @@ try {
     first.status());
   const heading = (await page.textContent('h1').catch(() => '')) || '';
   check('the page says it checks the browser', /Checking your browser/.test(heading), heading);
-  const solver = await page.textContent('#sl-pow').catch(() => null);
-  const shot = join(out, 'challenge.png');
-  await page.screenshot({ path: shot, fullPage: true });
-  screenshots.push(shot);
+  // (No screenshot here: the page is solving and reloads itself any moment; a screenshot
+  // taken across that navigation can wait for a page that is gone.)
+  const solver = await page.textContent('#sl-pow', { timeout: 5000 }).catch(() => null);
 
   // The worker solves and the page loads itself again: the waiting page, first in line.
   const placed = await page
