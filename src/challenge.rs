@@ -12,10 +12,9 @@
 
 use ngx::http::Request;
 use smart_limit_core::challenge::{encode_seed, seed, verify, GRACE_BITS, MIN_BITS, SEED_CHARS};
-use smart_limit_core::ticket::{write_set_cookie, Ticket};
-use smart_limit_core::util::out::FixedBuf;
+use smart_limit_core::ticket::Ticket;
 
-use crate::request::{HeaderValue, RequestExt};
+use crate::request::RequestExt;
 use crate::store::Zone;
 
 /// The request header a program sends its proof in.
@@ -85,14 +84,4 @@ fn proof_of(r: &Request, zone: &Zone) -> Option<Vec<u8>> {
         .or_else(cookie)
         .filter(|p| p.len() <= MAX_PROOF)
         .map(<[u8]>::to_vec)
-}
-
-/// Deletes the proof cookie (its place is taken; the proof is spent).
-pub fn delete_proof(r: &mut Request, zone: &Zone) {
-    let mut header: FixedBuf<256> = FixedBuf::default();
-    let secure = r.is_tls();
-    write_set_cookie(&mut header, zone.proof_cookie.as_str(), "", secure, Some(0));
-    if let Some(text) = header.bytes().and_then(|b| core::str::from_utf8(b).ok()) {
-        r.add_static_header("Set-Cookie", HeaderValue::Copied(text));
-    }
 }

@@ -36,10 +36,19 @@ pub fn delete_ticket(r: &mut Request, zone: &Zone) {
     add_set_cookie(r, zone, "", Some(0));
 }
 
+/// Deletes the room's proof-of-work cookie (`challenge=pow`: its proof is spent).
+pub fn delete_proof(r: &mut Request, zone: &Zone) {
+    set_cookie(r, zone.proof_cookie.as_str(), "", Some(0));
+}
+
 fn add_set_cookie(r: &mut Request, zone: &Zone, value: &str, max_age: Option<u64>) {
+    set_cookie(r, zone.cookie.as_str(), value, max_age);
+}
+
+fn set_cookie(r: &mut Request, name: &str, value: &str, max_age: Option<u64>) {
     let mut header: FixedBuf<SET_COOKIE_MAX> = FixedBuf::default();
     let secure = r.is_tls();
-    ticket::write_set_cookie(&mut header, zone.cookie.as_str(), value, secure, max_age);
+    ticket::write_set_cookie(&mut header, name, value, secure, max_age);
     if let Some(text) = header.bytes().and_then(|b| core::str::from_utf8(b).ok()) {
         r.add_static_header("Set-Cookie", HeaderValue::Copied(text));
     }

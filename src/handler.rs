@@ -118,7 +118,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         (Some(t), _) => {
             if !turn.dry {
                 match challenge::gate(r, zone, &t, now) {
-                    Gate::Pass { proven: true } => challenge::delete_proof(r, zone),
+                    Gate::Pass { proven: true } => cookie::delete_proof(r, zone),
                     Gate::Pass { proven: false } => {}
                     Gate::Challenge(seed, bits, wait_secs) => {
                         return challenged(r, &turn, (seed, bits), wait_secs)
