@@ -26,6 +26,17 @@ if (!base || !out || !(bits > 0)) {
 }
 mkdirSync(out, { recursive: true });
 
+// The challenge page's solver, as a newcomer (outside the browser) is given it: the cookie
+// check, then the challenge page (the room is full), its worker's script text.
+async function challengeSolver() {
+  const first = await fetch(base + '/', { redirect: 'manual', headers: { Accept: 'text/html' } });
+  const ticket = (first.headers.get('set-cookie') || '').split(';')[0];
+  const page = await fetch(base + '/', { headers: { Accept: 'text/html', Cookie: ticket } });
+  const html = await page.text();
+  const m = html.match(/<script id="sl-pow" type="text\/plain">([\s\S]*?)<\/script>/);
+  return m ? m[1] : null;
+}
+
 let browser;
 let solveMs = null;
 let rate = null;
@@ -46,9 +57,8 @@ try {
     first.status());
   const heading = (await page.textContent('h1').catch(() => '')) || '';
   check('the page says it checks the browser', /Checking your browser/.test(heading), heading);
-  // (No screenshot here: the page is solving and reloads itself any moment; a screenshot
-  // taken across that navigation can wait for a page that is gone.)
-  const solver = await page.textContent('#sl-pow', { timeout: 5000 }).catch(() => null);
+  // (No screenshot here, nor a read of its solver: the page is solving and reloads itself
+  // any moment; the solver's text for the speed measure below comes from another visitor.)
 
   // The worker solves and the page loads itself again: the waiting page, first in line.
   const placed = await page
@@ -70,6 +80,7 @@ try {
 
   // The solver's speed on this machine: the challenge page's worker, on a seed it cannot solve
   // (64 bits) for two seconds, counted by its progress reports (one per 16,384 tries).
+  const solver = await challengeSolver();
   rate = await page.evaluate(async (src) => {
     if (!src) return null;
     const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
