@@ -105,12 +105,13 @@ fn handle(r: &mut Request) -> ngx_int_t {
             Some(sid) if sid != t.sid => Ticket { sid, qnum: 0, ..t },
             _ => t,
         });
-    let turn = Turn {
+    let mut turn = Turn {
         lcf,
         zone,
         now,
         dry: dry_run(r, lcf),
         held,
+        spent: None,
     };
     let visit = match (held, closed_to_admitted) {
         // A waiting ticket: its place (or, for a ticket from the first contact, a place to
@@ -118,8 +119,11 @@ fn handle(r: &mut Request) -> ngx_int_t {
         (Some(t), _) => {
             if !turn.dry {
                 match challenge::gate(r, zone, &t, now) {
-                    Gate::Pass { proven: true } => cookie::delete_proof(r, zone),
-                    Gate::Pass { proven: false } => {}
+                    Gate::Pass { spent: Some(key) } => {
+                        cookie::delete_proof(r, zone);
+                        turn.spent = Some(key);
+                    }
+                    Gate::Pass { spent: None } => {}
                     Gate::Challenge(seed, bits, wait_secs) => {
                         return challenged(r, &turn, (seed, bits), wait_secs)
                     }
@@ -309,6 +313,7 @@ fn resume_or_skip(r: &mut Request, lcf: &LocConf, zone: &'static Zone) -> Option
         now: pending.now,
         dry: pending.dry,
         held: pending.held,
+        spent: pending.spent,
     };
     Some(conclude(r, &turn, result))
 }
@@ -380,6 +385,9 @@ struct Turn<'a> {
     now: u64,
     dry: bool,
     held: Option<Ticket>,
+    /// `challenge=pow`: the key of the proof this visit spent (given back when the visit
+    /// gives no place, so that the client's work is not lost).
+    spent: Option<u64>,
 }
 
 impl Turn<'_> {
@@ -420,6 +428,7 @@ fn suspend(
     };
     ctx.suspended = Some(Suspended::Decision(PendingDecision {
         held: turn.held,
+        spent: turn.spent,
         now: turn.now,
         dry: turn.dry,
         call,
@@ -429,6 +438,16 @@ fn suspend(
 
 /// Turns the room's answer into the request's fate.
 fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) -> ngx_int_t {
+    let placed = matches!(
+        result,
+        Ok(Decision {
+            verdict: Verdict::Admit { .. } | Verdict::Wait(_),
+            ..
+        })
+    );
+    if let (Some(key), false) = (turn.spent, placed) {
+        turn.zone.unspend_proof(key);
+    }
     let decision = match result {
         Ok(d) => d,
         Err(e) => {

@@ -62,7 +62,7 @@ fn main() {
         black_box(keys.open(black_box(sealed.as_bytes()), "shop").ok());
     });
     // challenge=pow: checking a proof (one MAC, one SHA-256), and making a seed.
-    let seed = smart_limit_core::challenge::seed(&keys, "shop", t.sid, 16);
+    let seed = smart_limit_core::challenge::seed(&keys, "shop", (t.sid, t.issued_at), 16);
     let nonce = smart_limit_core::challenge::solve(&seed, 16, 0, 1 << 26).expect("solved");
     let proof = format!(
         "{}.{nonce}",
@@ -70,7 +70,14 @@ fn main() {
     );
     measure("challenge: verify a proof (MAC, SHA-256)", 500_000, |_| {
         black_box(
-            smart_limit_core::challenge::verify(&keys, "shop", t.sid, proof.as_bytes(), 16).ok(),
+            smart_limit_core::challenge::verify(
+                &keys,
+                "shop",
+                (t.sid, t.issued_at),
+                proof.as_bytes(),
+                16,
+            )
+            .ok(),
         );
     });
     measure("challenge: one try of a solver (SHA-256)", 2_000_000, |i| {
@@ -84,7 +91,7 @@ fn main() {
         black_box(smart_limit_core::challenge::seed(
             &keys,
             "shop",
-            u64::from(i),
+            (u64::from(i), t.issued_at),
             16,
         ));
     });
@@ -215,6 +222,16 @@ fn main() {
             &limits,
         ));
     });
+    // challenge=pow: a proof recorded spent (one set of the table scanned under the lock),
+    // each a new ticket's, so the table turns over as under a flood of proofs.
+    measure(
+        "room: record a proof spent (spent-proof table)",
+        2_000_000,
+        |i| {
+            let key = smart_limit_core::challenge::spent_key((u64::from(i), 1000));
+            black_box(room.spend_proof(key, 100_000, 1000));
+        },
+    );
     // A thousand of them poll in turn as time goes on: every poll renews an older sight (the
     // line above polls one client within the same second, mostly at times it was seen at).
     let crowd: Vec<u64> = (3..1_003)

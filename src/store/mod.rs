@@ -445,6 +445,19 @@ impl Zone {
             && s.active < limits.max_active
     }
 
+    /// `challenge=pow`: records a proof as spent on this node (see `Room::spend_proof`); false:
+    /// spent already. A zone that cannot be read records nothing and takes the proof.
+    pub fn spend_proof(&self, key: u64, until: u64, now: u64) -> bool {
+        self.shm
+            .with_room(|room| room.spend_proof(key, until, now))
+            .unwrap_or(true)
+    }
+
+    /// Forgets a proof recorded spent by a visit that gave no place.
+    pub fn unspend_proof(&self, key: u64) {
+        let _ = self.shm.with_room(|room| room.unspend_proof(key));
+    }
+
     /// Counts in the room's counters.
     pub fn count(&self, f: impl FnOnce(&mut smart_limit_core::room::Counters)) {
         let _ = self.shm.with_room(|room| f(room.counters_mut()));

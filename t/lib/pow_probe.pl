@@ -11,9 +11,11 @@
 # nobody waits; see Zone::admits_at_once); B and C are
 # challenged; C's try with B's proof is refused (a foreign seed); B places with its proof
 # (header); B polls again without one and keeps its place; C places with its own proof
-# (cookie); B's first ticket replayed with its proof gets B's place, not a second. Client i's
-# requests go to node i mod n, so on a fleet a seed from one node is solved for another.
-# Prints "challenged B C foreign F placed B kept K second C replay R queue Q".
+# (cookie); B's first ticket replayed with its proof where it was taken is challenged (the
+# proof is spent); on a fleet, replayed on another node it gets B's place, not a second.
+# Client i's requests go to node i mod n, so on a fleet a seed from one node is solved for
+# another. Prints "challenged B C foreign F placed B kept K second C replay R queue Q" and on a
+# fleet " elsewhere E queue Q".
 #
 # --auto (challenge_bits=auto): a client waits (the line is not empty); then 300 new clients
 # ask for places at once, none solving; the bits given rise; then the probe asks once a
@@ -155,15 +157,30 @@ my (undef, $bk) = get($b);
 my $kept = field($bk, 'status') eq 'waiting' ? field($bk, 'position') : 'none';
 my (undef, $ck) = get($c);
 my $second = field($ck, 'status') eq 'waiting' ? field($ck, 'position') : 'none';
-# B's first ticket (before its place) with the same proof again: B's place, not a new one.
-my $replay = { node => 0, cookie => $b_first };
-my (undef, $br) = get($replay, proof => $bproof);
-if ($settle && field($br, 'status') eq 'waiting') {
-    # (A synced node's queue length counts the places taken there since its picture: ask
-    # again once the fleet has met, when it is the fleet's line's own.)
-    sleep $settle / 1000;
-    (undef, $br) = get($replay);
+# What a client was answered: its position, "challenge", or "none".
+sub answer_of {
+    my ($body) = @_;
+    return field($body, 'position') if field($body, 'status') eq 'waiting';
+    return challenge_of($body) ? 'challenge' : 'none';
 }
-my $again = field($br, 'status') eq 'waiting' ? field($br, 'position') : (challenge_of($br) ? 'challenge' : 'none');
-my $queue = field($br, 'queue_length');
-print "challenged $challenged foreign $foreign placed $placed kept $kept second $second replay $again queue $queue\n";
+
+# B's first ticket (before its place) with the same proof again, on the node that took it:
+# the proof is spent there, so this is a client without one.
+my $replay = { node => $b->{node}, cookie => $b_first };
+my (undef, $br) = get($replay, proof => $bproof);
+my $line = sprintf "challenged %s foreign %s placed %s kept %s second %s replay %s queue %s",
+    $challenged, $foreign, $placed, $kept, $second, answer_of($br), field($br, 'queue_length');
+if (@nodes > 1) {
+    # On another node, which has no record of it: the ticket's own place (the room keeps one
+    # place per session), not a second.
+    my $other = { node => ($b->{node} + 1) % @nodes, cookie => $b_first };
+    my (undef, $bo) = get($other, proof => $bproof);
+    if ($settle && field($bo, 'status') eq 'waiting') {
+        # (A synced node's queue length counts the places taken there since its picture: ask
+        # again once the fleet has met, when it is the fleet's line's own.)
+        sleep $settle / 1000;
+        (undef, $bo) = get($other);
+    }
+    $line .= sprintf " elsewhere %s queue %s", answer_of($bo), field($bo, 'queue_length');
+}
+print "$line\n";

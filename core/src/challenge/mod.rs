@@ -3,13 +3,14 @@
 //! free.
 //!
 //! A client whose ticket has no place yet is given a **seed** bound to that ticket: the
-//! difficulty (`bits`, one byte) followed by a MAC of the room, the ticket's session id and the
-//! difficulty under the room's key (8 bytes; [`Keyring::derive_u64`]), written in base64url
-//! (12 characters). It finds a **nonce** (decimal ASCII) such that SHA-256(seed bytes followed
-//! by the nonce) starts with `bits` zero bits, about 2^bits hashes, and comes back with
-//! `SEED.NONCE`. Checking costs one MAC and one hash. A seed of another ticket (another room, a
-//! forged one) does not verify; a ticket takes one place whatever it presents, and once it
-//! holds one its proof is never asked for again, so a proof buys one place.
+//! difficulty (`bits`, one byte) followed by a MAC of the room, the ticket's session id, its
+//! issue time and the difficulty under the room's key (8 bytes; [`Keyring::derive_bytes`]),
+//! written in base64url (12 characters). It finds a **nonce** (decimal ASCII) such that
+//! SHA-256(seed bytes followed by the nonce) starts with `bits` zero bits, about 2^bits hashes,
+//! and comes back with `SEED.NONCE`. Checking costs one MAC and one hash. A seed of another
+//! ticket (another room, a forged one) does not verify; a proof is accepted once (the node
+//! records it spent, [`spent_key`], until [`spent_until`]), and once the ticket holds a place
+//! its proof is never asked for again, so a proof buys one place.
 
 mod pressure;
 #[cfg(test)]
@@ -65,14 +66,20 @@ pub fn parse_bits(v: &str) -> Result<Bits, String> {
     }
 }
 
-/// The seed of ticket `sid`'s challenge in `room` at difficulty `bits`.
-pub fn seed(keys: &Keyring, room: &str, sid: u64, bits: u8) -> [u8; SEED_BYTES] {
-    // What is derived: the tag of a challenge's seed, the session id, the difficulty.
-    let mut input = [bits; 10];
-    if let Some(first) = input.first_mut() {
-        *first = SEED_TAG;
-    }
-    for (i, b) in input.iter_mut().skip(1).zip(sid.to_le_bytes()) {
+/// What a seed is bound to: a ticket's session id and issue time (unix ms). Two tickets of one
+/// session (`one_place_per=`: a user's devices) have two seeds.
+pub type Bound = (u64, u64);
+
+/// The seed of the challenge of ticket `(sid, issued_at)` in `room` at difficulty `bits`.
+pub fn seed(keys: &Keyring, room: &str, (sid, issued_at): Bound, bits: u8) -> [u8; SEED_BYTES] {
+    // What is derived: the tag of a challenge's seed, the session id, the issue time, the
+    // difficulty.
+    let mut input = [bits; 18];
+    let parts = [SEED_TAG]
+        .into_iter()
+        .chain(sid.to_le_bytes())
+        .chain(issued_at.to_le_bytes());
+    for (i, b) in input.iter_mut().zip(parts) {
         *i = b;
     }
     // (The ticket and the difficulty as the derivation's first part, the room as its second.)
@@ -102,13 +109,13 @@ pub enum ProofError {
     Unsolved,
 }
 
-/// Checks `proof` (`SEED.NONCE`) for ticket `sid` of `room`: the seed is this ticket's, at a
+/// Checks `proof` (`SEED.NONCE`) for ticket `bound` of `room`: the seed is this ticket's, at a
 /// difficulty of at least `min_bits`, and the hash has that many leading zero bits. Returns the
-/// difficulty it was solved at.
+/// difficulty it was solved at. (Whether it was spent already is the node's record's to say.)
 pub fn verify(
     keys: &Keyring,
     room: &str,
-    sid: u64,
+    bound: Bound,
     proof: &[u8],
     min_bits: u8,
 ) -> Result<u8, ProofError> {
@@ -137,7 +144,7 @@ pub fn verify(
     if bits < min_bits {
         return Err(ProofError::TooEasy);
     }
-    let want = seed(keys, room, sid, bits);
+    let want = seed(keys, room, bound, bits);
     // (Equal-time comparison: a MAC's bytes are not to be found one at a time.)
     if got
         .iter()
@@ -151,6 +158,30 @@ pub fn verify(
         return Err(ProofError::Unsolved);
     }
     Ok(bits)
+}
+
+/// How long a ticket waits before it may take a place without a proof (a browser without
+/// JavaScript): 30 s, and as long again as a browser's core takes to solve at `bits` (about
+/// 2^bits hashes at 100,000 a second, a slow phone), so that a script gains nothing by not
+/// solving.
+pub fn no_script_wait_ms(bits: u8) -> u64 {
+    30_000 + (1u64 << bits.min(40)) / 100
+}
+
+/// The key a spent proof of ticket `bound` is recorded under (never 0: 0 is a free entry).
+pub fn spent_key((sid, issued_at): Bound) -> u64 {
+    let mut h = sid ^ issued_at.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h.max(1)
+}
+
+/// Until when a proof solved at `bits` for a ticket issued at `issued_at` must be remembered as
+/// spent: after that the ticket takes its place without a proof anyway (the no-script path; a
+/// proof at `bits` is taken while the difficulty in force is at most `GRACE_BITS` above it).
+pub fn spent_until(issued_at: u64, bits: u8) -> u64 {
+    issued_at.saturating_add(no_script_wait_ms(bits.saturating_add(GRACE_BITS)))
 }
 
 /// SHA-256 of the seed's bytes followed by the nonce's ASCII.

@@ -1,6 +1,9 @@
 use super::*;
 use crate::ticket::Keyring;
 
+/// A ticket's issue time.
+const T0: u64 = 1_700_000_000_000;
+
 fn keys() -> Keyring {
     Keyring::from_key(&[7u8; 32]).unwrap()
 }
@@ -12,28 +15,33 @@ fn proof(seed: &[u8; SEED_BYTES], nonce: u64) -> Vec<u8> {
 #[test]
 fn a_solved_seed_verifies_for_its_ticket_only() {
     let k = keys();
-    let s = seed(&k, "shop", 42, 8);
+    let s = seed(&k, "shop", (42, T0), 8);
     assert_eq!(s[0], 8);
     assert_eq!(encode_seed(&s).len(), SEED_CHARS);
     let n = solve(&s, 8, 0, 1 << 20).unwrap();
-    assert_eq!(verify(&k, "shop", 42, &proof(&s, n), 8), Ok(8));
+    assert_eq!(verify(&k, "shop", (42, T0), &proof(&s, n), 8), Ok(8));
     // Another ticket, another room, another key: a foreign seed.
     assert_eq!(
-        verify(&k, "shop", 43, &proof(&s, n), 8),
+        verify(&k, "shop", (43, T0), &proof(&s, n), 8),
         Err(ProofError::Foreign)
     );
     assert_eq!(
-        verify(&k, "shoe", 42, &proof(&s, n), 8),
+        verify(&k, "shoe", (42, T0), &proof(&s, n), 8),
         Err(ProofError::Foreign)
     );
     let other = Keyring::from_key(&[8u8; 32]).unwrap();
     assert_eq!(
-        verify(&other, "shop", 42, &proof(&s, n), 8),
+        verify(&other, "shop", (42, T0), &proof(&s, n), 8),
+        Err(ProofError::Foreign)
+    );
+    // Another ticket of the same session (a user's other device, `one_place_per=`).
+    assert_eq!(
+        verify(&k, "shop", (42, T0 + 1), &proof(&s, n), 8),
         Err(ProofError::Foreign)
     );
     // The difficulty went up beyond the grace: too easy now.
     assert_eq!(
-        verify(&k, "shop", 42, &proof(&s, n), 9),
+        verify(&k, "shop", (42, T0), &proof(&s, n), 9),
         Err(ProofError::TooEasy)
     );
 }
@@ -41,12 +49,12 @@ fn a_solved_seed_verifies_for_its_ticket_only() {
 #[test]
 fn a_nonce_that_does_not_solve_is_refused() {
     let k = keys();
-    let s = seed(&k, "shop", 42, 16);
+    let s = seed(&k, "shop", (42, T0), 16);
     let n = solve(&s, 16, 0, 1 << 24).unwrap();
     // A nonce below the first solution does not solve (the solver stops at the first).
     if n > 0 {
         assert_eq!(
-            verify(&k, "shop", 42, &proof(&s, n - 1), 16),
+            verify(&k, "shop", (42, T0), &proof(&s, n - 1), 16),
             Err(ProofError::Unsolved)
         );
     }
@@ -54,7 +62,7 @@ fn a_nonce_that_does_not_solve_is_refused() {
     let mut easy = s;
     easy[0] = 1;
     assert_eq!(
-        verify(&k, "shop", 42, &proof(&easy, 0), 1),
+        verify(&k, "shop", (42, T0), &proof(&easy, 0), 1),
         Err(ProofError::Foreign)
     );
 }
@@ -74,7 +82,7 @@ fn malformed_proofs_are_refused_without_panic() {
         b"AAAAAAAAAAAA",
     ] {
         assert_eq!(
-            verify(&k, "shop", 1, bad, 1),
+            verify(&k, "shop", (1, T0), bad, 1),
             Err(ProofError::Malformed),
             "{bad:?}"
         );
@@ -147,15 +155,28 @@ fn a_user_key_names_one_session_per_room() {
     let other = Keyring::from_key(&[8u8; 32]).unwrap();
     assert_ne!(other.user_sid("shop", b"alice"), alice);
     // A user key never derives a challenge's seed (their inputs start apart).
-    let seed = seed(&k, "shop", alice, 16);
+    let seed = seed(&k, "shop", (alice, T0), 16);
     assert_ne!(seed[1..], k.user_sid("shop", &[16u8; 9]).to_le_bytes());
 }
 
 #[test]
 fn a_client_solves_the_seed_it_is_given() {
     let k = keys();
-    let text = encode_seed(&seed(&k, "shop", 7, 10));
+    let text = encode_seed(&seed(&k, "shop", (7, T0), 10));
     let proof = solve_proof(&text, 10, 1 << 24).unwrap();
-    assert_eq!(verify(&k, "shop", 7, proof.as_bytes(), 10), Ok(10));
+    assert_eq!(verify(&k, "shop", (7, T0), proof.as_bytes(), 10), Ok(10));
     assert_eq!(solve_proof("not base64!", 10, 10), None);
+}
+
+#[test]
+fn a_spent_proof_is_remembered_while_it_could_be_taken() {
+    // Taken while the difficulty in force is up to GRACE_BITS above its own, and until then
+    // the ticket needs a proof: the record lasts as long as that no-script wait.
+    assert_eq!(spent_until(T0, 16), T0 + no_script_wait_ms(16 + GRACE_BITS));
+    assert!(spent_until(T0, 22) > T0 + no_script_wait_ms(22));
+    assert_eq!(spent_until(u64::MAX - 1, 32), u64::MAX);
+    // Keys: never 0 (a free entry), apart for two tickets of one session.
+    assert_ne!(spent_key((0, 0)), 0);
+    assert_ne!(spent_key((42, T0)), spent_key((42, T0 + 1)));
+    assert_ne!(spent_key((42, T0)), spent_key((43, T0)));
 }

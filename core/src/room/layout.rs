@@ -13,7 +13,8 @@ const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// 5: the header holds a scheduled event's pre-queue and the start's shuffle.
 /// 6: the table of events made at run time follows the header.
 /// 7: two counters of the proof of work (`challenged`, `proofs_refused`).
-pub const LAYOUT_VERSION: u32 = 7;
+/// 8: the table of spent proofs (see `spent`).
+pub const LAYOUT_VERSION: u32 = 8;
 pub(super) const NIL: u32 = u32::MAX;
 /// Entries per set of the flood table (a set is scanned whole).
 pub(super) const FLOOD_WAYS: usize = 8;
@@ -173,6 +174,16 @@ pub(super) struct FloodEntry {
     pub(super) tat: u64,
 }
 
+/// A proof of work recorded as spent (see `spent`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(super) struct SpentEntry {
+    /// `challenge::spent_key` of the proof's ticket; 0 = unused.
+    pub(super) key: u64,
+    /// Until when it is remembered (unix ms).
+    pub(super) until: u64,
+}
+
 /// Why a block of memory cannot hold or be read as a room.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum LayoutError {
@@ -191,16 +202,19 @@ fn round8(n: usize) -> usize {
 }
 
 /// Bytes one session costs in the zone: a ring slot, its Fenwick counter and hash bucket, a
-/// table entry and its bucket, a quarter of a flood-table entry, and its share of the sight
-/// tree (2 to 4 bytes, as the tree's leaves round up to a power of two; 4 counted here).
+/// table entry and its bucket, a quarter of a flood-table entry and of a spent-proof entry,
+/// and its share of the sight tree (2 to 4 bytes, as the tree's leaves round up to a power of
+/// two; 4 counted here).
 pub const BYTES_PER_SESSION: usize = size_of::<Slot>()
     + 2 * size_of::<u32>()
     + size_of::<Entry>()
     + size_of::<u32>()
     + size_of::<FloodEntry>() / 4
+    + size_of::<SpentEntry>() / 4
     + 4;
 
-/// Flood-table entries for `n` sessions: a quarter entry each, whole sets, at least two.
+/// Flood-table entries for `n` sessions: a quarter entry each, whole sets, at least two. The
+/// spent-proof table has as many.
 fn flood_len(n: usize) -> usize {
     ((n / 4) / FLOOD_WAYS).max(2) * FLOOD_WAYS
 }
@@ -229,6 +243,7 @@ struct Layout {
     pub(super) places: usize,
     pub(super) live: usize,
     pub(super) flood: usize,
+    pub(super) spent: usize,
     pub(super) sight: usize,
     end: usize,
 }
@@ -240,7 +255,8 @@ fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
     let places = ring + nr * size_of::<Slot>();
     let live = places + round8(nr * size_of::<u32>());
     let flood = live + round8(nr * size_of::<u32>());
-    let sight = flood + nf * size_of::<FloodEntry>();
+    let spent = flood + nf * size_of::<FloodEntry>();
+    let sight = spent + nf * size_of::<SpentEntry>();
     let end = sight + sight_nodes(nr) * size_of::<Sight>();
     Layout {
         table,
@@ -248,6 +264,7 @@ fn layout(nb: usize, nt: usize, nr: usize, nf: usize) -> Layout {
         places,
         live,
         flood,
+        spent,
         sight,
         end,
     }
@@ -368,6 +385,7 @@ impl<'m> Room<'m> {
                 places: core::slice::from_raw_parts_mut(base.add(l.places) as *mut u32, nr),
                 live: core::slice::from_raw_parts_mut(base.add(l.live) as *mut u32, nr),
                 flood: core::slice::from_raw_parts_mut(base.add(l.flood) as *mut FloodEntry, nf),
+                spent: core::slice::from_raw_parts_mut(base.add(l.spent) as *mut SpentEntry, nf),
                 sight: core::slice::from_raw_parts_mut(
                     base.add(l.sight) as *mut Sight,
                     sight_nodes(nr),

@@ -30,6 +30,7 @@ mod layout;
 mod line;
 mod sessions;
 mod sight;
+mod spent;
 mod table;
 
 pub mod gcra;
@@ -39,7 +40,7 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
-use layout::{Entry, EventTable, FloodEntry, Header, Sight, Slot};
+use layout::{Entry, EventTable, FloodEntry, Header, Sight, Slot, SpentEntry};
 
 pub use event::{EventNow, PrequeueState, SHUFFLE_STEP};
 pub use flood::flood_hash;
@@ -181,6 +182,8 @@ pub struct Room<'m> {
     places: &'m mut [u32],
     live: &'m mut [u32],
     flood: &'m mut [FloodEntry],
+    /// Proofs of work spent, by their ticket (see `spent`).
+    spent: &'m mut [SpentEntry],
     /// Last sight of the places, a tree over blocks of the ring (see `sight`).
     sight: &'m mut [Sight],
 }

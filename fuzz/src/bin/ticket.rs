@@ -34,7 +34,7 @@ fn main() {
         // The same bytes as a proof of work (`Smart-Limit-Proof`, attacker-controlled too):
         // refused or taken, never a panic; a proof an attacker made up without the key never
         // passes (its seed's MAC cannot match).
-        if let Ok(bits) = smart_limit_core::challenge::verify(&keys, ROOM, 42, data, 1) {
+        if let Ok(bits) = smart_limit_core::challenge::verify(&keys, ROOM, (42, 1), data, 1) {
             assert!((1..=32).contains(&bits), "a proof verified at {bits} bits");
         }
 

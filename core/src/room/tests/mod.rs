@@ -464,3 +464,25 @@ fn a_session_over_its_request_rate_is_limited() {
 
 mod event;
 mod expiry;
+
+#[test]
+fn a_proof_is_spent_once_until_its_record_expires() {
+    let mut mem = Mem::new(64 * 1024);
+    let mut room = Room::format(mem.bytes(), 1).unwrap();
+    assert!(room.spend_proof(42, 5_000, 1_000));
+    // The same proof again, on this node, while remembered: refused, and still remembered.
+    assert!(!room.spend_proof(42, 9_000, 2_000));
+    assert!(!room.spend_proof(42, 9_000, 4_999));
+    // Another ticket's proof is its own.
+    assert!(room.spend_proof(43, 5_000, 2_000));
+    // Once the record is past (the ticket may then join without a proof anyway), it is new.
+    assert!(room.spend_proof(42, 9_000, 5_000));
+    assert!(!room.spend_proof(42, 9_000, 6_000));
+    // A flood of proofs larger than the table: the work per proof is one set, and a proof
+    // just spent is still refused again (the entries given up are the ones expiring first).
+    for key in 1_000..200_000u64 {
+        assert!(room.spend_proof(key, 100_000 + key, 7_000));
+        assert!(!room.spend_proof(key, 100_000 + key, 7_000), "{key}");
+    }
+}
+

@@ -1,0 +1,58 @@
+//! Proofs of work spent ([S19], `challenge=pow`): a proof is accepted once. The node records
+//! each proof it accepts, by its ticket (`challenge::spent_key`), until the ticket could take
+//! its place without one (`challenge::spent_until`); the same proof again is then refused.
+//!
+//! A set-associative table like the flood table's: a set of `SPENT_WAYS` entries is scanned
+//! whole, so one check costs the same whatever the room holds. A full set gives up the entry
+//! that expires first: under a flood of proofs larger than the table, an old record may be
+//! forgotten early, and a replay of that ticket gets what the ticket itself would (its own
+//! place, one per session), never a second place.
+
+use super::layout::{SpentEntry, FLOOD_WAYS};
+use super::Room;
+
+/// Entries per set (the flood table's sets: the two tables are the same size).
+const SPENT_WAYS: usize = FLOOD_WAYS;
+
+impl<'m> Room<'m> {
+    /// Records the proof of the ticket `key` as spent until `until` (unix ms). false: it was
+    /// spent already (a replay), and nothing changes.
+    pub fn spend_proof(&mut self, key: u64, until: u64, now: u64) -> bool {
+        let key = key.max(1);
+        let ways = self.spent_set(key);
+        if ways.iter().any(|e| e.key == key && e.until > now) {
+            return false;
+        }
+        // This ticket's old entry, else a free or expired one, else the one expiring first.
+        let slot = ways.iter_mut().min_by_key(|e| match e.key {
+            k if k == key => 0,
+            0 => 1,
+            _ if e.until <= now => 1,
+            _ => e.until.saturating_add(2),
+        });
+        if let Some(e) = slot {
+            *e = SpentEntry { key, until };
+        }
+        true
+    }
+
+    /// Forgets the proof of the ticket `key` (it was spent on a visit that gave no place:
+    /// the client may use it again).
+    pub fn unspend_proof(&mut self, key: u64) {
+        let key = key.max(1);
+        for e in self.spent_set(key).iter_mut().filter(|e| e.key == key) {
+            e.key = 0;
+        }
+    }
+
+    /// The set of entries `key` is kept in.
+    fn spent_set(&mut self, key: u64) -> &mut [SpentEntry] {
+        let sets = (self.spent.len() / SPENT_WAYS).max(1);
+        // (The high bits pick the set, as in the flood table: the product mixes them best.)
+        let set = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % sets;
+        let len = self.spent.len();
+        let from = (set * SPENT_WAYS).min(len);
+        let to = (from + SPENT_WAYS).min(len);
+        &mut self.spent[from..to]
+    }
+}
