@@ -115,3 +115,43 @@ origin
 --- timeout: 60
 --- steps
 sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORT --auto => /^calm 16 flood (?:19|2[0-2]) after 1[67] in \d+ s$/
+
+=== TEST 8: challenge_bits=auto on central Redis, two nodes: each node raises its bits under the flood it sees, and lowers them after
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=4m max_active=1 flood=off challenge=pow store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- timeout: 60
+--- steps
+sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto => /^calm 16 flood (?:19|2[0-2]) after 1[67] in \d+ s$/
+--- no_error_log
+[error]
+
+=== TEST 9: challenge_bits=auto on sync=, two nodes: the same
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=4m max_active=1 flood=off challenge=pow store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- timeout: 60
+--- steps
+until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
+sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto => /^calm 16 flood (?:19|2[0-2]) after 1[67] in \d+ s$/
+--- no_error_log
+[error]

@@ -88,7 +88,11 @@ sub solve {
 
 if ($auto) {
     my $holder = arrive(0);
-    my ($st) = get($holder);
+    my ($st, $hb) = get($holder);
+    # (A synced node, or one without fresh central figures, asks even the first for a proof.)
+    if (my ($s, $bits) = challenge_of($hb)) {
+        ($st) = get($holder, proof => solve($s, $bits));
+    }
     die "holder not admitted ($st)\n" unless $st == 200;
     my $w = arrive(1);
     my (undef, $body) = get($w);
