@@ -5,11 +5,13 @@
 // challenge page ("Checking your browser"), whose Web Worker solves the seed; the page keeps
 // the proof as the room's proof cookie and loads itself again, and the browser is shown the
 // waiting page, first in line. Prints how long the solving took (the cost a browser pays).
+// Then a browser with JavaScript off: its page comes back after the no-script wait and takes
+// the next place without a proof.
 //
 // Usage: node challenge.mjs --base http://127.0.0.1:PORT --out DIR --bits N
 // Prints one JSON document: {"checks":[...],"screenshots":[...],"solve_ms":N,
-// "hashes_per_sec":N} (the solver's speed: its worker for two seconds on a seed it cannot
-// solve).
+// "hashes_per_sec":N,"no_script_ms":N} (the solver's speed: its worker for two seconds on a
+// seed it cannot solve; the time the script-less browser took to its place).
 
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
@@ -40,6 +42,7 @@ async function challengeSolver() {
 let browser;
 let solveMs = null;
 let rate = null;
+let noScriptMs = null;
 try {
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
   const context = await browser.newContext({
@@ -93,9 +96,33 @@ try {
     return Math.round(tries / ((performance.now() - t0) / 1000));
   }, solver).catch(() => null);
   check('the solver\'s speed was measured', rate > 0, String(rate));
+
+  // A browser that runs no script: the same page, whose <noscript> refresh brings it back
+  // once its ticket is old enough to take a place without a proof (30 s and the expected
+  // solving time of a slow phone), and not before.
+  const plain = await browser.newContext({ javaScriptEnabled: false, locale: 'en-US' });
+  const noJs = await plain.newPage();
+  const n0 = Date.now();
+  const seen = [];
+  noJs.on('response', (r) => { if (r.url() === base + '/') seen.push([r.status(), Date.now() - n0]); });
+  const asked = await noJs.goto(base + '/', { waitUntil: 'domcontentloaded' });
+  const noJsHeading = (await noJs.textContent('h1').catch(() => '')) || '';
+  check('without JavaScript: the challenge page too', asked.status() === 503
+    && /Checking your browser/.test(noJsHeading), `${asked.status()} ${noJsHeading}`);
+  const joined = await noJs
+    .waitForSelector('.pos-num:not(#progress)', { timeout: 60000 })
+    .then(() => true, () => false);
+  const waitedMs = Date.now() - n0;
+  noScriptMs = waitedMs;
+  const noJsPos = (await noJs.textContent('.pos-num:not(#progress)').catch(() => '')).trim();
+  check('without JavaScript: the page comes back by itself and takes a place, second in line',
+    joined && noJsPos === '2', `${noJsPos} after ${waitedMs} ms; answers ${JSON.stringify(seen)}`);
+  check('without JavaScript: not before the no-script wait (30 s)', waitedMs >= 30000, `${waitedMs} ms`);
+  await plain.close();
 } catch (e) {
   check('the browser test ran to the end', false, e && e.stack ? e.stack : e);
 } finally {
   if (browser) await browser.close().catch(() => {});
 }
-console.log(JSON.stringify({ checks, screenshots, solve_ms: solveMs, hashes_per_sec: rate }));
+console.log(JSON.stringify({ checks, screenshots, solve_ms: solveMs, hashes_per_sec: rate,
+  no_script_ms: noScriptMs }));
