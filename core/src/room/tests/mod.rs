@@ -485,4 +485,3 @@ fn a_proof_is_spent_once_until_its_record_expires() {
         assert!(!room.spend_proof(key, 100_000 + key, 7_000), "{key}");
     }
 }
-
