@@ -37,6 +37,8 @@ pub enum Gate {
 
 /// The gate for a waiting ticket `t` at `now`.
 pub fn gate(r: &Request, zone: &Zone, t: &Ticket, now: u64) -> Gate {
+    // (`auto` looks at the room once a second per worker, whoever asks: the polls of the
+    // tickets that hold places keep its view current, at the cost of a compare each.)
     let Some(bits) = zone.challenge_bits(now) else {
         return Gate::Pass { spent: None };
     };

@@ -411,10 +411,14 @@ impl Zone {
         match self.params.challenge? {
             Bits::Fixed(n) => Some(n),
             Bits::Auto => {
+                let mut p = self.pressure.try_borrow_mut().ok()?;
+                // (The room is read once a look, not on every challenge.)
+                if !p.due(now) {
+                    return Some(p.current());
+                }
                 let s = self.snapshot(now).ok()?;
                 let c = &s.counters;
                 let asked = c.queued.max(c.challenged);
-                let mut p = self.pressure.try_borrow_mut().ok()?;
                 Some(p.bits(now, asked, c.admitted, s.queue_len))
             }
         }

@@ -31,6 +31,17 @@ impl Default for Pressure {
 }
 
 impl Pressure {
+    /// Whether [`Pressure::bits`] would read the counters at `now`; when not, it answers
+    /// [`Pressure::current`] whatever they say, so the caller need not read them.
+    pub fn due(&self, now: u64) -> bool {
+        self.at == 0 || now < self.at || now - self.at >= LOOK_MS
+    }
+
+    /// The difficulty of the last look.
+    pub fn current(&self) -> u8 {
+        self.bits
+    }
+
     /// The difficulty at `now` (ms), from the room's counters: `asked`, clients that asked
     /// for a place (the larger of places taken and challenges given: a newcomer is challenged
     /// once and takes its place once, a script that does not solve is only challenged),
@@ -46,7 +57,7 @@ impl Pressure {
             self.admitted = admitted;
             return self.bits;
         }
-        if now - self.at < LOOK_MS {
+        if !self.due(now) {
             return self.bits;
         }
         let came = asked.saturating_sub(self.asked) as f64;
