@@ -59,7 +59,9 @@ $nginx->write_config({
     smart_limit_event drop room=shop prequeue=\@1 start=\@$start;
 EOF
     config => <<'EOF',
-    location / { smart_limit shop; root html; }
+    # (The page's usual refresh, 10 s, is shorter than the 12 s lead to the start: the page
+    # would come back at 10 s, before the start, when nginx and the browser start fast.)
+    location / { smart_limit shop; smart_limit_refresh 20s; root html; }
 EOF
 });
 my ($up, $msg) = $nginx->start(1);
