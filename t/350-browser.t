@@ -14,42 +14,16 @@
 use strict;
 use warnings;
 use lib 't/lib';
-use Cwd ();
 use File::Path ();
-use JSON::PP ();
 use Test::More;
+use SmartLimit::Test::Browser ();
 use SmartLimit::Test::Server ();
 
-my ($bin, $mod) = @ENV{qw(TEST_NGINX_BINARY TEST_NGINX_MODULE)};
-plan skip_all => 'TEST_NGINX_BINARY and TEST_NGINX_MODULE are not set (scripts/test sets them)'
-    unless $bin && $mod;
-plan skip_all => 'SL_SKIP_BROWSER is set' if $ENV{SL_SKIP_BROWSER};
-
-my $here = Cwd::abs_path('t/browser');
-my $chromium = $ENV{SL_CHROMIUM} // '/usr/bin/chromium';
-my $out = "$here/out";
+my $b = SmartLimit::Test::Browser::ready(node => 18);
+my $out = $b->{out};
 my $REFRESH = 2;
 
-ok(-x $chromium, "chromium is installed at $chromium") or diag('run scripts/test (it installs chromium)');
-ok(-d "$here/node_modules/playwright-core", 'playwright-core is installed in t/browser/node_modules')
-    or diag('run scripts/test (it runs npm ci in t/browser)');
-my ($node_ok) = `node --version 2>/dev/null` =~ /^v(\d+)/;
-ok(($node_ok // 0) >= 18, 'node 18 or later is installed');
-if (!-x $chromium || !-d "$here/node_modules/playwright-core" || ($node_ok // 0) < 18) {
-    done_testing();
-    exit;
-}
-
-my $root = Cwd::abs_path('t') . "/servroot/350-browser.$$/n1";
-my $nginx = SmartLimit::Test::Server->new(
-    index => 1, servroot => $root, binary => Cwd::abs_path($bin), module => Cwd::abs_path($mod),
-    vars => {
-        TEST_NGINX_PORT => SmartLimit::Test::Server::free_port(),
-        TEST_NGINX_PORT2 => SmartLimit::Test::Server::free_port(),
-        TEST_NGINX_SERVROOT => $root, TEST_NGINX_HTML_DIR => "$root/html",
-    },
-);
-$nginx->prepare;
+my ($nginx, $root) = SmartLimit::Test::Browser::nginx($b, '350-browser', 'TEST_NGINX_PORT2');
 $nginx->write_user_files(<<'EOF');
 >>> origin/index.html
 <!DOCTYPE html>
@@ -112,15 +86,7 @@ ok($up, 'nginx starts') or BAIL_OUT("nginx did not start: $msg");
 
 File::Path::remove_tree($out);
 my $base = 'http://127.0.0.1:' . $nginx->port;
-my $json = `node '$here/waiting-room.mjs' --base '$base' --out '$out' --refresh $REFRESH --chromium '$chromium' 2>'$root/logs/node.stderr'`;
-my $exit = $? >> 8;
-is($exit, 0, 'the browser script ran') or diag(SmartLimit::Test::Server::slurp("$root/logs/node.stderr"));
-my $result = eval { JSON::PP::decode_json($json) } || { checks => [], screenshots => [] };
-ok(@{ $result->{checks} } >= 15, 'the browser script reported its checks')
-    or diag("output: $json");
-for my $c (@{ $result->{checks} }) {
-    ok($c->{ok}, "browser: $c->{name}") or diag($c->{detail});
-}
+SmartLimit::Test::Browser::run($b, 'waiting-room.mjs', $root, 15, '--base', $base, '--refresh', $REFRESH);
 for my $s (qw(waiting.png waiting-refreshed.png waiting-ja-mobile.png admitted.png)) {
     ok(-s "$out/$s" && -s "$out/$s" > 1000, "screenshot kept: t/browser/out/$s");
 }
@@ -133,5 +99,5 @@ my $room_log = SmartLimit::Test::Server::slurp("$root/logs/room.log");
 like($room_log, qr/^503 GET \/ HTTP\/1\.1 WAITING 1$/m, 'access log: the browser waited, first in line');
 like($room_log, qr/^200 GET \/app\.js HTTP\/1\.1 PASSED -$/m,
      'access log: an asset over the rate limit passed on the admitted ticket');
-File::Path::remove_tree(Cwd::abs_path('t') . "/servroot/350-browser.$$") unless $ENV{TEST_NGINX_NO_CLEAN};
+SmartLimit::Test::Browser::clean('350-browser');
 done_testing();

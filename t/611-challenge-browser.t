@@ -9,45 +9,18 @@
 # Screenshots are kept in t/browser/out/ (git-ignored).
 #
 # Without chromium or node_modules the test fails (it does not skip): run scripts/test, or
-# set SL_SKIP_BROWSER=1 to skip it on purpose.
+# set SL_SKIP_BROWSER=1 to skip it on purpose (see SmartLimit::Test::Browser).
 
 use strict;
 use warnings;
 use lib 't/lib';
-use Cwd ();
-use File::Path ();
-use JSON::PP ();
 use Test::More;
-use SmartLimit::Test::Server ();
+use SmartLimit::Test::Browser ();
 use SmartLimit::Test::HTTP ();
 
-my ($bin, $mod) = @ENV{qw(TEST_NGINX_BINARY TEST_NGINX_MODULE)};
-plan skip_all => 'TEST_NGINX_BINARY and TEST_NGINX_MODULE are not set (scripts/test sets them)'
-    unless $bin && $mod;
-plan skip_all => 'SL_SKIP_BROWSER is set' if $ENV{SL_SKIP_BROWSER};
-
-my $here = Cwd::abs_path('t/browser');
-my $chromium = $ENV{SL_CHROMIUM} // '/usr/bin/chromium';
-my $out = "$here/out";
-
-ok(-x $chromium, "chromium is installed at $chromium") or diag('run scripts/test (it installs chromium)');
-ok(-d "$here/node_modules/playwright-core", 'playwright-core is installed in t/browser/node_modules')
-    or diag('run scripts/test (it runs npm ci in t/browser)');
-if (!-x $chromium || !-d "$here/node_modules/playwright-core") {
-    done_testing();
-    exit;
-}
-
+my $b = SmartLimit::Test::Browser::ready();
 my $bits = $ENV{SL_CHALLENGE_BITS} // 16;
-my $root = Cwd::abs_path('t') . "/servroot/611-challenge-browser.$$/n1";
-my $nginx = SmartLimit::Test::Server->new(
-    index => 1, servroot => $root, binary => Cwd::abs_path($bin), module => Cwd::abs_path($mod),
-    vars => {
-        TEST_NGINX_PORT => SmartLimit::Test::Server::free_port(),
-        TEST_NGINX_SERVROOT => $root, TEST_NGINX_HTML_DIR => "$root/html",
-    },
-);
-$nginx->prepare;
+my ($nginx, $root) = SmartLimit::Test::Browser::nginx($b, '611-challenge-browser');
 $nginx->write_user_files(<<'EOF');
 >>> index.html
 <!DOCTYPE html>
@@ -73,20 +46,14 @@ my ($set) = SmartLimit::Test::HTTP::set_cookies($holder);
 my $held = SmartLimit::Test::HTTP::request(port => $nginx->port, path => '/',
     headers => [['Cookie', "$set->{name}=$set->{value}"]]);
 is($held->{status}, 200, 'a scripted client holds the only admission (let in at once, no proof)');
-my $json = `node '$here/challenge.mjs' --base '$base' --out '$out' --bits $bits --chromium '$chromium' 2>'$root/logs/node.stderr'`;
-is($? >> 8, 0, 'the browser script ran') or diag(SmartLimit::Test::Server::slurp("$root/logs/node.stderr"));
-my $result = eval { JSON::PP::decode_json($json) } || { checks => [], screenshots => [] };
-ok(@{ $result->{checks} } >= 9, 'the browser script reported its checks') or diag("output: $json");
+my $result = SmartLimit::Test::Browser::run($b, 'challenge.mjs', $root, 9, '--base', $base, '--bits', $bits);
 note("Chromium solved $bits bits in $result->{solve_ms} ms (page load to its place); "
     . "its solver tries $result->{hashes_per_sec} hashes a second (one worker); "
     . "without JavaScript it took its place after $result->{no_script_ms} ms") if $result->{solve_ms};
-for my $c (@{ $result->{checks} }) {
-    ok($c->{ok}, "browser: $c->{name}") or diag($c->{detail});
-}
 for my $s (qw(challenge-placed.png)) {
-    ok(-s "$out/$s" && -s "$out/$s" > 1000, "screenshot kept: t/browser/out/$s");
+    ok(-s "$b->{out}/$s" && -s "$b->{out}/$s" > 1000, "screenshot kept: t/browser/out/$s");
 }
 $nginx->stop;
 unlike($nginx->error_log, qr/\[(?:alert|emerg|crit)\]|exited on signal/, 'no alert or crash in the error log');
-File::Path::remove_tree(Cwd::abs_path('t') . "/servroot/611-challenge-browser.$$") unless $ENV{TEST_NGINX_NO_CLEAN};
+SmartLimit::Test::Browser::clean('611-challenge-browser');
 done_testing();
