@@ -15,6 +15,13 @@
 # run outlasted presence): measured unpinned, such calls took 1.2-1.8 ms, 2.7 ms at worst. Now
 # a call drops at most EXPIRE_STEP less what it reports; pinned, the slowest call in 3 runs of
 # each test was 1.2-1.4 ms.
+#
+# TEST 2 allows one call over 2 ms, not two: in CI runs on clean clones (/work/ci25, ci26) one
+# call a run took 3,616 and 3,161 us, a call like every other (7 sightings, the departed
+# waiters' drop), while the 9-11 such calls of a run took 1.0-1.4 ms (SLOWLOG at 1 ms, 4 local
+# runs, alone and after t/200-272). A call whose work grew with the line would be slow every
+# time it drops waiters, 9 or more times a run; one call at 2.5 times the others is the
+# machine (SLOWLOG counts wall time), and five CI runs before had none.
 
 use lib 't/lib';
 use SmartLimit::Test;
@@ -70,7 +77,7 @@ origin
 --- timeout: 120
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
-sh 120: perl t/lib/sync_bounded.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_REDIS_PORT --zone shop --waiting 100000 --clients 1500 --slow-us 2000 --settle 2 --seen-ago 19 --pin => /script calls (\d{2,}); line [5-9]\d{4}; slow script calls 0;/
+sh 120: perl t/lib/sync_bounded.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_REDIS_PORT --zone shop --waiting 100000 --clients 1500 --slow-us 2000 --settle 2 --seen-ago 19 --pin => /script calls (\d{2,}); line [5-9]\d{4}; slow script calls [01];/
 M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} [5-9]\d{4}\n/
 --- no_error_log
 [error]
