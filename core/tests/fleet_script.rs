@@ -136,8 +136,9 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     t.sync(1, now, &waiters(&[(11, 1000), (15, 5000), (19, 9000)]));
     let p = t.sync(2, now + 5, &waiters(&[(22, 2000), (26, 6000)]));
     assert_eq!(p.queue_len, 5);
-    // 3 free places: the 3 oldest (1, 2, 5 s): the cursor is at 5 s, whichever node saw them.
-    assert_eq!(p.cursor, BASE + 5000);
+    // 3 free places: the 3 oldest (1, 2, 5 s), whichever node saw them, and the band beyond
+    // them: up to as many again who came within an interval of the third (6 s; not 9 s).
+    assert_eq!(p.cursor, BASE + 6000);
     // The first interval shared its 3 free places out by the polls seen so far (node 1's 3),
     // 80 % of them: 2 to node 1; node 2, reporting later, got 1. Both are reserved.
     assert_eq!(p.quota, 1);
@@ -177,6 +178,28 @@ fn samples_of_a_long_line_reach_its_tail_evenly() {
     assert_eq!(ranks.last(), Some(&189));
     let widest = ranks.windows(2).map(|w| w[1] - w[0]).max();
     assert_eq!(widest, Some(3), "{ranks:?}");
+}
+
+#[test]
+fn samples_of_a_longer_line_stay_close_near_its_head() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "samples-head", cfg(1));
+    // 5,000 waiters: evenly spaced, samples would be 78 ranks apart from rank 32 on, and a
+    // waiter at rank 100 would be told its place from a pair of samples 78 apart; near the
+    // head they are at most a quarter of their rank apart instead, and the rest still reach
+    // the tail no wider than the even spacing.
+    let list: Vec<(u64, u64)> = (0..5000).map(|i| (10_000 + i, i + 1)).collect();
+    let p = t.sync(1, BASE + 10_000, &waiters(&list));
+    assert_eq!(p.queue_len, 5000);
+    let ranks: Vec<u64> = p.samples.iter().map(|s| s.rank).collect();
+    assert_eq!(ranks[..32], (0..32).collect::<Vec<_>>()[..]);
+    assert_eq!(ranks.last(), Some(&4999));
+    assert!(ranks.len() <= 121, "{}", ranks.len());
+    for w in ranks.windows(2) {
+        let gap = w[1] - w[0];
+        assert!(gap <= 78, "{ranks:?}");
+        assert!(gap <= (w[0] / 4).max(1) || w[0] >= 4 * 78, "{ranks:?}");
+    }
 }
 
 #[test]

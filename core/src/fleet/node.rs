@@ -24,6 +24,9 @@ impl<'m> FleetNode<'m> {
         if !self.eligible(arrival) {
             return self.wait(arrival, cfg);
         }
+        if self.band_waits(arrival, now, cfg) {
+            return self.come_back(arrival, cfg);
+        }
         // Its turn: its poll weighs the node's next share more (FleetNode::turn_weight).
         let extra = u64::from(self.hdr.turn_weight.max(1)) - 1;
         self.hdr.polls = self.hdr.polls.saturating_add(extra);
@@ -38,6 +41,11 @@ impl<'m> FleetNode<'m> {
         if self.hdr.cursor == u64::MAX {
             self.hdr.cursor = arrival;
         }
+        self.come_back(arrival, cfg)
+    }
+
+    /// Its turn, but not a place yet: it is told its position and to come back in a moment.
+    fn come_back(&self, arrival: u64, cfg: &FleetConfig) -> FleetVerdict {
         match self.wait(arrival, cfg) {
             FleetVerdict::Wait {
                 position,
@@ -52,12 +60,41 @@ impl<'m> FleetNode<'m> {
         }
     }
 
+    /// A waiter the cursor took only as one of its band (past those the free places rightly
+    /// take: see the script's cursor) may take a place from half an interval after the
+    /// picture on, not before: until then the places are kept for those before it, who come
+    /// back every interval while their turn holds. Without this, the band's clients took the
+    /// places first as often as not, and the older ones let in after them came more than an
+    /// interval earlier (the simulator, 5 nodes, a flat arrival: 7.0 % of admissions out of
+    /// order with the band's places open at once, 2.5 % so, 1.3 % without the band). The
+    /// places the rightful waiters take are this picture's (its samples, interpolated).
+    fn band_waits(&self, arrival: u64, now: u64, cfg: &FleetConfig) -> bool {
+        let h = &*self.hdr;
+        let fresh = h.aged_ranks == 0 && h.synced_at_ms != 0;
+        if !fresh || h.cursor == u64::MAX || now >= h.synced_at_ms + cfg.interval_ms / 2 {
+            return false;
+        }
+        let places = cfg
+            .max_active
+            .saturating_add(h.expiring)
+            .saturating_sub(h.fleet_active);
+        places > 0
+            && self
+                .arrival_at_rank(places - 1)
+                .is_some_and(|rightful| arrival > rightful)
+    }
+
     /// The same client once the pool's answer to its draw is in (it was turned away because
     /// the node's share was used up): in if its turn still holds and a place came; otherwise
     /// it waits like anyone else. Not counted as another poll.
     pub fn claim(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
-        if self.eligible(arrival) && self.take_place(sid, now) {
-            return FleetVerdict::Admit;
+        if self.eligible(arrival) {
+            if self.band_waits(arrival, now, cfg) {
+                return self.come_back(arrival, cfg);
+            }
+            if self.take_place(sid, now) {
+                return FleetVerdict::Admit;
+            }
         }
         self.wait(arrival, cfg)
     }

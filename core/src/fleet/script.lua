@@ -81,8 +81,9 @@ end
 local EXPIRE_STEP, EXPIRE_MIN = 200, 50
 -- Members per variadic command (Lua's unpack has a limit of a few thousand).
 local CHUNK = 500
--- Samples of the line returned for positions: the first ranks one by one, then spaced out.
-local FIRST_RANKS, SAMPLES = 32, 96
+-- Samples of the line returned for positions: the first ranks one by one, then spaced out
+-- (at most a GROWTH-th of their rank apart near the head, EVEN_SAMPLES evenly over the rest).
+local FIRST_RANKS, SAMPLES, EVEN_SAMPLES, GROWTH = 32, 120, 64, 4
 -- The cursor's band: up to this many times the waiters the free places take.
 local BAND = 2
 
@@ -394,10 +395,10 @@ redis.call('HSET', K_FLEET, 'win', digits(window), 'free', digits(free_w), 'poll
 
 -- The cursor: waiters who arrived no later than it may be admitted wherever they poll: the
 -- oldest the free places (and those that free within the interval) can take, and beyond them
--- up to BAND times as many, as long as those arrived within an interval of the head of the
--- line. The places then fill as fast as that band polls, not as fast as its slowest client
--- (or one who left) does, and nobody is let in ahead of someone who came more than an
--- interval earlier.
+-- up to BAND times as many, as long as those arrived within an interval of the last the places
+-- rightly take. The places then fill as fast as that band polls, not as fast as its slowest
+-- client (or one who left) does; the nodes let the band in only from half an interval after
+-- their picture on, so those before it come first (FleetNode::band_waits).
 local places = max_active - active + expiring
 local cursor
 local function arrival_at(rank)
@@ -410,22 +411,30 @@ elseif places >= queue_len then
 else
   local rightful = arrival_at(places - 1)
   local band = arrival_at(math.min(places * BAND, queue_len) - 1)
-  cursor = math.max(rightful, math.min(band, arrival_at(0) + interval))
+  cursor = math.max(rightful, math.min(band, rightful + interval))
 end
 
 save()
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full}
--- Samples of the line (rank, arrival): every rank at the head, then spaced evenly so that
--- the rest reach the tail.
-local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / (SAMPLES - FIRST_RANKS)))
+-- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
+-- apart (a waiter near the head is told its place closely: it is called back by it) while the
+-- samples left can still reach the tail evenly spaced, then evenly.
+local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / EVEN_SAMPLES))
 local rank, step = 0, 1
-for _ = 1, SAMPLES do
+for i = 1, SAMPLES do
   if rank >= queue_len then break end
   local r = redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')
   if #r < 2 then break end
   reply[#reply + 1] = rank
   reply[#reply + 1] = tonumber(r[2])
-  if rank + 1 >= FIRST_RANKS then step = spread end
+  if rank + 1 >= FIRST_RANKS then
+    local rest = queue_len - 1 - rank
+    if SAMPLES - i > math.ceil(rest / spread) then
+      step = math.max(math.min(math.floor(rank / GROWTH), spread), 1)
+    else
+      step = math.max(spread, math.ceil(rest / math.max(SAMPLES - i, 1)))
+    end
+  end
   rank = rank + step
 end
 if queue_len > 0 then

@@ -45,6 +45,60 @@ fn node(mem: &mut Mem) -> FleetNode<'_> {
     FleetNode::format(mem.bytes(), 7).unwrap()
 }
 
+/// The cursor's band (waiters past those the free places rightly take) may take a place only
+/// from half an interval after the picture on: until then the places wait for those before it.
+#[test]
+fn the_band_comes_after_those_the_places_rightly_take() {
+    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let samples = (0..3)
+        .map(|rank| Sample {
+            rank,
+            arrival: 100 * (rank + 1),
+        })
+        .collect();
+    // One free place (9 of 10 active): it rightly goes to the waiter of 100; the cursor's band
+    // reaches 200.
+    let picture = RoomPicture {
+        fleet_active: 9,
+        queue_len: 3,
+        cursor: 200,
+        quota: 2,
+        nodes: 1,
+        window_ms: 1000,
+        free: 1,
+        expiring: 0,
+        leaving: 0,
+        full: false,
+        samples,
+    };
+    show(&mut n, &picture, 1000);
+    // The band's client, early in the interval: its turn, but come back in a moment; no draw
+    // for it (the node's places are not used up).
+    let back = FleetVerdict::Wait {
+        position: 2,
+        queue_len: 3,
+        eta_secs: Some(0),
+    };
+    assert_eq!(n.visit(w(2, 200), 1100, &c), back);
+    assert_eq!(n.take_draw(1100, &c), None);
+    assert_eq!(n.claim(2, 200, 1499, &c), back);
+    // The one before it: in at once.
+    assert_eq!(n.visit(w(1, 100), 1200, &c), FleetVerdict::Admit);
+    // From half an interval after the picture: the band's client takes what is left.
+    assert_eq!(n.visit(w(2, 200), 1500, &c), FleetVerdict::Admit);
+    // Past the band: waits, as ever.
+    assert!(matches!(
+        n.visit(w(3, 300), 1600, &c),
+        FleetVerdict::Wait {
+            position: 3,
+            eta_secs: None | Some(1..),
+            ..
+        }
+    ));
+}
+
 #[test]
 fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     let mut mem = Mem(vec![0; 1 << 14]);
