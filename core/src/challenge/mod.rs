@@ -170,11 +170,7 @@ pub fn no_script_wait_ms(bits: u8) -> u64 {
 
 /// The key a spent proof of ticket `bound` is recorded under (never 0: 0 is a free entry).
 pub fn spent_key((sid, issued_at): Bound) -> u64 {
-    let mut h = sid ^ issued_at.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h.max(1)
+    crate::util::hash::mix64(sid ^ issued_at.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15).max(1)
 }
 
 /// Until when a proof solved at `bits` for a ticket issued at `issued_at` must be remembered as

@@ -7,6 +7,7 @@ use super::layout::FLOOD_WAYS;
 
 use super::rules::{Limits, Mode};
 use super::Room;
+use crate::util::hash::{mix64, set_of};
 
 /// The flood-control key of a client (its address, or the configured `flood_key`) as the
 /// number the room's table keys on, mixed with a per-zone `seed` (the same in every worker)
@@ -18,10 +19,7 @@ pub fn flood_hash(seed: u64, key: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     // A final mix so that keys differing in their last bytes spread over the sets too.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h.max(1)
+    mix64(h).max(1)
 }
 
 impl<'m> Room<'m> {
@@ -57,9 +55,7 @@ impl<'m> Room<'m> {
         };
         let key = key.max(1);
         let now_us = now.saturating_mul(1000);
-        let sets = self.flood.len() / FLOOD_WAYS;
-        let set = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % sets.max(1);
-        let ways = &mut self.flood[set * FLOOD_WAYS..(set + 1) * FLOOD_WAYS];
+        let ways = set_of(self.flood, key, FLOOD_WAYS);
         // This address's bucket, else the bucket closest to full (a full bucket is as good as
         // none, so it can be reused without giving anyone more than their budget).
         let i = match ways.iter().position(|e| e.key == key) {

@@ -10,6 +10,7 @@
 
 use super::layout::{SpentEntry, FLOOD_WAYS};
 use super::Room;
+use crate::util::hash::set_of;
 
 /// Entries per set (the flood table's sets: the two tables are the same size).
 const SPENT_WAYS: usize = FLOOD_WAYS;
@@ -47,12 +48,6 @@ impl<'m> Room<'m> {
 
     /// The set of entries `key` is kept in.
     fn spent_set(&mut self, key: u64) -> &mut [SpentEntry] {
-        let sets = (self.spent.len() / SPENT_WAYS).max(1);
-        // (The high bits pick the set, as in the flood table: the product mixes them best.)
-        let set = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % sets;
-        let len = self.spent.len();
-        let from = (set * SPENT_WAYS).min(len);
-        let to = (from + SPENT_WAYS).min(len);
-        &mut self.spent[from..to]
+        set_of(self.spent, key, SPENT_WAYS)
     }
 }
