@@ -11,25 +11,33 @@
 use super::{FleetNode, FRESH_CAP};
 
 impl<'m> FleetNode<'m> {
+    /// The kept arrivals, sorted.
+    fn fresh(&self) -> &[u64] {
+        let n = (self.hdr.fresh_len as usize).min(FRESH_CAP);
+        self.hdr.fresh.get(..n).unwrap_or_default()
+    }
+
     /// A place taken here at `arrival` (it waits: the picture does not hold it).
     pub(super) fn fresh_took(&mut self, arrival: u64) {
+        let n = self.fresh().len();
+        let at = self.fresh().partition_point(|&a| a <= arrival);
         let h = &mut *self.hdr;
-        let n = (h.fresh_len as usize).min(FRESH_CAP);
         if n == FRESH_CAP {
             return;
         }
-        let at = h.fresh[..n].partition_point(|&a| a <= arrival);
         h.fresh.copy_within(at..n, at + 1);
-        h.fresh[at] = arrival;
-        h.fresh_len = (n + 1) as u64;
+        if let Some(slot) = h.fresh.get_mut(at) {
+            *slot = arrival;
+            h.fresh_len = (n + 1) as u64;
+        }
     }
 
     /// A newcomer let in (or gone): it is no longer ahead of anyone.
     pub(super) fn fresh_left(&mut self, arrival: u64) {
-        let h = &mut *self.hdr;
-        let n = (h.fresh_len as usize).min(FRESH_CAP);
-        let at = h.fresh[..n].partition_point(|&a| a < arrival);
-        if h.fresh.get(at) == Some(&arrival) && at < n {
+        let n = self.fresh().len();
+        let at = self.fresh().partition_point(|&a| a < arrival);
+        if self.fresh().get(at) == Some(&arrival) {
+            let h = &mut *self.hdr;
             h.fresh.copy_within(at + 1..n, at);
             h.fresh_len = (n - 1) as u64;
         }
@@ -38,17 +46,15 @@ impl<'m> FleetNode<'m> {
     /// How many of this node's newcomers the picture cannot show took their place before
     /// `arrival`.
     pub(super) fn fresh_ahead(&self, arrival: u64) -> u64 {
-        let h = &*self.hdr;
-        let n = (h.fresh_len as usize).min(FRESH_CAP);
-        h.fresh[..n].partition_point(|&a| a < arrival) as u64
+        self.fresh().partition_point(|&a| a < arrival) as u64
     }
 
     /// A new picture, whose line ends at `tail` (0: it shows nobody): the newcomers it shows
     /// leave the table, those who came after its tail stay.
     pub(super) fn fresh_after(&mut self, tail: u64) {
+        let n = self.fresh().len();
+        let shown = self.fresh().partition_point(|&a| a <= tail);
         let h = &mut *self.hdr;
-        let n = (h.fresh_len as usize).min(FRESH_CAP);
-        let shown = h.fresh[..n].partition_point(|&a| a <= tail);
         h.fresh.copy_within(shown..n, 0);
         h.fresh_len = (n - shown) as u64;
     }
@@ -57,7 +63,7 @@ impl<'m> FleetNode<'m> {
     /// sync failed, Redis away at its start): its 1-based position among the newcomers the
     /// node kept, and how many they are.
     pub fn place_alone(&self, arrival: u64) -> (u64, u64) {
-        let kept = self.hdr.fresh_len.min(FRESH_CAP as u64);
+        let kept = self.fresh().len() as u64;
         let position = self.fresh_ahead(arrival) + 1;
         (position, kept.max(position))
     }
