@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::args::Args;
 use crate::engine::Outcome;
 use crate::members::Event;
 use crate::stats::{accuracy, counted, quantile, reconverge, Accuracy, Tick, BAND};
@@ -20,6 +21,16 @@ const CHANGE_AFTER_MS: u64 = 30_000;
 pub fn change_window(e: &Event) -> (u64, u64) {
     let from = e.at.saturating_sub(CHANGE_BEFORE_MS);
     (from, e.back.unwrap_or(e.at) + CHANGE_AFTER_MS)
+}
+
+/// An active window after a stop: when the sessions whose last sighting the lost zone held
+/// leave the fleet's count early (the fleet's last sighting of them is up to a request period
+/// older than the truth's).
+pub fn window_later(e: &Event, a: &Args) -> (u64, u64) {
+    let w = a.active_window_ms;
+    let early = a.active_every_ms * 6 / 5 + a.interval_ms;
+    let from = (e.at + w).saturating_sub(early);
+    (from, e.back.unwrap_or(e.at) + w + a.interval_ms)
 }
 
 fn secs(ms: u64) -> String {
@@ -365,7 +376,11 @@ fn changes(s: &mut String, o: &Outcome) {
     let _ = writeln!(
         s,
         "The fleet from {} s before each change to {} s after the node is back in routing (a \
-         removal: after it left); inversions and admissions over the intervals of the window.\n",
+         removal: after it left); inversions and admissions over the intervals of the window. \
+         What a lost zone held shows later too: a session whose last sighting it held leaves \
+         the fleet's count up to a request period early, an active window after (the last \
+         column below: from the stop + active window - 1.2 x --active-every - an interval to \
+         the return + active window + an interval).\n",
         CHANGE_BEFORE_MS / 1000,
         CHANGE_AFTER_MS / 1000
     );
@@ -418,13 +433,26 @@ fn changes(s: &mut String, o: &Outcome) {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "| change | node | back in routing | first picture | polls that waited for its first sync | answers without a picture (Redis away) | lost with the zone: admissions, admitted sightings, waiter sightings |"
+        "| change | node | back in routing | first picture | polls that waited for its first sync | answers without a picture (Redis away) | lost with the zone: admissions, admitted sightings, waiter sightings | true active / max an active window later: max (t) |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for e in &o.events {
+        let (from, to) = window_later(e, a);
+        let later = o
+            .ticks
+            .iter()
+            .filter(|t| (from..=to).contains(&t.t))
+            .max_by_key(|t| (t.true_active, u64::MAX - t.t))
+            .map_or("-".to_string(), |t| {
+                format!(
+                    "{:.3} ({})",
+                    t.true_active as f64 / a.max_active.max(1) as f64,
+                    secs(t.t)
+                )
+            });
         let _ = writeln!(
             s,
-            "| {} at {} | {} | {} | {} | {} | {} | {}, {}, {} |",
+            "| {} at {} | {} | {} | {} | {} | {} | {}, {}, {} | {later} |",
             e.kind,
             secs(e.at),
             e.node,
