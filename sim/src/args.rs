@@ -34,6 +34,15 @@ pub enum OutageReport {
     Lost,
 }
 
+/// What a node that stops (a restart, a removal) does with what it saw since its last sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReport {
+    /// Lost with its zone: what the module does.
+    Lost,
+    /// Sent in one last sync first (Redis answering): a graceful stop the module could make.
+    Synced,
+}
+
 /// The simulation's parameters; times in milliseconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Args {
@@ -61,6 +70,13 @@ pub struct Args {
     pub zone_mb: usize,
     /// Period of the time series table; 0: no table.
     pub series_ms: u64,
+    /// Nodes that join (ms from the start), in the order given.
+    pub joins: Vec<u64>,
+    /// Restarts: (node, from the start, down for), node numbered from 1 as in the Nodes table.
+    pub restarts: Vec<(usize, u64, u64)>,
+    /// Nodes gone for good: (node, from the start).
+    pub removes: Vec<(usize, u64)>,
+    pub stop_report: StopReport,
 }
 
 impl Default for Args {
@@ -86,6 +102,10 @@ impl Default for Args {
             seed: 1,
             zone_mb: 10,
             series_ms: 30_000,
+            joins: Vec::new(),
+            restarts: Vec::new(),
+            removes: Vec::new(),
+            stop_report: StopReport::Lost,
         }
     }
 }
@@ -150,6 +170,32 @@ RUN
                             kept: gives it back to its batches (give_back), as the module
                                   does, so it reaches Redis when Redis returns
                             lost: drops it [default: kept]
+    --join T[,T...]       a new node starts T seconds from the start, with an empty zone and
+                          no picture; from T on it takes its share of the requests (round
+                          robin: one turn in the round; sticky: new clients are spread over
+                          the nodes up by weight, a joined node weighing the mean of the
+                          first nodes' weights; clients already placed stay). Joined nodes
+                          are numbered from --nodes + 1 in time order. Repeatable
+                          [default: none]
+    --restart NODE,T[,DOWN]
+                          node NODE (numbered from 1, as in the Nodes table) loses its zone
+                          at T (a restart, a binary upgrade): out of routing for DOWN seconds
+                          [default: 1], then back with an empty zone, no picture and a new
+                          node id. Its sticky clients go to other nodes meanwhile, and back
+                          to it after. Repeatable [default: none]
+    --remove NODE,T       node NODE stops for good at T (its sticky clients go to other
+                          nodes). Repeatable [default: none]
+    --stop-report R       lost | synced: what a node that stops (restart, removal) does with
+                          what it saw since its last sync (admissions, sessions, waiters)
+                            lost:   it goes with its zone, as in the module
+                            synced: it is sent in one last sync first (Redis answering),
+                                    a graceful stop the module does not make
+                          [default: lost]
+                          A node without a picture does not decide alone while Redis answers:
+                          its first request triggers a sync at once and is decided by the
+                          picture it brings. While Redis is away (--outage) it admits nobody
+                          (it only queues) until its first picture. A change at a tick's
+                          moment comes just after that tick's syncs.
     --seed N              random seed; a run is reproducible [default: 1]
     --series SECONDS      period of the time series table, 0 for none [default: 30]
     -h, --help            this text
@@ -269,6 +315,34 @@ where
             "seed" => a.seed = int(&f, v)?,
             "zone-mb" => a.zone_mb = int(&f, v)?,
             "series" => a.series_ms = secs_ms(&f, v)?,
+            "join" => {
+                for t in v.split(',') {
+                    a.joins.push(secs_ms(&f, t)?);
+                }
+            }
+            "restart" => {
+                let parts: Vec<&str> = v.split(',').collect();
+                let (node, at, down) = match parts[..] {
+                    [n, t] => (n, t, "1"),
+                    [n, t, d] => (n, t, d),
+                    _ => return err(format!("{f}: expected NODE,T[,DOWN], got \"{v}\"")),
+                };
+                a.restarts
+                    .push((int(&f, node)?, secs_ms(&f, at)?, secs_ms(&f, down)?));
+            }
+            "stop-report" => {
+                a.stop_report = match v {
+                    "lost" => StopReport::Lost,
+                    "synced" => StopReport::Synced,
+                    _ => return err(format!("{f}: expected lost or synced, got \"{v}\"")),
+                }
+            }
+            "remove" => {
+                let Some((node, at)) = v.split_once(',') else {
+                    return err(format!("{f}: expected NODE,T, got \"{v}\""));
+                };
+                a.removes.push((int(&f, node)?, secs_ms(&f, at)?));
+            }
             _ => return err(format!("unknown flag {f} (see --help)")),
         }
     }
@@ -305,6 +379,57 @@ impl Args {
         }
         if self.weights.len() > self.nodes {
             return err("--weights: more weights than nodes");
+        }
+        self.check_changes()
+    }
+
+    /// Joins, restarts and removals: within the run, of nodes that exist then, one at a time
+    /// per node.
+    fn check_changes(&self) -> Result<(), ArgError> {
+        let slots = self.nodes + self.joins.len();
+        if slots > usize::from(u16::MAX) {
+            return err("--join: at most 65535 nodes in all");
+        }
+        if self.joins.iter().any(|&t| t > self.seconds_ms) {
+            return err("--join: after the end of the run (--seconds)");
+        }
+        let mut joins = self.joins.clone();
+        joins.sort_unstable();
+        // Per node: (from, until) of each stop, in time order.
+        let mut stops: Vec<Vec<(u64, u64)>> = vec![Vec::new(); slots];
+        let changes = self.restarts.iter().map(|&(n, t, d)| (n, t, Some(d)));
+        let changes = changes.chain(self.removes.iter().map(|&(n, t)| (n, t, None)));
+        for (node, at, down) in changes {
+            let flag = if down.is_some() {
+                "--restart"
+            } else {
+                "--remove"
+            };
+            if node == 0 || node > slots {
+                return err(format!(
+                    "{flag}: no node {node} (nodes are numbered 1 to {slots}, joined ones \
+                     from {} in time order)",
+                    self.nodes + 1
+                ));
+            }
+            if at > self.seconds_ms {
+                return err(format!("{flag}: after the end of the run (--seconds)"));
+            }
+            if node > self.nodes && at <= joins[node - self.nodes - 1] {
+                return err(format!(
+                    "{flag}: node {node} has not joined yet at that time"
+                ));
+            }
+            stops[node - 1].push((at, down.map_or(u64::MAX, |d| at + d)));
+        }
+        for (i, s) in stops.iter_mut().enumerate() {
+            s.sort_unstable();
+            if s.windows(2).any(|w| w[1].0 <= w[0].1) {
+                return err(format!(
+                    "--restart/--remove: node {} changes again while down or gone",
+                    i + 1
+                ));
+            }
         }
         Ok(())
     }
@@ -349,6 +474,19 @@ impl Args {
             self.zone_mb,
             s(self.series_ms),
         );
+        if !self.joins.is_empty() {
+            let j: Vec<String> = self.joins.iter().map(|&t| s(t)).collect();
+            c += &format!(" --join {}", j.join(","));
+        }
+        for &(n, at, down) in &self.restarts {
+            c += &format!(" --restart {n},{},{}", s(at), s(down));
+        }
+        for &(n, at) in &self.removes {
+            c += &format!(" --remove {n},{}", s(at));
+        }
+        if self.stop_report == StopReport::Synced {
+            c += " --stop-report synced";
+        }
         if let Some((start, len)) = self.outage {
             c += &format!(
                 " --outage {},{} --outage-report {}",
@@ -420,6 +558,16 @@ mod tests {
             "4",
             "--series",
             "0",
+            "--join",
+            "20,30.5",
+            "--join=40",
+            "--restart",
+            "3,50",
+            "--restart=11,60,2.5",
+            "--remove",
+            "12,70",
+            "--stop-report",
+            "synced",
         ])
         .unwrap()
         .unwrap();
@@ -449,6 +597,10 @@ mod tests {
             (a.seconds_ms, a.seed, a.zone_mb, a.series_ms),
             (120_000, 7, 4, 0)
         );
+        assert_eq!(a.joins, vec![20_000, 30_500, 40_000]);
+        assert_eq!(a.restarts, vec![(3, 50_000, 1000), (11, 60_000, 2500)]);
+        assert_eq!(a.removes, vec![(12, 70_000)]);
+        assert_eq!(a.stop_report, StopReport::Synced);
         // The printed command parses back to the same run.
         let cmd = a.command();
         let tail = cmd.split(" -- ").nth(1).unwrap();
@@ -470,6 +622,19 @@ mod tests {
             (&["--arrive", "700"][..], "--arrive"),
             (&["--nodes", "2", "--weights", "1,2,3"][..], "--weights"),
             (&["--weights", "0,0"][..], "--weights"),
+            (&["--join", "20,x"][..], "--join"),
+            (&["--join", "700"][..], "--join"),
+            (&["--restart", "2"][..], "--restart"),
+            (&["--restart", "4,10"][..], "no node 4"),
+            (&["--restart", "0,10"][..], "no node 0"),
+            (&["--join", "30", "--restart", "4,10"][..], "not joined"),
+            (
+                &["--restart", "2,10,5", "--restart", "2,14"][..],
+                "while down",
+            ),
+            (&["--remove", "2,10", "--restart", "2,20"][..], "while down"),
+            (&["--remove", "2"][..], "--remove"),
+            (&["--stop-report", "kept"][..], "--stop-report"),
         ] {
             let e = p(args).unwrap_err();
             assert!(e.0.contains(word), "{args:?}: {e}");

@@ -9,6 +9,7 @@
 
 mod args;
 mod engine;
+mod members;
 mod report;
 mod stats;
 mod workload;

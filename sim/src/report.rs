@@ -3,13 +3,35 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::args::Args;
 use crate::engine::Outcome;
-use crate::stats::{accuracy, quantile, reconverge, Accuracy, Tick, BAND};
+use crate::members::Event;
+use crate::stats::{accuracy, counted, quantile, reconverge, Accuracy, Tick, BAND};
 
 /// How long true active must stay in the band to count as settled after an outage.
 const HOLD_MS: u64 = 30_000;
 /// The window before an outage its "usual level" is taken from, and after it its aftermath.
 const AROUND_MS: u64 = 60_000;
+/// The moments of a join, restart or removal: from this long before it...
+const CHANGE_BEFORE_MS: u64 = 5_000;
+/// ...to this long after the node is back in routing (a removal: after it left).
+const CHANGE_AFTER_MS: u64 = 30_000;
+
+/// The moments around a change (ms from the start, both ends included).
+pub fn change_window(e: &Event) -> (u64, u64) {
+    let from = e.at.saturating_sub(CHANGE_BEFORE_MS);
+    (from, e.back.unwrap_or(e.at) + CHANGE_AFTER_MS)
+}
+
+/// An active window after a stop: when the sessions whose last sighting the lost zone held
+/// leave the fleet's count early (the fleet's last sighting of them is up to a request period
+/// older than the truth's).
+pub fn window_later(e: &Event, a: &Args) -> (u64, u64) {
+    let w = a.active_window_ms;
+    let early = a.active_every_ms * 6 / 5 + a.interval_ms;
+    let from = (e.at + w).saturating_sub(early);
+    (from, e.back.unwrap_or(e.at) + w + a.interval_ms)
+}
 
 fn secs(ms: u64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
@@ -158,6 +180,16 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
          {} with a refresh shorter than the configured one, {} before the node's first picture.\n",
         o.come_back_soon, o.early_refreshes, o.unknown
     );
+    if !o.events.is_empty() || o.waited_first_sync > 0 {
+        let _ = writeln!(
+            s,
+            "Nodes without a picture: {} waiting polls waited for the sync they triggered \
+             (Redis answering) and were decided by its picture; {} answered without a picture \
+             (Redis away: queued); {} admissions by a node without a picture; {} requests found \
+             no node up.\n",
+            o.waited_first_sync, o.unknown, o.admitted_unsynced, o.unrouted
+        );
+    }
 
     // ---------------------------------------------------------------- outage
     if let Some((start, len)) = a.outage {
@@ -221,6 +253,10 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
                 opt_secs(st)
             )),
         );
+    }
+
+    if !o.events.is_empty() {
+        changes(&mut s, o);
     }
 
     // ---------------------------------------------------------------- waiting
@@ -331,6 +367,108 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
         );
     }
     s
+}
+
+/// The fleet around each join, restart and removal, and what the node's new life met.
+fn changes(s: &mut String, o: &Outcome) {
+    let a = &o.args;
+    let _ = writeln!(s, "### Joins and restarts\n");
+    let _ = writeln!(
+        s,
+        "The fleet from {} s before each change to {} s after the node is back in routing (a \
+         removal: after it left); inversions and admissions over the intervals of the window. \
+         What a lost zone held shows later too: a session whose last sighting it held leaves \
+         the fleet's count up to a request period early, an active window after (the last \
+         column below: from the stop + active window - 1.2 x --active-every - an interval to \
+         the return + active window + an interval).\n",
+        CHANGE_BEFORE_MS / 1000,
+        CHANGE_AFTER_MS / 1000
+    );
+    let _ = writeln!(
+        s,
+        "| moments | ticks (people wait) | true active / max: max | min | mean | < 0.98 (>= max_active/10 wait) | room's own count max / min | inversions (share of admissions) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let row = |s: &mut String, label: &str, keep: &dyn Fn(&Tick) -> bool| {
+        let acc = accuracy(&o.ticks, a.max_active, keep);
+        let (inv, adm) = counted(&o.ticks, keep);
+        let _ = writeln!(
+            s,
+            "| {label} | {} | {:.3} | {:.3} | {:.3} | {} | {:.3} / {:.3} | {} ({}) |",
+            acc.ticks,
+            acc.max_ratio,
+            acc.min_ratio,
+            acc.mean_ratio,
+            pct(acc.below),
+            acc.room_max_ratio,
+            acc.room_min_ratio,
+            inv,
+            pct(inv as f64 / adm.max(1) as f64),
+        );
+    };
+    let windows: Vec<(u64, u64)> = o.events.iter().map(change_window).collect();
+    for (e, &(from, to)) in o.events.iter().zip(&windows) {
+        let label = format!(
+            "{} node {} at {} ({}..{})",
+            e.kind,
+            e.node,
+            secs(e.at),
+            secs(from),
+            secs(to)
+        );
+        row(s, &label, &|t: &Tick| (from..=to).contains(&t.t));
+    }
+    let near = |t: &Tick| windows.iter().any(|&(from, to)| (from..=to).contains(&t.t));
+    row(s, "all these moments", &near);
+    row(s, "the rest of the run", &|t: &Tick| !near(t));
+    row(s, "whole run", &|_: &Tick| true);
+    if let Some(full) = o
+        .ticks
+        .iter()
+        .find(|t| t.true_active as f64 >= BAND.0 * a.max_active as f64)
+    {
+        let label = format!("whole run from the first fill (t = {})", secs(full.t));
+        row(s, &label, &|t: &Tick| t.t >= full.t);
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "| change | node | back in routing | first picture | polls that waited for its first sync | answers without a picture (Redis away) | lost with the zone: admissions, admitted sightings, waiter sightings | true active / max an active window later: max (t) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    for e in &o.events {
+        let (from, to) = window_later(e, a);
+        let later = o
+            .ticks
+            .iter()
+            .filter(|t| (from..=to).contains(&t.t))
+            .max_by_key(|t| (t.true_active, u64::MAX - t.t))
+            .map_or("-".to_string(), |t| {
+                format!(
+                    "{:.3} ({})",
+                    t.true_active as f64 / a.max_active.max(1) as f64,
+                    secs(t.t)
+                )
+            });
+        let _ = writeln!(
+            s,
+            "| {} at {} | {} | {} | {} | {} | {} | {}, {}, {} | {later} |",
+            e.kind,
+            secs(e.at),
+            e.node,
+            e.back.map_or("-".to_string(), secs),
+            match (e.first_picture, e.back) {
+                (Some(p), Some(b)) => format!("{} (+{} ms)", secs(p), p.saturating_sub(b)),
+                _ => "-".to_string(),
+            },
+            e.waited_first_sync,
+            e.unknown,
+            e.lost_admissions,
+            e.lost_active,
+            e.lost_waiters
+        );
+    }
+    let _ = writeln!(s);
 }
 
 #[cfg(test)]

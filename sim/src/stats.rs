@@ -181,6 +181,19 @@ pub fn reconverge(
     (first, settled)
 }
 
+/// Inversions and admissions over the intervals whose tick `keep` selects (each interval from
+/// its tick to the next).
+pub fn counted(ticks: &[Tick], keep: impl Fn(&Tick) -> bool) -> (u64, u64) {
+    let (mut inversions, mut admitted) = (0, 0);
+    for w in ticks.windows(2) {
+        if keep(&w[0]) {
+            inversions += w[1].inversions - w[0].inversions;
+            admitted += w[1].admitted - w[0].admitted;
+        }
+    }
+    (inversions, admitted)
+}
+
 /// The `q`-quantile (0..=1) of `v`, which it sorts; 0 for nothing.
 pub fn quantile(v: &mut [u64], q: f64) -> u64 {
     if v.is_empty() {
@@ -264,6 +277,20 @@ mod tests {
             (Some(1000), Some(3000))
         );
         assert_eq!(reconverge(&ticks, 100, 0, (2.0, 3.0), 0), (None, None));
+    }
+
+    #[test]
+    fn counted_over_the_intervals_kept() {
+        let t = |t, inversions, admitted| Tick {
+            t,
+            inversions,
+            admitted,
+            ..Tick::default()
+        };
+        let ticks = [t(0, 0, 0), t(1000, 2, 10), t(2000, 5, 30), t(3000, 5, 31)];
+        assert_eq!(counted(&ticks, |t| t.t >= 1000), (3, 21));
+        assert_eq!(counted(&ticks, |t| t.t != 1000), (2, 11));
+        assert_eq!(counted(&ticks, |_| false), (0, 0));
     }
 
     #[test]
