@@ -1,27 +1,45 @@
-# Bounded work in a synced room (`sync=`): no script call grows with the line or with what a
-# node kept, and the line stops at max_line.
+# Bounded work in a synced room (`sync=`): no script call's work grows with the line or with
+# what a node kept, and the line stops at max_line.
 #
 # TEST 1 puts a line of 100,000 waiters straight into the room's sorted sets, then 1,500 new
-# clients take places on two nodes and poll: each node's sightings go in capped syncs (at most
-# REPORT_CAP sightings, REPORT_WAITERS_CAP of them waiters; the rest follow at once), and
-# Redis's SLOWLOG, set to record every call over 2 ms, must hold no script call. TEST 2 does
-# the same while the 100,000 leave (last seen 19 s before, presence=20s): every call also
-# drops departed waiters (EXPIRE_STEP less the waiters it reports, at least EXPIRE_MIN).
+# clients take places on two nodes and poll. TEST 2 does the same while the 100,000 leave (last
+# seen 19 s before, presence=20s), so that the calls also drop departed waiters. The probe
+# (t/lib/sync_bounded.pl) reads every script call from Redis's MONITOR stream, with its
+# arguments and every command the script ran, and checks the work of each call, not its time:
 #
-# SLOWLOG counts wall time. Redis gets a CPU of its own (the probe's --pin; the nginx workers
-# are pinned to the other with worker_cpu_affinity): on this 2-core machine, with nginx and the
-# client busy beside it, a call of 0.6 ms measured 1.2-1.4 ms. The two CI failures of this test
-# (2,033 and 2,508 us) were calls of 7 sightings that also dropped 1,000 departed waiters (the
-# run outlasted presence): measured unpinned, such calls took 1.2-1.8 ms, 2.7 ms at worst. Now
-# a call drops at most EXPIRE_STEP less what it reports; pinned, the slowest call in 3 runs of
-# each test was 1.2-1.4 ms.
+#   - sightings a sync carries (tokens of ARGV[16..18], core/src/fleet/script.rs): at most
+#     REPORT_CAP = 400, of them at most REPORT_WAITERS_CAP = 200 waiters (core/src/fleet/mod.rs);
+#     the rest follow in the next syncs;
+#   - syncs of a node: at most MAX_SYNCS_PER_INTERVAL = 16 a tick, counted without a clock
+#     (a tick's first sync has a window of its own: syncs <= 16 x (windows + 1); at most 32
+#     stamped with one window, see the probe); a run has 5-14 a node a window;
+#   - the departed waiters' drop asks for at most max(EXPIRE_STEP - waiters, EXPIRE_MIN) =
+#     max(200 - waiters, 50) (script.lua) and removes no more; the line replayed from MONITOR
+#     (seeded, + every ZADD, - every ZREM) is the line Redis holds at the end, so no drop went
+#     unseen;
+#   - entries of the line's sorted sets the call's commands touch: at most 1,923 = 3 a
+#     sighting (a waiter: its lookup, presence and arrival) x 400 + 3 a dropped waiter (the
+#     range read, two ZREM) x 200 + 123 single-rank reads (120 samples, the tail, the cursor's
+#     two); with 100,000 in line, a call that walked the line would touch 100,000. No command
+#     on the line's sets whose cost is the line's (an unbounded range, ZREMRANGEBY*, one the
+#     probe does not know);
+#   - the script calls MONITOR showed are all there were (INFO commandstats, read in one
+#     transaction with the markers).
 #
-# TEST 2 allows one call over 2 ms, not two: in CI runs on clean clones (/work/ci25, ci26) one
-# call a run took 3,616 and 3,161 us, a call like every other (7 sightings, the departed
-# waiters' drop), while the 9-11 such calls of a run took 1.0-1.4 ms (SLOWLOG at 1 ms, 4 local
-# runs, alone and after t/200-272). A call whose work grew with the line would be slow every
-# time it drops waiters, 9 or more times a run; one call at 2.5 times the others is the
-# machine (SLOWLOG counts wall time), and five CI runs before had none.
+# Why not time: until issue 30 this test held every call under 2 ms by Redis's SLOWLOG. SLOWLOG
+# counts wall time, and in the full suite on the 2-core CI machine calls of ordinary work took
+# 2,033 to 3,616 us (the same calls: 1.0-1.4 ms alone), so it failed now and then with nothing
+# wrong. The durations are a benchmark now: `scripts/bench --sync-calls` runs this scenario and
+# prints them with their conditions (docs/benchmarks.md).
+#
+# The clients are not paced (--pace-ms 0, the benchmark paces them at 1 ms): a node then sees
+# more than 200 waiters an interval and the caps bind (10-12 syncs a run carried 200 waiters
+# and left the rest to the next, locally). That is not asserted: how many sightings an interval
+# brings depends on how fast the machine serves the clients; the bounds hold at any speed.
+#
+# TEST 1 seeds the line as seen 600 s ahead (--seen-ago -600): nobody of it leaves, however
+# long the run takes. The probe waits (polling, 60 s at most) until every client is in the line
+# and, in TEST 2, until 10 calls have dropped departed waiters, rather than a fixed time.
 
 use lib 't/lib';
 use SmartLimit::Test;
@@ -30,10 +48,8 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: 100,000 waiting and 1,500 new places on two nodes: no script call over 2 ms (SLOWLOG)
+=== TEST 1: 100,000 waiting and 1,500 new places on two nodes: every script call's sightings, syncs and line entries within the caps (MONITOR)
 --- instances: 2
---- main_config
-    worker_cpu_affinity 01;
 --- redis
 --- http_config
     smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
@@ -51,15 +67,13 @@ origin
 --- timeout: 120
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
-sh 120: perl t/lib/sync_bounded.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_REDIS_PORT --zone shop --waiting 100000 --clients 1500 --slow-us 2000 --settle 2 --pin => /script calls (\d{2,}); line 10[01]\d{3}; slow script calls 0;/
+sh 120: perl t/lib/sync_bounded.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_REDIS_PORT --zone shop --waiting 100000 --clients 1500 --seen-ago -600 --cap 400 --waiters-cap 200 --syncs-cap 16 --expire-step 200 --expire-min 50 --entries-cap 1923 --pace-ms 0 => /script calls (\d{2,}); monitor saw \1; syncs \d+; joined 1500; line 100000 -> 10[01]\d{3}; .*; over bounds 0\n/
 M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} 10[01]\d{3}\n/
 --- no_error_log
 [error]
 
-=== TEST 2: 100,000 waiting leave (unseen for presence) while 1,500 take places: no script call over 2 ms (SLOWLOG)
+=== TEST 2: 100,000 waiting leave (unseen for presence) while 1,500 take places: each call drops at most max(200 - waiters, 50), within the caps (MONITOR)
 --- instances: 2
---- main_config
-    worker_cpu_affinity 01;
 --- redis
 --- http_config
     smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
@@ -77,8 +91,13 @@ origin
 --- timeout: 120
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
-sh 120: perl t/lib/sync_bounded.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_REDIS_PORT --zone shop --waiting 100000 --clients 1500 --slow-us 2000 --settle 2 --seen-ago 19 --pin => /script calls (\d{2,}); line [5-9]\d{4}; slow script calls [01];/
-M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} [5-9]\d{4}\n/
+# How far the line has shed by the end depends on how many calls the run took (alone: 58
+# calls, 8,500 dropped; paced, 150 calls and 27,000), and it may have begun before the probe
+# reads its length after seeding (the line is 1 s from leaving when seeded; a busy machine
+# read 99,200): the lengths are not asserted, the drops' bounds are, and node 1's picture is
+# only asked to have a queue length no longer than the line was.
+sh 120: perl t/lib/sync_bounded.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_REDIS_PORT --zone shop --waiting 100000 --clients 1500 --seen-ago 19 --min-drop-calls 10 --cap 400 --waiters-cap 200 --syncs-cap 16 --expire-step 200 --expire-min 50 --entries-cap 1923 --pace-ms 0 => /script calls (\d{2,}); monitor saw \1; syncs \d+; joined 1500; line \d+ -> \d+; .*; calls dropping [1-9]\d+; dropped [1-9]\d+; .*; over bounds 0\n/
+M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} (?:\d{1,5}|10[01]\d{3})\n/
 --- no_error_log
 [error]
 
@@ -101,12 +120,15 @@ until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n
 until 3: A GET / @1 => 200
 B GET / @1 Accept: application/json => 503; json.status == "waiting"
 C GET / @2 Accept: application/json => 503; json.status == "waiting"
-sleep 0.5
+# Both nodes' pictures hold B and C (every node synced twice, twice over, since: counted on
+# their metrics, not slept; see t/lib/fleet_syncs.pl), so both know the line is full.
+sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS => /syncs/
 B GET / @2 Accept: application/json => 503; json.position == 1; json.queue_length == 2
-# The line holds max_line: D gets no place, on either node, and Redis took nobody past it.
+# The line holds max_line: D gets no place, on either node, and Redis took nobody past it
+# (asked once both nodes have sent a sync built after D's requests).
 D GET / @1 Accept: application/json => 503; json.status == "waiting"; json.position == null; json.queue_length == 2
 D GET / @2 Accept: application/json => 503; json.position == null
-sleep 0.5
+sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS --rounds 1 => /syncs/
 redis ZCARD smart_limit:{shop}:arrival => /^2$/
 C GET / @1 Accept: application/json => 503; json.position == 2; json.queue_length == 2
 --- error_log
