@@ -6,11 +6,15 @@
 #
 # The crowd blocks play a few hundred clients against the three nodes with t/lib/room_probe.pl
 # (uneven traffic 60/30/10 %, sticky or round-robin clients) and check, from the fleet's own
-# count (Redis) and from the clients' side: active sessions within 2 % of max_active while
-# people wait, no client let in more than an interval before someone who came more than an
-# interval earlier, positions right to within what moved in two intervals, Redis calls at most
-# one per node an interval plus the pool draws, and with Redis stopped (SIGSTOP) no request
-# waiting on it.
+# count (Redis) and from the clients' side: active sessions never above max_active (2 % for
+# the sampling) and at least 96 % of it while people wait (measured 98-99 % alone), no client
+# let in more than an interval before someone who came more than an interval earlier,
+# positions right to within what moved in two intervals, at most 16 syncs a node a tick
+# (counted on Redis's MONITOR, not over wall time), and with Redis stopped (SIGSTOP) no
+# request waiting on it. The probe is one process playing every client: on a loaded machine
+# it falls behind their schedule, and what its lateness did (a place left empty because its
+# client did not come in time) is not held against the room; see the probe's header for the
+# bounds and their measured tolerances.
 
 use lib 't/lib';
 use SmartLimit::Test;
@@ -64,8 +68,9 @@ B GET / => 200; body =~ /origin/
 # Full: C and D wait, C first.
 C GET / Accept: application/json => 503; json.position == 1
 D GET / Accept: application/json => 503; json.position >= 1
-# The next picture has both in the fleet's line, in arrival order.
-sleep 0.5
+# The next picture has both in the fleet's line, in arrival order (waited for by counting the
+# node's syncs, not slept: t/lib/fleet_syncs.pl).
+sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS => /syncs/
 D GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
 C GET / Accept: application/json => 503; json.position == 1; json.queue_length == 2
 # One sorted set per role, each key with the room's hash tag and a TTL.
@@ -103,7 +108,8 @@ A GET / @3 => 200; body =~ /node 3/
 B GET / @2 Accept: application/json => 503
 sleep 0.6
 C GET / @3 Accept: application/json => 503
-sleep 0.6
+# Every node's picture has both (syncs counted, not slept).
+sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS => /syncs/
 redis ZCARD smart_limit:{shop}:active => /^1$/
 B GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 2
 C GET / @1 Accept: application/json => 503; json.position == 2
@@ -117,7 +123,7 @@ redis ZCARD smart_limit:{shop}:active => /^1$/
 --- no_error_log
 [error]
 
-=== TEST 6: a crowd on three nodes, sticky clients, traffic 60/30/10: the fleet holds max_active (+-2 %), in arrival order
+=== TEST 6: a crowd on three nodes, sticky clients, traffic 60/30/10: the fleet holds max_active (never above, at least 96 % while people wait), in arrival order
 --- instances: 3
 --- redis
 --- http_config
@@ -166,7 +172,10 @@ sh 90: perl t/lib/room_probe.pl --ports $TEST_NGINX_PORTS --redis $TEST_NGINX_RE
 --- redis
 --- http_config
     smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
-    smart_limit_zone shop size=4m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s max_active=300 active_window=12s flood=off;
+    # timeout=900ms: a request that waited on the stopped Redis would take 0.9 s, far from the
+    # probe's bound (0.45 s) and from a request that does not wait (~1 ms, 50 ms at most for a
+    # pool draw), so a loaded machine's own slowness does not decide it.
+    smart_limit_zone shop size=4m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s timeout=900ms max_active=300 active_window=12s flood=off;
 --- config
     access_log off;
     location / { smart_limit shop; smart_limit_refresh 2s; root html; }

@@ -18,7 +18,11 @@
 #   Redis active set's members seen within the active window: ZCOUNT on Redis's clock),
 #   sampled every 100 ms; the minimum only over samples while clients wait. Both from two
 #   intervals after the room first filled (first_fill_s: the fleet first at 0.98 max). Bounds:
-#   <= 1.02 max, >= 0.98 max.
+#   <= 1.02 max (the room never overfills: no allowance for the machine), >= 0.96 max (how
+#   full the room stays depends on its clients coming back on time, here one process playing
+#   500 of them among three nodes and Redis on 2 cores: three runs alone measured 294, 297 and
+#   297 of 300, right at the 0.98 that was the bound until issue 30; the simulator's runs hold
+#   0.98, docs/fleet.md).
 # - truth_max, truth_min_waiting: the same from the clients' side (admitted clients whose last
 #   request was within the active window). Printed, not checked (the fleet learns of a session
 #   that went quiet within an interval, and of an admission at the node's next sync).
@@ -33,22 +37,42 @@
 #   between the two arrivals. Bounds: no inversion in steady state; while the room first
 #   fills none wider than two intervals and a sync's own time (a line that forms on one node
 #   reaches another node's picture at that node's next sync: up to two intervals after the
-#   first waiter came, plus the tick's lateness and the round trip to Redis; 0.3 s here, as
-#   for reconverged_s: a 2-core machine running 3 nodes, Redis and this probe measured 2.03 s).
+#   first waiter came, plus the tick's lateness and the round trip to Redis; 1 s here, as for
+#   reconverged_s: a 2-core machine running 3 nodes, Redis and this probe measured 2.03 s in a
+#   suite run, against 0.3 s until issue 30).
 # - position error: |position shown - true position| (true: 1 + clients still waiting who
 #   arrived before it); p50, p99, max; bound (after the first fill): admissions and arrivals in
 #   the last two intervals (the picture is up to an interval old, and newcomers of the last
 #   interval on other nodes are not in it yet; with Redis stopped or settling, since an
 #   interval before the stop: the picture is that old) + the spacing of the picture's samples
 #   of the line (1/48 of it) + 3.
-# - redis_calls (script calls, INFO commandstats) against syncs_bound (nodes x intervals) +
-#   draws (the nodes' smart_limit_fleet_draws_total). Bound: calls <= bound + 2 per node.
+# - syncs: every call of the room's script, read from Redis's MONITOR stream (t/lib/RedisWork.pm)
+#   with its node and the window it was built in (ARGV[2], ARGV[3]); a node sends at most
+#   MAX_SYNCS_PER_INTERVAL (16) a tick, so at most 16 x (its windows + 1) in all and at most
+#   32 stamped with one window (a late tick's later syncs can carry the next window's stamp).
+#   Counted, not timed: until issue 30 this was "script calls <= one per node an interval +
+#   draws + 2 per node" over the run's wall time, which a loaded machine's follow-up syncs
+#   (a capped report's rest, sent at once) could break. redis_calls and draws are printed.
 # - slowest request (s); with --stop-redis-at: Redis is stopped (SIGSTOP) for --stop-for
-#   seconds; slowest_during_stop must stay < 0.1 s (nothing waits for Redis), reconverged_s
-#   (from SIGCONT until every node has a fresh picture) <= 2 intervals + 0.3 s, and the
-#   clients' count during the stop (and two intervals and the longest refresh told after)
-#   never above 1.02 max (truth_min_outage / truth_max_outage; the bounds above skip that
-#   time: the places freed meanwhile are taken as the clients whose turn it is come back).
+#   seconds; slowest_during_stop must stay under --stop-slow-max (default 0.45 s: give the
+#   zone timeout=900ms, so a request that waited on the stopped Redis would take 0.9 s and
+#   more, while one that does not takes ~1 ms, its pool draw waiting 50 ms at most; until
+#   issue 30 the bound was 0.1 s with the default 200 ms timeout, a factor of two that a
+#   loaded machine could eat), reconverged_s (from SIGCONT until every node has a fresh
+#   picture) <= 2 intervals + 1 s (a sync's own time on a loaded machine: measured 2.03 s in
+#   a suite run with 1 s intervals, where the bound was 2.3 s; a node stuck in a backoff of
+#   the Redis client's 3 s takes 4 s and more), and the clients' count
+#   during the stop (and two intervals and the longest refresh told after) never above 1.02
+#   max (truth_min_outage / truth_max_outage; the bounds above skip that time: the places
+#   freed meanwhile are taken as the clients whose turn it is come back).
+# - the probe's own lateness: one process plays every client, and on a loaded machine it
+#   falls behind the clients' schedule (a poll due at t sent at t + 0.5 s): a place then stays
+#   empty, or goes to someone else, because its client did not come, which says nothing of
+#   the room. While the probe is more than a quarter interval late, and for two intervals
+#   after, the fill samples and the position errors are not held to their bounds, and an
+#   inversion whose admission or refusal falls in such a time counts as inversions_late
+#   (printed). late_s is the time spent so; at least half the run must be on time (else the
+#   run proves nothing and fails saying so).
 
 use strict;
 use warnings;
@@ -57,17 +81,21 @@ use HTTP::Tiny;
 use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
 use List::Util qw(sum max min);
+use FindBin;
+use lib "$FindBin::Bin";
+use RedisWork;
 
 my %o = (
     ports => '', redis => 0, zone => 'shop', max => 0, 'active-window' => 0,
     'interval-ms' => 1000, clients => 100, 'arrive-over' => 5, seconds => 20,
     weights => '', routing => 'sticky', session => '20-60', every => 2,
     'stop-redis-at' => 0, 'stop-for' => 0, 'redis-pid' => 0, check => 0, seed => 1,
-    trace => '',
+    trace => '', 'stop-slow-max' => 0.45, 'syncs-cap' => 16,
 );
 GetOptions(\%o, 'ports=s', 'redis=i', 'zone=s', 'max=i', 'active-window=f', 'interval-ms=i',
     'clients=i', 'arrive-over=f', 'seconds=f', 'weights=s', 'routing=s', 'session=s',
-    'every=f', 'stop-redis-at=f', 'stop-for=f', 'redis-pid=i', 'check', 'seed=i', 'trace=s')
+    'every=f', 'stop-redis-at=f', 'stop-for=f', 'redis-pid=i', 'check', 'seed=i', 'trace=s',
+    'stop-slow-max=f', 'syncs-cap=i')
     or die "bad arguments\n";
 my @ports = grep { length } split /,/, $o{ports};
 die "need --ports, --redis, --max, --active-window\n"
@@ -117,12 +145,6 @@ sub fleet_active {
     my $now_ms = $t->[0] * 1000 + int($t->[1] / 1000);
     return redis_cmd('ZCOUNT', $active_key, $now_ms - $window * 1000, '+inf');
 }
-sub script_calls {
-    my $info = redis_cmd('INFO', 'commandstats');
-    my $n = 0;
-    $n += $1 while $info =~ /^cmdstat_(?:evalsha|eval):calls=(\d+)/mg;
-    return $n;
-}
 
 # ------------------------------------------------------------------ nodes
 my %http = map { $_ => HTTP::Tiny->new(timeout => 5, keep_alive => 1) } @ports;
@@ -159,15 +181,27 @@ sub true_position {
 }
 
 # A sync's own time beyond its interval (the tick's lateness, the round trip to Redis) on a
-# 2-core machine running three nodes, Redis and this probe.
-my $sync_time = 0.3;
+# 2-core machine running three nodes, Redis and this probe: measured 0.03 s (2.03 s against
+# two 1 s intervals) in a suite run; 1 s leaves room for a loaded one.
+my $sync_time = 1.0;
 my ($stopped, $stop_at, $cont_at, $reconverged) = (0, undef, undef, undef);
 my $longest_refresh = 0;
 $stop_at = $t0 + $o{'stop-redis-at'} if $o{'stop-redis-at'};
 my $end = $t0 + $o{seconds};
 my $next_sample = $t0;
-my $calls0 = script_calls();
+my $rw = RedisWork->new(port => $o{redis}, call_key => "smart_limit:{$o{zone}}:fleet");
+$rw->start_monitor;
+my ($calls0) = $rw->mark('start');
 my %draws0 = map { $_ => metric($_, 'fleet_draws_total') // 0 } @ports;
+# The probe's lateness: the periods it ran behind the clients' schedule by more than a quarter
+# interval, each extended by two intervals (a late poll's effects last until the pictures after
+# it): [from, to].
+my @late;
+my $late_tol = $interval / 4;
+sub late_at {
+    my ($from, $to) = @_;
+    return scalar grep { $_->[0] <= $to && $_->[1] >= $from } @late;
+}
 my %syncs_at_cont;
 
 # Redis stopped, or back for less than two intervals (for the pictures) and the longest
@@ -220,6 +254,11 @@ while (1) {
         next;
     }
     my $cl = $due;
+    if ($now - $due->{at} > $late_tol) {
+        if (@late && $late[-1][1] >= $now) { $late[-1][1] = $now + 2 * $interval }
+        else { push @late, [max($due->{at}, @late ? $late[-1][1] : 0), $now + 2 * $interval] }
+    }
+    $rw->drain(0);
     my $port = $o{routing} eq 'rr' ? pick_node() : $cl->{node};
     my %h = (Accept => 'application/json');
     $h{Cookie} = "$cookie_name=$cl->{cookie}" if $cl->{cookie};
@@ -259,9 +298,15 @@ while (1) {
         $stat{waits}++;
         # Told to wait: was someone who came more than an interval later let in more than an
         # interval ago?
-        my ($gap, $steady, $outage) = (0, 0, 0);
+        my ($gap, $steady, $outage, $late) = (0, 0, 0, 0);
         for my $a (@admissions) {
             next unless $a->[1] > $cl->{arrival} + $interval && $a->[0] < $t - $interval;
+            # (The probe late between that admission and now: this client may simply not have
+            # come when its turn did.)
+            if (late_at($a->[0] - $interval, $t)) {
+                $late = 1;
+                next;
+            }
             $gap = $a->[1] - $cl->{arrival} if $a->[1] - $cl->{arrival} > $gap;
             if ($a->[2]) {
                 $outage = 1;
@@ -269,6 +314,7 @@ while (1) {
                 $steady = 1;
             }
         }
+        $stat{inversions_late}++ if $late && !$gap;
         if ($gap) {
             $stat{inversions}++;
             $stat{inversions_steady}++ if $steady;
@@ -287,7 +333,7 @@ while (1) {
         my $slack = grep { $_->[0] > $since } @admissions;
         $slack += grep { $_->{arrival} && $_->{arrival} > $since } @c;
         $slack += int($waiting / 48) + 3;
-        push @pos_err, [abs($shown - $true), $slack, $t];
+        push @pos_err, [abs($shown - $true), $slack, $t, late_at($t - 2 * $interval, $t)];
         trace('poserr', $cl->{id}, $shown, $true, $slack) if abs($shown - $true) > $slack;
         $cl->{at} = $t + $refresh * (0.9 + rand(0.2));
     } else {
@@ -297,18 +343,35 @@ while (1) {
 }
 kill 'CONT', $o{'redis-pid'} if $stopped == 1;
 
-my $calls = script_calls() - $calls0;
+my ($calls1) = $rw->mark('end');
+$rw->drain_to_end;
+my $calls = $calls1 - $calls0;
 my $draws = sum(map { (metric($_, 'fleet_draws_total') // 0) - $draws0{$_} } @ports);
 my $elapsed = time - $t0;
-my $syncs_bound = int(@ports * ($elapsed / $interval + 1));
+# Syncs per node and window (ARGV[2] node, ARGV[3] window; ARGV is after the 4 keys).
+my (%per_window, %per_node, %windows, $syncs);
+for my $c (@{ $rw->calls }) {
+    my @a = @{ $c->{args} };
+    next unless ($a[7] // '') eq 'sync';
+    $syncs++;
+    $per_window{"$a[8] $a[9]"}++;
+    $per_node{ $a[8] }++;
+}
+$windows{ (split / /)[0] }++ for keys %per_window;
+my $most_per_window = max(0, values %per_window);
+my @late_s = map { min($_->[1], $t0 + $elapsed) - $_->[0] } @late;
+my $late_s = sum(0, @late_s);
 
 my @fleet = grep { defined } map { $_->[1] } @samples;
-my @fleet_w = grep { defined } map { $_->[3] > 0 ? $_->[1] : undef } @samples;
+# (Whether the probe was late at a sample is known once the client it was late for was served.)
+$_->[4] = late_at($_->[0], $_->[0]) for @samples;
+my @fleet_w = grep { defined } map { $_->[3] > 0 && !$_->[4] ? $_->[1] : undef } @samples;
 my @truth = map { $_->[2] } @samples;
 my @truth_w = map { $_->[3] > 0 ? $_->[2] : () } @samples;
 my @errs = sort { $a <=> $b } map { $_->[0] } @pos_err;
 my $pct = sub { @errs ? $errs[int($_[0] * $#errs)] : 0 };
-my $err_over = grep { $_->[0] > $_->[1] && $_->[2] >= ($first_fill // 0) } @pos_err;
+my $err_over = grep { $_->[0] > $_->[1] && $_->[2] >= ($first_fill // 0) && !$_->[3] } @pos_err;
+my $err_late = grep { $_->[0] > $_->[1] && $_->[2] >= ($first_fill // 0) && $_->[3] } @pos_err;
 
 my %out = (
     requests => $stat{requests} // 0, admitted => $stat{admitted} // 0,
@@ -321,8 +384,11 @@ my %out = (
     inversions_steady => $stat{inversions_steady} // 0,
     inversion_gap_max_s => sprintf('%.2f', $stat{inversion_gap} // 0),
     pos_err_p50 => $pct->(0.5), pos_err_p99 => $pct->(0.99), pos_err_max => $pct->(1),
-    pos_err_over_bound => $err_over,
-    redis_calls => $calls, draws => $draws, syncs_bound => $syncs_bound,
+    pos_err_over_bound => $err_over, pos_err_over_late => $err_late,
+    inversions_late => $stat{inversions_late} // 0,
+    redis_calls => $calls, draws => $draws, syncs => $syncs // 0,
+    monitor_calls => scalar(@{ $rw->calls }), most_syncs_a_window => $most_per_window,
+    late_s => sprintf('%.1f', $late_s), elapsed_s => sprintf('%.1f', $elapsed),
     slowest_s => sprintf('%.3f', $slowest),
     first_fill_s => defined $first_fill ? sprintf('%.2f', $first_fill - $t0) : -1,
 );
@@ -341,19 +407,27 @@ my @bad;
 push @bad, "no samples" unless @samples;
 push @bad, "nobody waited" unless @fleet_w;
 push @bad, "fleet_max $out{fleet_max} > 1.02 x $o{max}" if $out{fleet_max} > 1.02 * $o{max};
-push @bad, "fleet_min_waiting $out{fleet_min_waiting} < 0.98 x $o{max}"
-    if @fleet_w && $out{fleet_min_waiting} < 0.98 * $o{max};
+push @bad, "fleet_min_waiting $out{fleet_min_waiting} < 0.96 x $o{max}"
+    if @fleet_w && $out{fleet_min_waiting} < 0.96 * $o{max};
 push @bad, "$out{inversions_steady} inversions after the first fill"
     if $out{inversions_steady};
 push @bad, "an inversion across $out{inversion_gap_max_s} s > 2 intervals + $sync_time s"
     if ($stat{inversion_gap} // 0) > 2 * $interval + $sync_time;
 push @bad, "$err_over positions off by more than the moves since their picture" if $err_over;
-push @bad, "redis_calls $calls > $syncs_bound + $draws + 2 x nodes"
-    if $calls > $syncs_bound + $draws + 2 * @ports;
+push @bad, "MONITOR saw $out{monitor_calls} script calls, commandstats $calls"
+    if $out{monitor_calls} != $calls;
+push @bad, "$most_per_window syncs stamped with one window > 2 x $o{'syncs-cap'}"
+    if $most_per_window > 2 * $o{'syncs-cap'};
+for my $n (sort keys %per_node) {
+    push @bad, "node $n: $per_node{$n} syncs in $windows{$n} windows > $o{'syncs-cap'} x (windows + 1)"
+        if $per_node{$n} > $o{'syncs-cap'} * ($windows{$n} + 1);
+}
+push @bad, "the probe ran late for $out{late_s} s of $out{elapsed_s} s: the run proves little"
+    if $late_s > $elapsed / 2;
 push @bad, "other answers: $out{other}" if $out{other};
 if ($o{'stop-redis-at'}) {
     push @bad, "a request took $out{slowest_during_stop_s} s while Redis was stopped"
-        if $slowest_stop >= 0.1;
+        if $slowest_stop >= $o{'stop-slow-max'};
     push @bad, "reconverged in $out{reconverged_s} s"
         if !defined $reconverged || $reconverged > 2 * $interval + $sync_time;
     push @bad, "truth_max_outage $out{truth_max_outage} > 1.02 x $o{max}"
