@@ -1,5 +1,9 @@
 # True positions in a synced room (`sync=`): only waiting clients ahead of you count, the head
 # of the line is told 1, and the queue length counts waiting clients only, on every node.
+#
+# Where a step needs every node's picture to hold what the others saw, it waits for the nodes'
+# syncs to be counted (t/lib/fleet_syncs.pl: every node twice, twice over), not for a sleep of
+# an interval or two (until issue 30: 0.5 s for two 200 ms intervals and a round trip).
 
 use lib 't/lib';
 use SmartLimit::Test;
@@ -38,7 +42,7 @@ sleep 0.05
 H GET / @2 Accept: application/json => 503
 sleep 0.05
 # From the first seconds on, every node tells the truth.
-sleep 0.5
+sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS => /syncs/
 D GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 5
 E GET / @2 Accept: application/json => 503; json.position == 2; json.queue_length == 5
 F GET / @3 Accept: application/json => 503; json.position == 3; json.queue_length == 5
@@ -71,7 +75,9 @@ sleep 0.6
 --- redis
 --- http_config
     smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
-    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms max_active=3 active_window=2s flood=off;
+    # active_window=4s: D, E and F go 2 s at most between two requests below (the syncs waited
+    # for take about 0.8 s), half a window to spare.
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms max_active=3 active_window=4s flood=off;
 --- config
     location / { smart_limit shop; root html; }
     location = /m { smart_limit_metrics; }
@@ -95,13 +101,12 @@ G GET / @1 Accept: application/json => 503
 sleep 0.05
 H GET / @2 Accept: application/json => 503
 sleep 0.05
-# A, B and C go quiet: their places free when their window ends (2 s), and D, E, F take them.
-sleep 1.6
+# A, B and C go quiet: their places free when their window ends (4 s), and D, E, F take them.
 until 20: D GET / @1 => 200; body =~ /origin/
 until 20: E GET / @2 => 200; body =~ /origin/
 until 20: F GET / @3 => 200; body =~ /origin/
-# An interval later every node has the admissions: G and H are 1 and 2 of 2.
-sleep 0.5
+# Once every node has the admissions: G and H are 1 and 2 of 2.
+sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS => /syncs/
 G GET / @1 Accept: application/json => 503; json.position == 1; json.queue_length == 2
 H GET / @2 Accept: application/json => 503; json.position == 2; json.queue_length == 2
 D GET / @1 => 200

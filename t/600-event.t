@@ -117,7 +117,10 @@ origin
 --- timeout: 60
 --- steps
 sh 90: perl t/lib/event_probe.pl --nginx $TEST_NGINX_PORT --start $TEST_NGINX_LOTTERY_START --clients 500 => /prequeued 500 admitted 1 distinct 500 min 1 max 500 rho (-?0\.\d+) late 501/ as $RHO
-sh perl -e 'exit(abs($ARGV[0]) < 0.15 ? 0 : 1)' -- $RHO
+# |rho| < 0.25: over five standard deviations of chance for 500 (1/sqrt(499) = 0.045); a
+# pre-queue in arrival order gives rho near 1. (0.15 until issue 30: 3.3 standard deviations,
+# about one run in 1,200 failing by chance alone.)
+sh perl -e 'exit(abs($ARGV[0]) < 0.25 ? 0 : 1)' -- $RHO
 
 === TEST 8: the event in the metrics and in the control endpoint: its phase, times and limits
 --- http_config

@@ -79,7 +79,7 @@ origin
 --- steps
 until 3: M GET /m @3 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 3\n/
 # One order on every node: no client shown positions more than 5 apart (as in t/602).
-bg-sh 60: perl t/lib/event_probe.pl --nginx $TEST_NGINX_PORTS --start $TEST_NGINX_START_SYNC --clients 200 --ready $TEST_NGINX_HTML_DIR/ready => /prequeued 200 admitted 1 distinct \d+ min 1 max 20[01] rho -?0\.[0-2]\d* late 201 agree \d+ of 199 spread [0-5]\n/
+bg-sh 60: perl t/lib/event_probe.pl --nginx $TEST_NGINX_PORTS --start $TEST_NGINX_START_SYNC --clients 200 --ready $TEST_NGINX_HTML_DIR/ready --metrics /m => /prequeued 200 admitted 1 distinct \d+ min 1 max 20[01] rho -?0\.[0-2]\d* late 201 agree \d+ of 199 spread [0-5]\n/
 sh 30: while [ ! -e $TEST_NGINX_HTML_DIR/ready ]; do sleep 0.1; done
 reload
 wait-bg

@@ -100,7 +100,7 @@ until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n
 # number, not "none"). B's first ticket replayed on the node that took its proof is
 # challenged; on the other node (no record there) it is B's session again: the fleet's line
 # keeps one member per session, so the line stays 2 long, not 3.
-sh 30: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --settle 1000 => /^challenged 2 foreign 2 placed 1 kept \d+ second \d+ replay challenge queue \d+ elsewhere \d+ queue 2$/
+sh 30: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --settle 1000 --metrics /m => /^challenged 2 foreign 2 placed 1 kept \d+ second \d+ replay challenge queue \d+ elsewhere \d+ queue 2$/
 --- no_error_log
 [error]
 

@@ -5,7 +5,12 @@
 # position (JSON), twice (the second round is the settled order); then one more client comes.
 #
 #   perl t/lib/event_probe.pl --nginx PORT[,PORT...] --start EPOCH [--clients 500] [--ready FILE]
+#        [--metrics /m]
 #
+# --metrics PATH: the nodes' metrics location. On a fleet, where the probe lets the nodes meet
+# Redis (before the settled round, before the late client), it then also counts their syncs
+# (t/lib/fleet_syncs.pl: every node twice, twice over) rather than trust a second's sleep to
+# be enough.
 # --ready FILE: the probe creates FILE once every client holds a pre-queue place (a test
 # reloads nginx then, while the clients keep polling until the start).
 #
@@ -26,8 +31,9 @@ use lib "$FindBin::Bin";
 use SmartLimit::Test::HTTP;
 use Time::HiRes qw(time sleep);
 
-my ($ports, $start, $n, $ready) = ('', 0, 500, '');
-GetOptions('nginx=s' => \$ports, 'start=i' => \$start, 'clients=i' => \$n, 'ready=s' => \$ready)
+my ($ports, $start, $n, $ready, $metrics) = ('', 0, 500, '', '');
+GetOptions('nginx=s' => \$ports, 'start=i' => \$start, 'clients=i' => \$n, 'ready=s' => \$ready,
+           'metrics=s' => \$metrics)
     or die "bad arguments\n";
 my @nodes = split /,/, $ports;
 die "no --nginx port\n" unless @nodes;
@@ -46,6 +52,20 @@ sub get {
 }
 
 sub addr { my $i = shift; sprintf '127.0.%d.%d', 1 + int($i / 250), 1 + $i % 250 }
+
+# Between two rounds of polls: a second at least (each client's poll budget refills: a poll
+# beyond it is answered with the client's last answer, an older position), and on a fleet
+# until the nodes have met Redis (their syncs counted with --metrics: every node twice, twice
+# over; without it the second is all).
+sub meet {
+    my $t = time;
+    if ($metrics && @nodes > 1) {
+        system("$^X $FindBin::Bin/fleet_syncs.pl --ports $ports --path $metrics --quiet 1>&2") == 0
+            or die "the nodes did not sync\n";
+    }
+    my $left = 1 - (time - $t);
+    sleep $left if $left > 0;
+}
 
 my (@cookie, $prequeued);
 for my $i (0 .. $n - 1) {
@@ -79,7 +99,7 @@ my ($agree, $spread) = (0, 0);
 for my $round (1, 2) {
     # Before the settled round, a fleet's nodes meet Redis again (the admissions of the
     # first round leave the line).
-    sleep 1 if $round == 2;
+    meet() if $round == 2;
     for my $i (0 .. $n - 1) {
         my @seen;
         for my $node ($round == 1 ? ($i % @nodes) : (0 .. $#nodes)) {
@@ -114,7 +134,7 @@ $d2 += (($_ + 1) - $pos[$_])**2 for 0 .. $n - 1;
 my $rho = 1 - 6 * $d2 / ($n * ($n * $n - 1));
 # (A fleet's positions come from its picture, an interval old: a client let in at the end of
 # the second round may still be in the line the nodes see. Let them meet first.)
-sleep 1 if @nodes > 1;
+meet() if @nodes > 1;
 my ($lst, $lc) = get('127.0.3.1', undef, 0);
 my (undef, undef, $lbody) = get('127.0.3.1', $lc, 0);
 my ($late) = $lbody =~ /"position":(\d+)/;

@@ -2,10 +2,12 @@
 # challenge=pow from the outside (t/610-challenge.t): clients take their places with proofs
 # of work solved here (Digest::SHA), on one node or spread over a fleet's nodes.
 #
-#   perl t/lib/pow_probe.pl --nginx PORT[,PORT...] [--auto] [--settle MS]
+#   perl t/lib/pow_probe.pl --nginx PORT[,PORT...] [--auto] [--settle MS] [--metrics /m]
 #
 # --settle MS: wait that long after the places are taken before reading positions (a synced
-# fleet's positions come from its picture, an interval old).
+# fleet's positions come from its picture, an interval old). With --metrics PATH (the nodes'
+# metrics location), count the nodes' syncs instead (t/lib/fleet_syncs.pl: every node twice,
+# twice over), not a fixed time.
 #
 # Default: a holder takes the room's only admission (without a proof where the node knows
 # nobody waits; see Zone::admits_at_once); B and C are
@@ -31,11 +33,23 @@ use Digest::SHA qw(sha256);
 use MIME::Base64 qw(decode_base64);
 use Time::HiRes qw(time sleep);
 
-my ($ports, $auto, $settle) = ('', 0, 0);
-GetOptions('nginx=s' => \$ports, 'auto' => \$auto, 'settle=i' => \$settle)
+my ($ports, $auto, $settle, $metrics) = ('', 0, 0, '');
+GetOptions('nginx=s' => \$ports, 'auto' => \$auto, 'settle=i' => \$settle,
+           'metrics=s' => \$metrics)
     or die "bad arguments\n";
 my @nodes = split /,/, $ports;
 die "no --nginx port\n" unless @nodes;
+
+# A fleet's nodes meet Redis before positions are read: their syncs counted (--metrics), or
+# --settle ms of sleep.
+sub settle {
+    if ($metrics && @nodes > 1) {
+        system("$^X $FindBin::Bin/fleet_syncs.pl --ports $ports --path $metrics --quiet 1>&2") == 0
+            or die "the nodes did not sync\n";
+    } else {
+        sleep $settle / 1000;
+    }
+}
 
 # A client: its ticket cookie and the node it talks to.
 sub client { my ($node) = @_; return { node => $node % @nodes, cookie => undef } }
@@ -156,7 +170,7 @@ my $room_cookie = ($c->{cookie} =~ /^(smart_limit_\w+)=/)[0];
 my (undef, $cp) = get($c, cookie => "${room_cookie}_proof=" . solve($cseed, $cbits));
 die "C not placed: $cp\n" unless field($cp, 'status') eq 'waiting';
 # (A fleet's positions come from its picture: let the nodes meet first.)
-sleep $settle / 1000 if $settle;
+settle() if $settle;
 my (undef, $bk) = get($b);
 my $kept = field($bk, 'status') eq 'waiting' ? field($bk, 'position') : 'none';
 my (undef, $ck) = get($c);
@@ -182,7 +196,7 @@ if (@nodes > 1) {
     if ($settle && field($bo, 'status') eq 'waiting') {
         # (A synced node's queue length counts the places taken there since its picture: ask
         # again once the fleet has met, when it is the fleet's line's own.)
-        sleep $settle / 1000;
+        settle();
         (undef, $bo) = get($other);
     }
     $line .= sprintf " elsewhere %s queue %s", answer_of($bo), field($bo, 'queue_length');
