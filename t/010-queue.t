@@ -69,7 +69,7 @@ repeat 5: C GET / Accept: application/json => 503; json.position == 2; json.queu
 
 === TEST 4: a waiting head that is not seen for `presence` loses its place; the queue moves on
 --- http_config
-    smart_limit_zone shop size=1m max_active=1 presence=1s $TEST_NGINX_STORE;
+    smart_limit_zone shop size=1m max_active=1 presence=2s $TEST_NGINX_STORE;
 --- config
     location / { smart_limit shop; root html; }
 --- user_files
@@ -79,11 +79,10 @@ origin page
 A GET / => 200
 B GET / Accept: application/json => 503; json.position == 1
 C GET / Accept: application/json => 503; json.position == 2
-# C keeps polling; B is gone.
-sleep 0.6
+# C keeps polling (every 0.1 s: it never goes unseen); B is gone once unseen for presence (2 s).
+# Until then C is second: B was seen a moment ago.
 C GET / Accept: application/json => 503; json.position == 2
-sleep 0.6
-C GET / Accept: application/json => 503; json.position == 1; json.queue_length == 1
+until 6: C GET / Accept: application/json => 503; json.position == 1; json.queue_length == 1
 # B comes back too late: a new place, behind C.
 B GET / Accept: application/json => 503; json.position == 2; cookie smart_limit_shop set
 

@@ -73,5 +73,6 @@ origin page
 A GET /index.html => 200
 A GET /index.html => 200
 B GET /index.html => 503
-sleep 0.2
-C GET /room.log => 200; body =~ /^\/index.html 200 \[-\]$/m; body =~ /^\/index.html 200 \[ADMITTED\]$/m; body =~ /^\/index.html 503 \[WAITING\]$/m
+# nginx writes a request's access log line after its response has gone: poll for the lines
+# rather than sleep.
+until 3: C GET /room.log => 200; body =~ /^\/index.html 200 \[-\]$/m; body =~ /^\/index.html 200 \[ADMITTED\]$/m; body =~ /^\/index.html 503 \[WAITING\]$/m

@@ -15,7 +15,7 @@ __DATA__
 --- redis
 --- http_config
     smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
-    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=2 active_window=2s;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=2 active_window=5s;
 --- config
     location / { smart_limit shop; root html; }
 --- user_files
@@ -39,12 +39,14 @@ B GET / @1 => 200; body =~ /node 1/
 redis ZCARD smart_limit:{shop}:line => /^3$/
 redis ZCARD smart_limit:{shop}:active => /^2$/
 # B goes quiet; A keeps coming (on both nodes). After the active window one place frees,
-# and only the head (C) may take it, whichever node it asks.
-sleep 1.2
+# and only the head (C) may take it, whichever node it asks. (active_window=5s: A comes back
+# 2.5 s after its last request, half a window to spare; B's window is over when Redis's
+# active set counts one session seen within it, asked of Redis rather than slept.)
+sleep 2.5
 A GET / @2 => 200
 D GET / @2 Accept: application/json => 503; json.position == 2
 E GET / @1 Accept: application/json => 503; json.position == 3
-sleep 1.2
+sh 10: until [ "$(redis-cli -p $TEST_NGINX_REDIS_PORT ZCOUNT 'smart_limit:{shop}:active' "($(redis-cli -p $TEST_NGINX_REDIS_PORT TIME | awk 'NR == 1 { s = $1 } NR == 2 { printf "%.0f", s * 1000 + int($1 / 1000) - 5000 }')" +inf)" -le 1 ]; do sleep 0.1; done
 A GET / @1 => 200
 E GET / @2 Accept: application/json => 503; json.position == 3
 D GET / @1 Accept: application/json => 503; json.position == 2

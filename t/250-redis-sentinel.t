@@ -60,8 +60,11 @@ A GET / => 200; body =~ /origin/
 sh redis-cli -p $TEST_NGINX_MASTER_PORT WAIT 2 5000 => /^2$/
 sh 40: perl t/lib/failover_probe.pl --nginx $TEST_NGINX_PORT --path / --sentinel $TEST_NGINX_SENTINEL_PORT --master-pid $TEST_NGINX_MASTER_PID --max 30 => /failover (\d+) ms/ as $FAILOVER
 sh cat $TEST_NGINX_SERVROOT/../sh/2.out => /lag (\d+) ms/ as $LAG
-# Resumed within about one timeout (200 ms) of the failover; 1.5 s of slack for a loaded CI box.
-sh test $LAG -lt 1500
+# Resumed within about one timeout (200 ms) of the failover: measured 125 ms alone. The lag is
+# also the probe's own: it sees the failover and the resumption once a loop (a redis-cli and a
+# request, 50 ms apart), which a loaded machine stretches; 3 s is that many times over, and a
+# client stuck on the dead master would not resume within the probe's 30 s at all.
+sh test $LAG -lt 3000
 sh cat $TEST_NGINX_SERVROOT/../sh/2.out => /new master 127.0.0.1:(\d+)/ as $NEW
 sh redis-cli -p $NEW KEYS '*' => /fail/
 sh redis-cli -p $NEW ZRANGE 'smart_limit:{fail}:active' 0 -1 => /./

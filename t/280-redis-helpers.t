@@ -42,11 +42,11 @@ sh 20: perl t/lib/redis_owners.pl --port $TEST_NGINX_REDIS_PORT --servroot $TEST
 # Frozen for 2 s (10 intervals, the leadership goes stale after 3): nobody may take over but a
 # worker, and once the worker is back it still holds the only connections.
 sh 20: perl t/lib/redis_owners.pl --port $TEST_NGINX_REDIS_PORT --servroot $TEST_NGINX_SERVROOT --seconds 4.5 --pause 2 --require => /only workers held/
-# Syncs go on after the freeze, in the worker.
+# Syncs go on after the freeze, in the worker (both counters grow: polled until they have,
+# not checked after a fixed second).
 sh curl -sf http://127.0.0.1:$TEST_NGINX_PORT/m => /smart_limit_fleet_syncs_total\{room="shop"\} (\d+)/ as $ROOM
 sh curl -sf http://127.0.0.1:$TEST_NGINX_PORT/m => /smart_limit_rate_syncs_total\{zone="api"\} (\d+)/ as $RATE
-sleep 1
-sh curl -sf http://127.0.0.1:$TEST_NGINX_PORT/m | perl -ne '$r = $1 if /smart_limit_fleet_syncs_total\{room="shop"\} (\d+)/; $z = $1 if /smart_limit_rate_syncs_total\{zone="api"\} (\d+)/; END { print "room $r rate $z\n"; exit !($r > $ROOM && $z > $RATE) }' => /room \d+ rate \d+/
+sh 10: until curl -sf http://127.0.0.1:$TEST_NGINX_PORT/m | perl -ne '$r = $1 if /smart_limit_fleet_syncs_total\{room="shop"\} (\d+)/; $z = $1 if /smart_limit_rate_syncs_total\{zone="api"\} (\d+)/; END { print "room $r rate $z\n"; exit !($r > $ROOM && $z > $RATE) }'; do sleep 0.1; done => /room \d+ rate \d+/
 --- no_error_log
 [error]
 

@@ -56,8 +56,9 @@ origin
 --- steps
 # The node never meets the fleet: the room follows on_error=closed (waiting, no position).
 A GET / Accept: application/json => 503; json.position == null
-# A few seconds of syncs: the client tries again and again (backoff up to the interval).
-sleep 2
+# Syncs: the client tries again and again (backoff up to the interval); three tries counted in
+# the fake's command log, not a fixed 2 s.
+sh 10: until [ "$(grep -c '^INFO$' $TEST_NGINX_FAKE_OLD_CMDS)" -ge 3 ]; do sleep 0.1; done
 B GET / Accept: application/json => 503; json.position == null
 M GET /m => 200; body =~ /smart_limit_fleet_syncs_total\{room="shop"\} 0\n/
 # One line for the burst (one worker), naming the server, both versions and why.
@@ -82,8 +83,8 @@ origin
 --- steps
 A GET / => 200; body =~ /origin/
 B GET / => 200; body =~ /origin/
-# The first sync (and its line) within a few intervals.
-sleep 0.6
+# The first sync (and its line): waited for in the error log, not for 0.6 s.
+sh 10: until grep -q 'is version 6\.0\.16' $TEST_NGINX_SERVROOT/logs/error.log; do sleep 0.1; done
 --- error_log
 is version 6\.0\.16; smart_limit needs Redis 6\.2 or later
 

@@ -75,7 +75,9 @@ C GET / Accept: application/json => 503; json.position == 1
 
 === TEST 4: session=: every request renews the session; it ends `session` after the last one
 --- http_config
-    smart_limit_zone shop size=1m max_active=1 session=2s;
+    # session=4s and a request every second: 3 s to spare between two of A's requests (with
+    # session=2s and 0.8 s, until issue 30, a 1.2 s stall would have ended A's session).
+    smart_limit_zone shop size=1m max_active=1 session=4s;
 --- config
     location / {
         smart_limit shop;
@@ -90,24 +92,28 @@ A GET / => 200; header X-SL-Status =~ /^ADMITTED$/; cookie smart_limit_shop set
 B GET / Accept: application/json => 503; json.position == 1
 # A keeps going for longer than the session: every request renews it (the cookie is
 # re-sealed about once a second), so A stays admitted and B keeps waiting.
-sleep 0.8
+sleep 1
 A GET / => 200; header X-SL-Status =~ /^PASSED$/
-sleep 0.8
+sleep 1
 A GET / => 200; header X-SL-Status =~ /^PASSED$/
-sleep 0.8
+sleep 1
 A GET / => 200; header X-SL-Status =~ /^PASSED$/
-sleep 0.8
+sleep 1
+A GET / => 200; header X-SL-Status =~ /^PASSED$/
+sleep 1
 A GET / => 200; header X-SL-Status =~ /^PASSED$/
 B GET / Accept: application/json => 503; json.position == 1
-# A stops; `session` after its last request its place frees and B, at the head, goes in.
-sleep 2.2
-B GET / => 200; header X-SL-Status =~ /^ADMITTED$/
+# A stops; `session` after its last request its place frees and B, at the head, goes in
+# (B polls until then).
+until 8: B GET / => 200; header X-SL-Status =~ /^ADMITTED$/
 # A's ticket has ended: A is a new user, and the room is full again.
 A GET / Accept: application/json => 503; json.position == 1; header X-SL-Status =~ /^WAITING$/
 
 === TEST 5: grant=: fixed from admission, however busy the user is
 --- http_config
-    smart_limit_zone shop size=1m max_active=1 grant=3s active_window=3s;
+    # grant=6s: A's requests at 1 s and 2 s are 4 s inside it (with grant=3s, until issue 30,
+    # the one at 2 s had 1 s to spare); then A polls until the grant is over.
+    smart_limit_zone shop size=1m max_active=1 grant=6s active_window=6s;
 --- config
     location / {
         smart_limit shop;
@@ -124,10 +130,9 @@ sleep 1
 A GET / => 200; header X-SL-Status =~ /^PASSED$/; cookie smart_limit_shop absent
 sleep 1
 A GET / => 200; header X-SL-Status =~ /^PASSED$/; cookie smart_limit_shop absent
-sleep 1.2
-# 3.2 s after admission A's grant is over although A was active all along: A is a new user,
-# and a new user never walks past the line: A queues behind B.
-A GET / Accept: application/json => 503; json.position == 2; header X-SL-Status =~ /^WAITING$/
+# 6 s after admission A's grant is over although A was active all along (it keeps asking): A
+# is a new user, and a new user never walks past the line: A queues behind B.
+until 10: A GET / Accept: application/json => 503; json.position == 2; header X-SL-Status =~ /^WAITING$/
 
 === TEST 6: session= is Cloudflare's session duration: the control endpoint shows it
 --- http_config

@@ -34,11 +34,15 @@ __DATA__
     }
     location /free { smart_limit_rate off; alias html/; }
     location = /default { smart_limit_rate api; root html; }
+    location = /m { smart_limit_metrics; access_log off; }
 --- user_files
 >>> index.html
 origin
 --- steps
-sleep 0.3
+# The worker's first tick (100 ms after it starts) has measured the node: waited for on the
+# metrics (the sync age appears with it), not for a fixed 0.3 s. The next tick is at the
+# boundary after the nearest minute, 30 s or more away.
+until 5: M GET /m => 200; body =~ /smart_limit_rate_sync_age_seconds\{zone="api"\} \d/
 repeat 6: A GET / => 200; body =~ /origin/; header X-Rate =~ /^PASSED$/
 repeat 3: B GET / => 429; body =~ /^overflow$/; header X-Rate =~ /^LIMITED$/
 # Without smart_limit_rate_status, the overflow is a 503.
@@ -62,9 +66,13 @@ sh grep -c 'rate=-' $TEST_NGINX_SERVROOT/logs/rate.log => /^3$/
 >>> index.html
 ok
 --- steps
-bg-sh 30: wrk -t1 -c8 -d12s http://127.0.0.1:$TEST_NGINX_PORT/
+# The load outlasts the window by 4 s (it ended 1 s after it until issue 30: a late start of
+# the window measured the load's end). The window's error is how far the offer drifted over
+# it, on a machine shared with wrk and, in the suite, the rest: +-10 % (what breaks the cap
+# is off by the whole offer, tens of times the rate).
+bg-sh 30: wrk -t1 -c8 -d15s http://127.0.0.1:$TEST_NGINX_PORT/
 sleep 2
-sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORT --zone solo --seconds 9 --cap 2000 --tolerance 0.06 => /within/
+sh 20: perl t/lib/rate_probe.pl --ports $TEST_NGINX_PORT --zone solo --seconds 9 --cap 2000 --tolerance 0.1 => /within/
 wait-bg
 A GET /m => 200; body =~ /smart_limit_rate_nodes\{zone="solo"\} 1\n/; body =~ /smart_limit_rate_limit_qps\{zone="solo"\} 2000\.000\n/
 A GET /m => 200; body !~ /smart_limit_rate_fleet_offered_total\{/

@@ -61,25 +61,43 @@ try {
   const shot = join(out, 'prequeue.png');
   await page.screenshot({ path: shot, fullPage: true });
   screenshots.push(shot);
+  // Read again about 2 s later; the drop is compared with the time that really passed between
+  // the two reads (a loaded machine can stretch a 2.1 s sleep), give or take the display's
+  // whole seconds and a read's latency.
+  const read1 = Date.now();
   await sleep(2100);
   const t2 = (await page.textContent('#countdown').catch(() => '')).trim();
+  const passed = (Date.now() - read1) / 1000;
   const dropped = left1 - seconds(t2);
-  check('the countdown counts down by itself (its script runs)', dropped >= 1 && dropped <= 3,
-    `${t1} then ${t2}`);
+  check('the countdown counts down by itself (its script runs)',
+    dropped >= 1 && dropped >= passed - 1.5 && dropped <= passed + 1.5,
+    `${t1} then ${t2}, ${passed.toFixed(1)}s apart`);
   const meta = await page.getAttribute('meta[http-equiv="refresh"]', 'content').catch(() => null);
   const back = Number(meta);
   check('the page comes back at the start, within its spread of 4 seconds',
     back >= expected - 1 && back <= expected + 5, `refresh ${meta}, start in ${expected.toFixed(1)}s`);
 
-  // 2. Left alone, the page reloads itself at the start and lands on the site.
+  // 2. Left alone, the page reloads itself at the start and lands on the site. When the
+  // browser asks again is the page's doing (its refresh); how long the answer then takes to
+  // load is the machine's, so the time checked is the request's.
+  let askedAt = null;
+  page.on('request', (r) => {
+    if (askedAt === null && r.isNavigationRequest() && r.frame() === page.mainFrame()) {
+      askedAt = Date.now() / 1000;
+    }
+  });
   const landed = await page
     .waitForSelector('#origin-page', { timeout: Math.max(0, start * 1000 - Date.now()) + 10000 })
     .then(() => true, () => false);
   const at = Date.now() / 1000;
   check('at the start the page takes the browser to the site by itself', landed,
     `${page.url()} after ${navigations} navigation(s)`);
-  check('not before the start', at >= start, `landed ${(at - start).toFixed(1)}s after the start`);
-  check('within the spread after it', at <= start + 4 + 3, `landed ${(at - start).toFixed(1)}s after the start`);
+  const asked = askedAt ?? at;
+  check('not before the start', asked >= start, `asked ${(asked - start).toFixed(1)}s after the start`);
+  // Within the spread (4 s), the refresh's whole second and 2 s of timer slack; the page's
+  // usual refresh would ask 8 s after the start (20 s after the load, 12 s before the start).
+  check('within the spread after it', asked <= start + 4 + 1 + 2,
+    `asked ${(asked - start).toFixed(1)}s after the start, landed ${(at - start).toFixed(1)}s after`);
   const shot2 = join(out, 'prequeue-admitted.png');
   await page.screenshot({ path: shot2, fullPage: true });
   screenshots.push(shot2);
