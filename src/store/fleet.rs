@@ -16,8 +16,13 @@
 //!   than the interval), so two never overlap; a failed one gives its report back for the next
 //!   and lets the node's picture age (its share moving toward an equal split, its cursor
 //!   moving on at the speed the line last moved).
-//! - **Before the first picture** (a node that has not met the fleet since it started) the
-//!   zone's `on_error` policy decides, as for a central Redis store that does not answer.
+//! - **Before the first picture** (a node that has not met the fleet since its zone was made:
+//!   a start, a restart, a binary upgrade, a node added) the node decides nothing alone
+//!   ([S21]): a request that needs a decision sends the node's first sync at once (or finds
+//!   one out) and waits for its picture, suspended, at most `timeout=`. Only a sync that fails
+//!   hands it to the zone's `on_error` policy, under which a node that never met the fleet
+//!   lets nobody in alone (`on_error=local` queues). A worker's crash or a reload keeps the
+//!   zone, and with it the picture.
 //!
 //! The rules are `smart_limit_core::fleet` (pure, unit-tested, simulated in `sim/`) and its
 //! script `fleet_room.lua`.
@@ -38,12 +43,16 @@ use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
 use smart_limit_core::util::time::window_end;
-use smart_limit_core::zone::ZoneParams;
+use smart_limit_core::zone::{OnError, ZoneParams};
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
 use crate::redis::{Client, ClientConfig};
 use crate::sync::{Driver, Synced};
+
+/// How often a request waiting for the node's first picture looks whether it came (another
+/// worker may have sent the sync, so there is nothing to wake this one: it looks).
+const FIRST_PICTURE_LOOK: Duration = Duration::from_millis(5);
 
 /// How long a request waits for the pool draw it sent, at most (Redis answers a draw in well
 /// under a millisecond; a hung Redis must not hold the request for the whole `timeout=`).
@@ -194,7 +203,68 @@ impl Zone {
             // Drawn for clients turned away earlier, while another draw was out.
             self.drawn_later(d.want, self.fleet_draw(fs, d, now));
         }
+        if let Step::Unknown = step {
+            return self.fleet_first_picture(fs, v, w, now);
+        }
         Answer::Now(self.fleet_decided(step, v, now))
+    }
+
+    /// [S21] The node has no picture yet: the request waits for the node's first sync (sent
+    /// now unless one is out), suspended, and is decided by the picture it brings; at most
+    /// `timeout=` (the sync's own bound) and a look. Only when no sync can bring one (it
+    /// failed, or the connection backs off after a failure) does the on_error policy decide.
+    fn fleet_first_picture(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        w: Waiter,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>> {
+        if !self.first_sync_out(now) {
+            return Answer::Now(self.fleet_decided(Step::Unknown, v, now));
+        }
+        let timeout = self.params.timeout_ms;
+        // Counted in looks, not read off a clock: the wait is bounded whatever the clocks do.
+        let looks = timeout.div_ceil(FIRST_PICTURE_LOOK.as_millis() as u64) + 1;
+        Answer::Later(Box::pin(async move {
+            let mut now = now;
+            for _ in 0..looks {
+                ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
+                now = now_ms();
+                let cfg = fs.cfg_under(&self.limits_at(now));
+                let seen = self.shm.with_fleet(|room, node| {
+                    if !node.synced() {
+                        return None;
+                    }
+                    let verdict = node.decide(w, now, &cfg);
+                    Some((
+                        step(room, &v, verdict, now),
+                        self.draw_to_send(fs, node, now, &cfg),
+                    ))
+                })?;
+                match seen {
+                    Some((step, draw)) => {
+                        if let Some(d) = draw {
+                            self.drawn_later(d.want, self.fleet_draw(fs, d, now));
+                        }
+                        return self.fleet_decided(step, v, now);
+                    }
+                    None if self.first_sync_out(now) => {}
+                    None => break,
+                }
+            }
+            self.fleet_decided(Step::Unknown, v, now)
+        }))
+    }
+
+    /// Whether a sync that may bring the node's first picture is out: one sent within
+    /// `timeout=` by any worker, or one this worker sends now.
+    fn first_sync_out(&'static self, now: u64) -> bool {
+        let timeout = self.params.timeout_ms;
+        let pending = self
+            .shm
+            .with_fleet(|_, node| node.first_sync_pending(now, timeout));
+        matches!(pending, Ok(true)) || crate::sync::send_now(self)
     }
 
     /// The pool draw this node should send now, if any (none while the client backs off).
@@ -263,7 +333,42 @@ impl Zone {
                 self.remember(&verdict, v.sid, now);
                 Ok(verdict.into())
             }
-            Step::Unknown => self.store_failed(v, now, None),
+            // A node that never met the fleet has no idea what it holds: under on_error=local
+            // it lets nobody in alone, and tells each newcomer its place in this node's own
+            // line; the places keep their arrival for the fleet's line when Redis answers.
+            Step::Unknown if self.params.on_error == OnError::Local => {
+                let place = self.shm.with_fleet(|room, node| {
+                    let c = room.counters_mut();
+                    c.store_errors += 1;
+                    c.waited += 1;
+                    if v.qnum == 0 {
+                        c.queued += 1;
+                    }
+                    let (position, queue_len) = node.place_alone(v.arrival);
+                    Place {
+                        sid: v.sid,
+                        qnum: v.arrival.max(1),
+                        position,
+                        queue_len,
+                        eta_secs: None,
+                    }
+                })?;
+                Ok(Decision {
+                    verdict: Verdict::Wait(place),
+                    by_policy: true,
+                })
+            }
+            Step::Unknown => {
+                let d = self.store_failed(v, now, None)?;
+                if let Verdict::Admit { sid } = d.verdict {
+                    // Let in by on_error=open: the fleet counts the session and its place
+                    // leaves the line at the next sync (no ghost place held for presence).
+                    let _ = self
+                        .shm
+                        .with_fleet(|_, node| node.admitted_alone(sid, v.arrival, now));
+                }
+                Ok(d)
+            }
         }
     }
 

@@ -193,6 +193,27 @@ fn tick<Z: Synced>(zone: &'static Z, d: &'static Driver) {
     send(zone, d, client, now);
 }
 
+/// A zone that has never met the fleet sends a sync now, whichever worker leads ([S21]: its
+/// requests wait for the picture rather than decide alone). True when a sync of this worker
+/// is out (just sent, or already); false when none can be (the client backs off after a
+/// failure, or the zone gave nothing to send). Two workers may both send one: the fence keeps
+/// only the newer answer, and the script refuses the older report, given back for the next.
+pub fn send_now<Z: Synced>(zone: &'static Z) -> bool {
+    let Some(d) = zone.driver() else { return false };
+    let Some(client) = &d.client else {
+        return false;
+    };
+    if d.in_flight.get() {
+        return true;
+    }
+    let now = now_ms();
+    if ticker::shutting_down() || !client.available(now) {
+        return false;
+    }
+    send(zone, d, client, now);
+    d.in_flight.get()
+}
+
 /// One sync: what the zone gives, sent in one script call; the answer applied, or the job
 /// given back.
 fn send<Z: Synced>(zone: &'static Z, d: &'static Driver, client: &'static Client, now: u64) {

@@ -5,11 +5,11 @@
 use core::mem::{align_of, size_of};
 
 use super::{FleetNode, NotAFleetNode};
-use super::{Sample, Sighting, WaiterSighting, MAX_SAMPLES};
+use super::{Sample, Sighting, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5403; // "SLFLEET", version 3
+const MAGIC: u64 = 0x534c_464c_4545_5404; // "SLFLEET", version 4
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -64,6 +64,13 @@ pub(super) struct Header {
     pub(super) dropped: u64,
     pub(super) syncs: u64,
     pub(super) sync_failures: u64,
+    /// When a sync left while the node had no picture (0: none out). Requests that need a
+    /// decision wait for it rather than decide alone ([S21]).
+    pub(super) first_sync_ms: u64,
+    /// The arrivals of the places taken here that the picture cannot show (taken since its
+    /// report), sorted, the first [`FRESH_CAP`] of them: a newcomer's rank behind the line.
+    pub(super) fresh_len: u64,
+    pub(super) fresh: [u64; FRESH_CAP],
     leadership: Leadership,
 }
 

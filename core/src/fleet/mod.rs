@@ -38,6 +38,7 @@
 //!
 //! Uses `room` (shared vocabulary), `redis` (replies) and `sync` (the leader).
 
+mod fresh;
 mod layout;
 mod node;
 mod report;
@@ -57,6 +58,9 @@ pub use script::{draw_reply, picture_reply, Drawn, Fence, FleetScript, SyncAnswe
 
 /// Most samples of the line a picture carries.
 pub const MAX_SAMPLES: usize = 128;
+/// Places taken on a node since its picture's report whose rank behind the picture's line
+/// the node keeps exactly (see `fresh.rs`); those past it are told the last of these ranks.
+pub const FRESH_CAP: usize = 1024;
 /// Parts per million of an interval's free places shared out to nodes; the rest is the pool.
 pub const KEEP_PPM: u64 = 800_000;
 /// A node unheard of for this many intervals is dropped (its grants released).
@@ -234,8 +238,9 @@ pub enum FleetVerdict {
     LineFull {
         queue_len: u64,
     },
-    /// No picture yet (the node has not met the fleet since it started): the zone's on_error
-    /// policy decides.
+    /// No picture yet (the node has not met the fleet since it started): the request waits
+    /// for the node's first sync ([`FleetNode::first_sync_pending`]); only when that fails
+    /// does the zone's on_error policy decide.
     Unknown,
 }
 

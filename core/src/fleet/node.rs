@@ -12,12 +12,22 @@ impl<'m> FleetNode<'m> {
     /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
     /// (`new_place`: it takes it now).
     pub fn visit(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) -> FleetVerdict {
-        let Waiter { sid, arrival, .. } = w;
         self.hdr.polls += 1;
         if let Some(full) = self.line_full(w, cfg) {
             return full;
         }
-        self.saw_waiter(sid, arrival, now, cfg);
+        self.saw_waiter(w.sid, w.arrival, now, cfg);
+        if w.new_place {
+            self.fresh_took(w.arrival);
+        }
+        self.decide(w, now, cfg)
+    }
+
+    /// The decision on a visit the node has seen ([`FleetNode::visit`]): by the picture, or
+    /// [`FleetVerdict::Unknown`] while the node has none. A request told `Unknown` waits for
+    /// the node's first sync and asks again here (not seen a second time).
+    pub fn decide(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        let Waiter { sid, arrival, .. } = w;
         if !self.synced() {
             return FleetVerdict::Unknown;
         }
@@ -30,7 +40,7 @@ impl<'m> FleetNode<'m> {
         // Its turn: its poll weighs the node's next share more (FleetNode::turn_weight).
         let extra = u64::from(self.hdr.turn_weight.max(1)) - 1;
         self.hdr.polls = self.hdr.polls.saturating_add(extra);
-        if self.take_place(sid, now) {
+        if self.take_place(sid, arrival, now) {
             return FleetVerdict::Admit;
         }
         if !self.pool_empty() {
@@ -92,21 +102,31 @@ impl<'m> FleetNode<'m> {
             if self.band_waits(arrival, now, cfg) {
                 return self.come_back(arrival, cfg);
             }
-            if self.take_place(sid, now) {
+            if self.take_place(sid, arrival, now) {
                 return FleetVerdict::Admit;
             }
         }
         self.wait(arrival, cfg)
     }
 
-    /// One place of the node's share (or of its draws), if any is left: taken by `sid`.
-    fn take_place(&mut self, sid: u64, now: u64) -> bool {
+    /// One place of the node's share (or of its draws), if any is left: taken by `sid`, who
+    /// waited since `arrival` (it leaves the line).
+    fn take_place(&mut self, sid: u64, arrival: u64, now: u64) -> bool {
         if self.hdr.quota_left == 0 {
             return false;
         }
         self.hdr.quota_left -= 1;
+        self.fresh_left(arrival);
         self.admit(sid, now);
         true
+    }
+
+    /// A client the zone's failure policy let in while the node had no picture
+    /// (`on_error=open`): reported as admitted, so the fleet counts its session and drops its
+    /// place from the line.
+    pub fn admitted_alone(&mut self, sid: u64, arrival: u64, now: u64) {
+        self.fresh_left(arrival);
+        self.admit(sid, now);
     }
 
     fn pool_empty(&self) -> bool {
@@ -121,6 +141,9 @@ impl<'m> FleetNode<'m> {
             return full;
         }
         self.saw_waiter(w.sid, w.arrival, now, cfg);
+        if w.new_place {
+            self.fresh_took(w.arrival);
+        }
         self.wait(w.arrival, cfg)
     }
 
@@ -319,8 +342,15 @@ impl<'m> FleetNode<'m> {
     }
 
     pub(super) fn wait(&self, arrival: u64, cfg: &FleetConfig) -> FleetVerdict {
+        // Past the picture's line: behind it, and behind this node's newcomers before it.
+        let behind = if arrival > self.tail() {
+            self.fresh_ahead(arrival)
+        } else {
+            0
+        };
         let position = self
             .position(arrival)
+            .saturating_add(behind)
             .saturating_sub(self.hdr.aged_ranks)
             .max(1);
         FleetVerdict::Wait {
@@ -339,6 +369,14 @@ impl<'m> FleetNode<'m> {
         }
         let ms = u128::from(position) * u128::from(cfg.interval_ms) / u128::from(per_interval);
         Some(u64::try_from(ms.div_ceil(1000)).unwrap_or(u64::MAX))
+    }
+
+    /// The arrival of the last waiter of the picture's line (0: it shows nobody).
+    pub(super) fn tail(&self) -> u64 {
+        let n = self.hdr.samples_len as usize;
+        n.checked_sub(1)
+            .and_then(|i| self.samples.get(i))
+            .map_or(0, |s| s.arrival)
     }
 
     /// 1-based position of a waiter who arrived at `arrival`: the fleet's waiters who arrived

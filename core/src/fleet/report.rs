@@ -77,6 +77,9 @@ impl<'m> FleetNode<'m> {
     /// The fence of this node's next sync at `now` (a new sequence number).
     pub fn next_sync(&mut self, now: u64, generation: u32, cfg: &FleetConfig) -> Fence {
         self.hdr.seq += 1;
+        if !self.synced() {
+            self.hdr.first_sync_ms = now.max(1);
+        }
         Fence {
             node_id: self.hdr.node_id,
             generation,
@@ -120,8 +123,18 @@ impl<'m> FleetNode<'m> {
             *slot = *s;
         }
         self.hdr.samples_len = n as u64;
+        self.hdr.first_sync_ms = 0;
+        self.fresh_after(self.tail());
         self.hdr.turn_weight = self.turn_weight();
         true
+    }
+
+    /// Whether a sync the node sent while it had no picture may still bring one (sent within
+    /// `timeout_ms`, not failed): a request that needs a decision waits for it. False once the
+    /// node has a picture, and when no such sync is out: then only a new one can bring it.
+    pub fn first_sync_pending(&self, now: u64, timeout_ms: u64) -> bool {
+        let sent = self.hdr.first_sync_ms;
+        !self.synced() && sent != 0 && now.saturating_sub(sent) <= timeout_ms
     }
 
     /// The weight of a poll of a client whose turn it is: as much as all the waiting polls
@@ -148,6 +161,8 @@ impl<'m> FleetNode<'m> {
     /// A sync that failed (no answer, or not the script's).
     pub fn sync_failed(&mut self) {
         self.hdr.sync_failures += 1;
+        // Requests waiting for a first picture stop waiting: the on_error policy decides.
+        self.hdr.first_sync_ms = 0;
     }
 
     /// A tick whose window had no picture (Redis gone or slow): the node lets in its equal part

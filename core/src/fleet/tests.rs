@@ -3,6 +3,8 @@
 use super::*;
 use crate::redis::resp::Value;
 
+mod first;
+
 fn cfg() -> FleetConfig {
     FleetConfig {
         interval_ms: 1000,

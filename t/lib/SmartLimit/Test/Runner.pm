@@ -85,7 +85,7 @@ sub _log_regex {
 
 my %KNOWN_SECTIONS = map { ($_ => 1) } qw(main_config http_config config steps user_files
     redis instances workers master_process must_fail error_log no_error_log no_check_error_log
-    timeout log_level follow_redirects ONLY SKIP LAST);
+    timeout log_level follow_redirects later ONLY SKIP LAST);
 
 # Parses a block's steps (dies with the block name on a syntax error).
 sub _plan_block {
@@ -120,6 +120,13 @@ sub _plan_block {
             die "TEST '$name': '$s->{line}' needs workers, and --- master_process is off\n";
         }
     }
+    # Instances that are not started with the block: a step `nginx-start @N` starts them
+    # (a node that joins a running fleet).
+    my %later = map { ($_ => 1) } split /[\s,]+/, (_section($block, 'later') // '');
+    for my $i (keys %later) {
+        die "TEST '$name': --- later must list instances (1..$instances), not '$i'\n"
+            unless $i =~ /^\d+$/ && $i >= 1 && $i <= $instances;
+    }
     my @error_log = _lines(_section($block, 'error_log'));
     my @no_error_log = _lines(_section($block, 'no_error_log'));
     for my $re (@error_log, @no_error_log) {
@@ -138,7 +145,7 @@ sub _plan_block {
     }
     return $block->{_sl_plan} = {
         steps => \@steps, instances => $instances, count => $count, follow => $follow, ctx => $ctx,
-        master => $master,
+        master => $master, later => \%later,
         error_log => \@error_log, no_error_log => \@no_error_log, must_fail => $must_fail,
     };
 }
@@ -317,6 +324,7 @@ sub _run_block {
     }
 
     for my $n (@inst) {
+        next if $plan->{later}{ $n->{index} };
         $LIVE{"nginx:$n->{index}"} = $n;
         # With master_process off, the one process serves: no worker to wait for.
         my ($ok, $msg) = $n->start($plan->{master} eq 'off' ? 0 : $st->{workers});
@@ -951,6 +959,28 @@ sub _step_kill_worker {
         my ($ok, $msg) = $n->kill_worker($step->{signal}, $st->{workers});
         die "kill-worker: $msg\n" unless $ok;
     }
+}
+
+sub _step_nginx_stop {
+    my ($st, $step) = @_;
+    my ($n) = _targets($st, $step);
+    $n->stop;
+    _ok($st, !$n->running, $step->{line}, "nginx #$n->{index} still runs");
+}
+
+sub _step_nginx_start {
+    my ($st, $step) = @_;
+    my ($n) = _targets($st, $step);
+    my ($ok, $msg) = $n->running ? (0, "nginx #$n->{index} runs already") : $n->start($st->{workers});
+    $LIVE{"nginx:$n->{index}"} = $n if $ok;
+    _ok($st, $ok, $step->{line}, $msg);
+}
+
+sub _step_nginx_upgrade {
+    my ($st, $step) = @_;
+    my ($n) = _targets($st, $step);
+    my ($ok, $msg) = $n->upgrade($st->{workers});
+    _ok($st, $ok, $step->{line}, $msg);
 }
 
 sub _step_jar {

@@ -325,6 +325,33 @@ sub kill_worker {
     return ($ok, $ok ? '' : "worker $victim did not get replaced within 10s");
 }
 
+# Binary upgrade, the standard way (the same binary): USR2 starts a new master beside the old
+# one (the old pid file becomes nginx.pid.oldbin), WINCH stops the old workers, QUIT the old
+# master. The new master makes its shared memory zones anew. Returns (ok, message).
+sub upgrade {
+    my ($self, $workers) = @_;
+    my $old = $self->{pid};
+    return (0, "nginx is not running") unless $old && pid_alive($old);
+    my $pidfile = "$self->{servroot}/logs/nginx.pid";
+    kill 'USR2', $old;
+    my $new;
+    my $up = wait_until(10, sub {
+        my $p = slurp($pidfile);
+        return 0 unless $p =~ /(\d+)/ && $1 != $old;
+        $new = $1;
+        return workers_of($new) >= $workers;
+    });
+    return (0, "no new master with its workers within 10s of USR2\n" . $self->log_tail(20))
+        unless $up;
+    kill 'WINCH', $old;
+    kill 'QUIT', $old;
+    my $gone = wait_until(10, sub { !pid_alive($old) });
+    $self->{pid} = $new;
+    return (0, "the old master $old did not quit within 10s") unless $gone;
+    note_v("nginx #$self->{index} upgraded: master $old -> $new");
+    return (1, '');
+}
+
 # Graceful stop: QUIT (what `nginx -s quit` sends), wait for the master to go,
 # SIGKILL the process group after a timeout.
 sub stop {

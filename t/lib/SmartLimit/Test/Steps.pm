@@ -17,7 +17,8 @@ my $HNAME     = qr{[!#\$%&'*+.^_`|~0-9A-Za-z-]+};
 my $VARNAME   = qr{[A-Z][A-Z0-9_]*};
 
 my %RESERVED = map { ($_ => 1) } qw(repeat until parallel bg wait-bg sleep reload reload-with
-    reload-expect-fail jar redis redis-stop redis-start kill-worker sh bg-sh);
+    reload-expect-fail jar redis redis-stop redis-start kill-worker sh bg-sh nginx-stop
+    nginx-start nginx-upgrade);
 
 sub _regex {
     my ($pat, $flags) = @_;
@@ -335,6 +336,11 @@ sub _parse_line {
             return { type => 'jar', client => $client, op => 'rename', name => $1, to_name => $2, tests => 0 };
         }
         die "unknown jar operation (set NAME=VALUE, prepend NAME=VALUE, tamper NAME, delete NAME, rename NAME NEW, copy CLIENT, clear)";
+    }
+    # One node of a fleet stops, starts (again, or for the first time: --- later), or
+    # upgrades its binary (USR2, WINCH and QUIT to the old master): a new master, new zones.
+    if ($line =~ /^nginx-(stop|start|upgrade)\s+@(\d+)$/) {
+        return { type => "nginx-$1", instance => $2, tests => 1 };
     }
     if ($line eq 'redis-stop' || $line eq 'redis-start') {
         return { type => $line, tests => 1 };

@@ -1,0 +1,164 @@
+# A synced room's node keeps the fleet's promises from its first request ([S21]): a node that
+# starts, restarts, is upgraded or joins a running fleet decides nothing alone while Redis
+# answers. Its first request sends its first sync at once and waits for the picture (suspended,
+# at most timeout=); its newcomers queue behind the fleet's line, with distinct positions on
+# the node; no store error is counted while Redis is up. Only a failed first sync hands the
+# decision to on_error, and a node that never met the fleet then lets nobody in alone
+# (on_error=local queues).
+#
+# What is asserted is what clients were told and what the nodes and Redis count, never how
+# long anything took (t/lib/line_probe.pl: newcomers at once or one after another, then their
+# polls).
+
+use lib 't/lib';
+use SmartLimit::Test;
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: a node joins a fleet whose room is full: its newcomers of its first moments queue behind the line, none is let in, no store error
+--- instances: 2
+--- later: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s max_active=5 grant=1h presence=30s flood=off;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> fleet.keys
+5c1e0d4a8b2f3e6d9a7c1b0e4d6f8a2c3b5d7e9f1a0c2e4b6d8f0a1c3e5b7d9f
+>>> index.html
+node $TEST_NGINX_INSTANCE
+--- steps
+# Node 1 alone fills the room and ten wait, 1..10. (Its first client's own sync brings a
+# picture with that client in line: those after it wait for the next picture, and a client let
+# in leaves the line the node shows at the next sync: hence the second round.)
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1 --clients 15 --gap 0.05 --again 2.5 --rounds 2 => /round 0: admitted [1-5] .*\n.*\nround 2: admitted 5 waiting 10 positions 1,2,3,4,5,6,7,8,9,10 distinct yes/
+until 4: M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} 10\n/
+# Node 2 starts; ten newcomers come to it as soon as it listens, 10 ms apart: on the node they
+# are told distinct places behind the line at once, and after the next pictures 11..20.
+nginx-start @2
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --gap 0.01 --again 2.5 => /round 0: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes .*\nround 1: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes/
+# Ten more at once (one process each): none let in, all behind those 20 (clients that take
+# their place in the same millisecond share its first position until docs/fleet.md's limits
+# say otherwise).
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --again 2.5 => /round 0: admitted 0 waiting 10 positions 2\d.*first 21 .*\nround 1: admitted 0 waiting 10 positions 2\d.*first 21 last (2\d|30)\n/
+M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
+M GET /m @1 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/
+redis ZCARD smart_limit:{shop}:active => /^5$/
+redis ZCARD smart_limit:{shop}:arrival => /^30$/
+--- no_error_log
+[error]
+
+=== TEST 2: a node restarted while people wait: the same (its newcomers behind the line, nobody let in alone, no store error)
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s max_active=4 grant=1h presence=30s flood=off;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> fleet.keys
+5c1e0d4a8b2f3e6d9a7c1b0e4d6f8a2c3b5d7e9f1a0c2e4b6d8f0a1c3e5b7d9f
+>>> index.html
+node $TEST_NGINX_INSTANCE
+--- steps
+until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
+# The room fills on both nodes and eight wait.
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 12 --gap 0.1 --again 2.5 --rounds 2 => /round 2: admitted 4 waiting 8 positions 1,2,3,4,5,6,7,8 distinct yes/
+nginx-stop @2
+nginx-start @2
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 6 --gap 0.01 --again 2.5 => /round 0: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes .*\nround 1: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes/
+M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
+redis ZCARD smart_limit:{shop}:active => /^4$/
+--- no_error_log
+[error]
+
+=== TEST 3: a cold node with two workers, eight clients in its first interval: never more than max_active, the others told 1..n
+--- workers: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s max_active=3 grant=1h presence=30s flood=off;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> fleet.keys
+5c1e0d4a8b2f3e6d9a7c1b0e4d6f8a2c3b5d7e9f1a0c2e4b6d8f0a1c3e5b7d9f
+>>> index.html
+origin
+--- steps
+# From start-up, 0.1 s apart; then polled every 1.5 s. The first client's own sync brings the
+# first picture (with that client in line): it is let in, the others wait for the next picture;
+# two more are let in by it; then the five who wait are told 1..5 and stay so (before: the
+# first client, let in by on_error=local, kept a ghost place in the fleet's line for presence,
+# 30 s, and the five were told 2..6).
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT --clients 8 --gap 0.1 --again 1.5 --rounds 4 => /round 0: admitted [1-3] waiting [5-7] positions \S+ distinct yes .*\n.*\nround 2: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 3: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 4: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes/
+M GET /m => 200; body =~ /smart_limit_active_sessions\{room="shop"\} 3\n/; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 3\n/
+redis ZCARD smart_limit:{shop}:active => /^3$/
+redis ZCARD smart_limit:{shop}:arrival => /^5$/
+--- no_error_log
+[error]
+
+=== TEST 4: a binary upgrade (USR2) of one node during a line: its new master meets the fleet before it decides
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s max_active=4 grant=1h presence=30s flood=off;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> fleet.keys
+5c1e0d4a8b2f3e6d9a7c1b0e4d6f8a2c3b5d7e9f1a0c2e4b6d8f0a1c3e5b7d9f
+>>> index.html
+node $TEST_NGINX_INSTANCE
+--- steps
+until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 10 --gap 0.1 --again 2.5 --rounds 2 => /round 2: admitted 4 waiting 6 positions 1,2,3,4,5,6 distinct yes/
+# The new master of node 2 makes its zone anew: no picture, no room of its own.
+nginx-upgrade @2
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 5 --gap 0.01 --again 2.5 => /round 0: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes .*\nround 1: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes/
+M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
+redis ZCARD smart_limit:{shop}:active => /^4$/
+--- no_error_log
+[error]
+
+=== TEST 5: Redis down when a node starts: on_error=local queues (nobody let in alone), bounded by timeout=; when Redis answers, the node meets the fleet and lets them in by arrival
+--- later: 1
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=1s max_active=2 grant=1h presence=30s timeout=100ms flood=off;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> fleet.keys
+5c1e0d4a8b2f3e6d9a7c1b0e4d6f8a2c3b5d7e9f1a0c2e4b6d8f0a1c3e5b7d9f
+>>> index.html
+origin
+--- log_level: notice
+--- steps
+redis-stop
+nginx-start @1
+A GET / => 503; header Retry-After =~ /^\d+$/
+B GET / => 503
+C GET / Accept: application/json => 503; json.position == 3
+M GET /m => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} [3-9]\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/; body =~ /smart_limit_fleet_syncs_total\{room="shop"\} 0\n/
+redis-start
+# The node meets the fleet (its kept report carries the three, by arrival) and lets in two.
+until 6: A GET / => 200
+until 3: B GET / => 200
+until 3: C GET / Accept: application/json => 503; json.position == 1
+--- error_log
+decisions follow
+--- no_error_log
+[crit]

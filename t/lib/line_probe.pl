@@ -1,0 +1,112 @@
+#!/usr/bin/env perl
+# Newcomers take places in a room and say what they were told: how many were let in, and the
+# positions of those who wait (are they distinct, and 1..n or behind a line of --behind?).
+#
+#   perl t/lib/line_probe.pl --ports P1[,P2...] --clients N [--gap S] [--again S] [--rounds K]
+#
+# Each client takes its ticket (the cookie check's answer) and comes back with it (its arrival),
+# on the ports in turn (round robin); with --gap 0 they all come at once (one process each),
+# else one after another, S seconds apart. Then, --rounds times, every --again seconds, each
+# waiting client polls again. Prints, per round:
+#   round R: admitted A waiting W positions p1,p2,... distinct yes|no first F last L
+# and at the end "errors E" (an answer that is neither 200 nor a waiting 503 with a position).
+
+use strict;
+use warnings;
+use Getopt::Long;
+use HTTP::Tiny;
+use Time::HiRes qw(sleep);
+
+my ($ports, $clients, $gap, $again, $rounds) = ('', 1, 0, 1, 1);
+GetOptions('ports=s' => \$ports, 'clients=i' => \$clients, 'gap=f' => \$gap,
+           'again=f' => \$again, 'rounds=i' => \$rounds) or die "bad arguments\n";
+my @ports = split /,/, $ports;
+die "--ports needed\n" unless @ports;
+
+my $http = HTTP::Tiny->new(timeout => 10, max_redirect => 0);
+my $errors = 0;
+
+# One request of a client: its cookie updated from the answer; returns (status, position).
+sub ask {
+    my ($c) = @_;
+    my %h = (Accept => 'application/json');
+    $h{Cookie} = $c->{cookie} if $c->{cookie};
+    my $r = $http->get("http://127.0.0.1:$c->{port}/", { headers => \%h });
+    my $sc = $r->{headers}{'set-cookie'};
+    for my $v (ref $sc ? @$sc : defined $sc ? ($sc) : ()) {
+        my ($pair) = $v =~ /^([^;]+)/;
+        $c->{cookie} = $pair if defined $pair && $v !~ /Max-Age=0/i;
+    }
+    my ($pos) = ($r->{content} // '') =~ /"position":(\d+)/;
+    return ($r->{status}, $pos);
+}
+
+# A newcomer: the ticket, then the return with it (which takes the place).
+sub arrive {
+    my ($c) = @_;
+    my ($status) = ask($c);
+    return ($status, undef) unless $status == 307;
+    return ask($c);
+}
+
+my @c = map { { id => $_, port => $ports[ ($_ - 1) % @ports ] } } 1 .. $clients;
+if ($gap > 0) {
+    for my $c (@c) {
+        @$c{qw(status pos)} = arrive($c);
+        sleep $gap;
+    }
+} else {
+    # All at once: one process each, released together; each writes back what it was told.
+    my %kid;
+    pipe(my $go_r, my $go_w) or die "pipe: $!";
+    for my $c (@c) {
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork // die "fork: $!";
+        if (!$pid) {
+            close $r;
+            close $go_w;
+            sysread($go_r, my $x, 1);
+            my ($status, $pos) = arrive($c);
+            print {$w} join("\t", $status, $pos // '', $c->{cookie} // ''), "\n";
+            close $w;
+            POSIX::_exit(0);
+        }
+        close $w;
+        $kid{$pid} = [ $c, $r ];
+    }
+    close $go_r;
+    close $go_w;    # EOF releases them all
+    for my $pid (keys %kid) {
+        my ($c, $r) = @{ $kid{$pid} };
+        my $line = <$r> // '';
+        chomp $line;
+        my ($status, $pos, $cookie) = split /\t/, $line, 3;
+        @$c{qw(status pos cookie)} = ($status // 599, length($pos // '') ? $pos : undef, $cookie);
+        waitpid($pid, 0);
+    }
+}
+
+sub report {
+    my ($round) = @_;
+    my @waiting = grep { $_->{status} == 503 && defined $_->{pos} } @c;
+    my $admitted = grep { $_->{status} == 200 } @c;
+    $errors += @c - $admitted - @waiting;
+    my @p = sort { $a <=> $b } map { $_->{pos} } @waiting;
+    my %n;
+    $n{$_}++ for @p;
+    my $distinct = (grep { $_ > 1 } values %n) ? 'no' : 'yes';
+    printf "round %d: admitted %d waiting %d positions %s distinct %s first %s last %s\n",
+        $round, $admitted, scalar(@waiting), join(',', @p), $distinct, $p[0] // '-', $p[-1] // '-';
+}
+
+report(0);
+for my $round (1 .. $rounds) {
+    sleep $again;
+    for my $c (grep { $_->{status} == 503 } @c) {
+        @$c{qw(status pos)} = ask($c);
+    }
+    report($round);
+}
+print "errors $errors\n";
+use POSIX ();
+exit 0;
