@@ -443,8 +443,7 @@ impl Engine {
     /// A request that was turned away and sent the draw waits for its answer and claims a
     /// place it brought; here the answer comes back at once (a loopback round trip is far
     /// below the virtual clock's step). A node without a picture, Redis reachable, syncs at
-    /// once and the request is decided by the picture it brings (the same visit again, at
-    /// the same moment).
+    /// once and the request is decided by the picture it brings, at the same moment.
     fn poll(&mut self, c: usize, now: u64) {
         let Some(n) = self.route(c) else {
             self.out.unrouted += 1;
@@ -475,12 +474,11 @@ impl Engine {
             }
         }
         let mut node = self.members.node(n);
-        let mut verdict = if first == FleetVerdict::Unknown && node.synced() {
-            let again = Waiter {
-                new_place: false,
-                ..waiter
-            };
-            node.visit(again, now, &self.cfg)
+        // The request that waited for the first picture is decided by it (`decide`: seen
+        // once, by the visit), as `src/store/fleet.rs` does; a draw it sends is not waited for.
+        let waited = first == FleetVerdict::Unknown && node.synced();
+        let mut verdict = if waited {
+            node.decide(waiter, now, &self.cfg)
         } else {
             first
         };
@@ -502,7 +500,9 @@ impl Engine {
                     eta_secs: Some(0), ..
                 } = verdict
                 {
-                    verdict = node.claim(sid, arrival, now, &self.cfg);
+                    if !waited {
+                        verdict = node.claim(sid, arrival, now, &self.cfg);
+                    }
                 }
             }
         }
