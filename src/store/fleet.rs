@@ -201,7 +201,7 @@ impl Zone {
         };
         if let Some(d) = draw {
             // Drawn for clients turned away earlier, while another draw was out.
-            self.drawn_later(d.want, self.fleet_draw(fs, d, now));
+            self.draw_for_later(fs, d, now);
         }
         if let Step::Unknown = step {
             return self.fleet_first_picture(fs, v, w, now);
@@ -245,7 +245,7 @@ impl Zone {
                 match seen {
                     Some((step, draw)) => {
                         if let Some(d) = draw {
-                            self.drawn_later(d.want, self.fleet_draw(fs, d, now));
+                            self.draw_for_later(fs, d, now);
                         }
                         return self.fleet_decided(step, v, now);
                     }
@@ -337,24 +337,13 @@ impl Zone {
             // it lets nobody in alone, and tells each newcomer its place in this node's own
             // line; the places keep their arrival for the fleet's line when Redis answers.
             Step::Unknown if self.params.on_error == OnError::Local => {
-                let place = self.shm.with_fleet(|room, node| {
-                    let c = room.counters_mut();
-                    c.store_errors += 1;
-                    c.waited += 1;
-                    if v.qnum == 0 {
-                        c.queued += 1;
-                    }
+                let verdict = self.shm.with_fleet(|room, node| {
+                    room.counters_mut().store_errors += 1;
                     let (position, queue_len) = node.place_alone(v.arrival);
-                    Place {
-                        sid: v.sid,
-                        qnum: v.arrival.max(1),
-                        position,
-                        queue_len,
-                        eta_secs: None,
-                    }
+                    waiting(room, &v, position, queue_len, None)
                 })?;
                 Ok(Decision {
-                    verdict: Verdict::Wait(place),
+                    verdict,
                     by_policy: true,
                 })
             }
@@ -370,6 +359,11 @@ impl Zone {
                 Ok(d)
             }
         }
+    }
+
+    /// Sends a pool draw no request waits for (see [`Zone::drawn_later`]).
+    fn draw_for_later(&'static self, fs: &'static FleetStore, d: Draw, now: u64) {
+        self.drawn_later(d.want, self.fleet_draw(fs, d, now));
     }
 
     /// A draw no request waits for: its places go to the next clients whose turn it is.

@@ -108,31 +108,10 @@ my $interval = $o{'interval-ms'} / 1000;
 my $window = $o{'active-window'};
 srand($o{seed});
 
-# ------------------------------------------------------------------ Redis (RESP, tiny)
-my $rs = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$o{redis}", Timeout => 2)
-    or die "redis: $!\n";
-sub redis_cmd {
-    my @a = @_;
-    my $cmd = '*' . @a . "\r\n" . join('', map { '$' . length($_) . "\r\n$_\r\n" } @a);
-    print $rs $cmd;
-    return read_reply();
-}
-sub read_reply {
-    my $line = <$rs>;
-    die "redis: connection lost\n" unless defined $line;
-    $line =~ s/\r\n$//;
-    my ($t, $rest) = (substr($line, 0, 1), substr($line, 1));
-    return $rest if $t eq '+' || $t eq ':';
-    die "redis: $rest\n" if $t eq '-';
-    if ($t eq '$') {
-        return undef if $rest < 0;
-        my $buf = '';
-        read($rs, $buf, $rest + 2) == $rest + 2 or die "redis: short read\n";
-        return substr($buf, 0, $rest);
-    }
-    if ($t eq '*') { return [map { read_reply() } 1 .. $rest] }
-    die "redis: bad reply $line\n";
-}
+# ------------------------------------------------------------------ Redis
+# Commands on a connection of their own (RedisWork's RESP client; the MONITOR below has another).
+my $redis = RedisWork->new(port => $o{redis}, call_key => '');
+sub redis_cmd { return $redis->cmd(@_) }
 my $active_key = "smart_limit:{$o{zone}}:active";
 # --stop-redis-at without --redis-pid: the redis-server's own process id (it runs on loopback,
 # started by the test).

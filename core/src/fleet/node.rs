@@ -16,10 +16,7 @@ impl<'m> FleetNode<'m> {
         if let Some(full) = self.line_full(w, cfg) {
             return full;
         }
-        self.saw_waiter(w.sid, w.arrival, now, cfg);
-        if w.new_place {
-            self.fresh_took(w.arrival);
-        }
+        self.saw_waiting(w, now, cfg);
         self.decide(w, now, cfg)
     }
 
@@ -140,10 +137,7 @@ impl<'m> FleetNode<'m> {
         if let Some(full) = self.line_full(w, cfg) {
             return full;
         }
-        self.saw_waiter(w.sid, w.arrival, now, cfg);
-        if w.new_place {
-            self.fresh_took(w.arrival);
-        }
+        self.saw_waiting(w, now, cfg);
         self.wait(w.arrival, cfg)
     }
 
@@ -257,7 +251,13 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    fn saw_waiter(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) {
+    /// A waiting client seen: reported to the fleet, and a place it takes now kept among the
+    /// newcomers the picture cannot show.
+    fn saw_waiting(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) {
+        let Waiter { sid, arrival, .. } = w;
+        if w.new_place {
+            self.fresh_took(arrival);
+        }
         let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
             Sight::New(at) => (true, at),
             Sight::Recent(at) => (false, Some(at)),
