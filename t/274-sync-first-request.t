@@ -8,7 +8,7 @@
 #
 # What is asserted is what clients were told and what the nodes and Redis count, never how
 # long anything took (t/lib/line_probe.pl: newcomers at once or one after another, then their
-# polls).
+# polls once the nodes have met the fleet again, counted in syncs: t/lib/fleet_syncs.pl).
 
 use lib 't/lib';
 use SmartLimit::Test;
@@ -36,16 +36,16 @@ node $TEST_NGINX_INSTANCE
 # Node 1 alone fills the room and ten wait, 1..10. (Its first client's own sync brings a
 # picture with that client in line: those after it wait for the next picture, and a client let
 # in leaves the line the node shows at the next sync: hence the second round.)
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1 --clients 15 --gap 0.05 --again 2.5 --rounds 2 => /round 0: admitted [1-5] .*\n.*\nround 2: admitted 5 waiting 10 positions 1,2,3,4,5,6,7,8,9,10 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1 --clients 15 --gap 0.05 --syncs $TEST_NGINX_PORT_N1 --rounds 2 => /round 0: admitted [1-5] .*\n.*\nround 2: admitted 5 waiting 10 positions 1,2,3,4,5,6,7,8,9,10 distinct yes/
 until 4: M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} 10\n/
 # Node 2 starts; ten newcomers come to it as soon as it listens, 10 ms apart: on the node they
 # are told distinct places behind the line at once, and after the next pictures 11..20.
 nginx-start @2
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --gap 0.01 --again 2.5 => /round 0: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes .*\nround 1: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes .*\nround 1: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes/
 # Ten more at once (one process each): none let in, all behind those 20 (clients that take
 # their place in the same millisecond share its first position until docs/fleet.md's limits
 # say otherwise).
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --again 2.5 => /round 0: admitted 0 waiting 10 positions 2\d.*first 21 .*\nround 1: admitted 0 waiting 10 positions 2\d.*first 21 last (2\d|30)\n/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 10 positions 2\d.*first 21 .*\nround 1: admitted 0 waiting 10 positions 2\d.*first 21 last (2\d|30)\n/
 M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
 M GET /m @1 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/
 redis ZCARD smart_limit:{shop}:active => /^5$/
@@ -70,10 +70,10 @@ node $TEST_NGINX_INSTANCE
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
 # The room fills on both nodes and eight wait.
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 12 --gap 0.1 --again 2.5 --rounds 2 => /round 2: admitted 4 waiting 8 positions 1,2,3,4,5,6,7,8 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 12 --gap 0.1 --syncs $TEST_NGINX_PORTS --rounds 2 => /round 2: admitted 4 waiting 8 positions 1,2,3,4,5,6,7,8 distinct yes/
 nginx-stop @2
 nginx-start @2
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 6 --gap 0.01 --again 2.5 => /round 0: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes .*\nround 1: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 6 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes .*\nround 1: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes/
 M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
 redis ZCARD smart_limit:{shop}:active => /^4$/
 --- no_error_log
@@ -94,12 +94,13 @@ redis ZCARD smart_limit:{shop}:active => /^4$/
 >>> index.html
 origin
 --- steps
-# From start-up, 0.1 s apart; then polled every 1.5 s. The first client's own sync brings the
+# From start-up, 0.1 s apart; then polled again each time the node has met the fleet twice
+# over (four rounds, about 4 s each at sync=1s). The first client's own sync brings the
 # first picture (with that client in line): it is let in, the others wait for the next picture;
 # two more are let in by it; then the five who wait are told 1..5 and stay so (before: the
 # first client, let in by on_error=local, kept a ghost place in the fleet's line for presence,
-# 30 s, and the five were told 2..6).
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT --clients 8 --gap 0.1 --again 1.5 --rounds 4 => /round 0: admitted [1-3] waiting [5-7] positions \S+ distinct yes .*\n.*\nround 2: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 3: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 4: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes/
+# 30 s, and the five were told 2..6: presence is longer than this test).
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT --clients 8 --gap 0.1 --syncs $TEST_NGINX_PORT --rounds 4 => /round 0: admitted [1-3] waiting [5-7] positions \S+ distinct yes .*\n.*\nround 2: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 3: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 4: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes/
 M GET /m => 200; body =~ /smart_limit_active_sessions\{room="shop"\} 3\n/; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 3\n/
 redis ZCARD smart_limit:{shop}:active => /^3$/
 redis ZCARD smart_limit:{shop}:arrival => /^5$/
@@ -122,10 +123,10 @@ redis ZCARD smart_limit:{shop}:arrival => /^5$/
 node $TEST_NGINX_INSTANCE
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 10 --gap 0.1 --again 2.5 --rounds 2 => /round 2: admitted 4 waiting 6 positions 1,2,3,4,5,6 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 10 --gap 0.1 --syncs $TEST_NGINX_PORTS --rounds 2 => /round 2: admitted 4 waiting 6 positions 1,2,3,4,5,6 distinct yes/
 # The new master of node 2 makes its zone anew: no picture, no room of its own.
 nginx-upgrade @2
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 5 --gap 0.01 --again 2.5 => /round 0: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes .*\nround 1: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 5 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes .*\nround 1: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes/
 M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
 redis ZCARD smart_limit:{shop}:active => /^4$/
 --- no_error_log
