@@ -76,7 +76,8 @@ end
 -- Most waiters one call drops from the line: EXPIRE_STEP less one for each waiter the call
 -- reports, at least EXPIRE_MIN (a call's work stays bounded: a full report and a mass
 -- departure at once must not add up; the line still sheds at least EXPIRE_MIN a call).
--- Measured with 100,000 waiting (t/273-sync-bounded.t): a departed waiter costs the script
+-- Measured with 100,000 waiting (the scenario of t/273-sync-bounded.t, timed by
+-- `scripts/bench --sync-calls`): a departed waiter costs the script
 -- about 1.8 us, a reported one 3-6 us.
 local EXPIRE_STEP, EXPIRE_MIN = 200, 50
 -- Members per variadic command (Lua's unpack has a limit of a few thousand).
