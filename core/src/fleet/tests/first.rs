@@ -68,7 +68,10 @@ fn newcomers_the_picture_cannot_show_get_distinct_places_behind_its_line() {
     let c = cfg();
     // Before any picture: the node's own line (what on_error=local tells), by arrival.
     for (sid, arrival) in [(1, 1000), (2, 1010), (3, 1020)] {
-        assert_eq!(n.visit(newcomer(sid, arrival), arrival, &c), FleetVerdict::Unknown);
+        assert_eq!(
+            n.visit(newcomer(sid, arrival), arrival, &c),
+            FleetVerdict::Unknown
+        );
     }
     assert_eq!(n.place_alone(1010), (2, 3));
     // The picture shows a line of ten (arrivals 90..900) and the first of the three, whose
@@ -92,8 +95,9 @@ fn newcomers_the_picture_cannot_show_get_distinct_places_behind_its_line() {
     let samples = (0..15)
         .map(|rank| Sample {
             rank,
-            arrival: [90, 180, 270, 360, 450, 540, 630, 720, 810, 900, 1000, 1010, 1020, 1060, 1070]
-                [rank as usize],
+            arrival: [
+                90, 180, 270, 360, 450, 540, 630, 720, 810, 900, 1000, 1010, 1020, 1060, 1070,
+            ][rank as usize],
         })
         .collect();
     n.next_sync(2000, 1, &c);
