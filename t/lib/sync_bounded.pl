@@ -111,10 +111,12 @@ for my $e (@$slow) {
     next unless ($e->[3][0] // '') =~ /^eval/i;
     $n++;
     $worst = $e->[2] if $e->[2] > $worst;
-    # What was slow: the op, and the sizes of the report's lists.
+    # What was slow: the op (the first argument after the keys), and the sizes of the
+    # sync's own arguments (polls, the report's lists, flood control's).
     my @a = @{ $e->[3] };
-    print STDERR "slow: $e->[2] us: $a[0] op=", ($a[7] // '?'), " args=", scalar(@a),
-        " sizes=", join(',', map { length($_ // '') } @a[19 .. $#a]), "\n";
+    my $op = 3 + (($a[2] // '') =~ /^\d+$/ ? $a[2] : 4);
+    print STDERR "slow: $e->[2] us: $a[0] op=", ($a[$op] // '?'), " args=", scalar(@a),
+        " sizes=", join(',', map { length($_ // '') } @a[$op + 14 .. $#a]), "\n";
 }
 my $line = redis_cmd('ZCARD', "$base:arrival");
 my $calls = script_calls() - $calls0;
