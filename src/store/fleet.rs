@@ -3,7 +3,8 @@
 //! Cloudflare's design: each location decides on its own counters, the fleet's state is
 //! gathered in the background, and a global pool covers what a location's share cannot.
 //! - **The request path** never waits for Redis. It is this node's shared memory: the room
-//!   (mode, flood control, admitted sessions, counters) and, beside it in the same zone and
+//!   (mode, admitted sessions, counters, flood control: the node's own budget, the fleet's
+//!   settled in the sync, see `Zone::fleet_flood_refused`) and, beside it in the same zone and
 //!   under the same lock, the node's side of the fleet's room ([`FleetNode`]: cursor, share,
 //!   positions, what to report). A client whose turn it is (it arrived at or before the
 //!   fleet's cursor) when this node's share of the interval's admissions is used up is told to
@@ -97,8 +98,9 @@ impl FleetStore {
             MAX_SYNCS_PER_INTERVAL,
             label,
         );
+        let flood = params.flood.map(|f| f.rate());
         Ok(FleetStore {
-            script: FleetScript::new(&params.prefix, &params.name, cfg),
+            script: FleetScript::new(&params.prefix, &params.name, cfg).with_flood(flood),
             cfg,
             sync,
         })
@@ -151,9 +153,8 @@ impl Zone {
         v: Visit,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
-        // A flood key still there: the fleet's budget (Zone::fleet_flood_visit) could not be
-        // asked, so this node's pays, once (the rest of the visit carries no key).
-        let v = match self.flood_refused(&v, now) {
+        // Flood control: paid here, once (the rest of the visit carries no key).
+        let v = match self.fleet_flood_refused(&v, now) {
             Some(throttled) => return Answer::Now(Ok(throttled.into())),
             None => Visit {
                 flood_key: None,
@@ -265,6 +266,37 @@ impl Zone {
             .shm
             .with_fleet(|_, node| node.first_sync_pending(now, timeout));
         matches!(pending, Ok(true)) || crate::sync::send_now(self)
+    }
+
+    /// Flood control ([S15]) on a synced node, without Redis: a client taking its place is
+    /// refused one if the fleet said its key is over the fleet's budget (until the time it
+    /// said), or if the node's own budget (the room's, as on one node) is spent; otherwise it
+    /// pays from the node's budget and the place is counted for the fleet's, which the next
+    /// syncs settle (`smart_limit_core::fleet`'s `flood.rs`). Redis away: the node's own
+    /// budget decides, and the fleet's refusals lapse at their time.
+    fn fleet_flood_refused(&self, v: &Visit, now: u64) -> Option<Verdict> {
+        let key = v.flood_key?;
+        self.limits.flood?;
+        let refused = self.shm.with_fleet(|room, node| {
+            let retry_ms = match node.flood_over(key, now) {
+                Some(ms) => {
+                    room.counters_mut().throttled += 1;
+                    ms
+                }
+                None => match room.flood_check(key, now, &self.limits) {
+                    Err(ms) => ms,
+                    Ok(()) => {
+                        node.flood_took(key);
+                        return None;
+                    }
+                },
+            };
+            Some(Verdict::Throttled {
+                retry_ms,
+                queue_len: room.snapshot(now, &self.limits).queue_len,
+            })
+        });
+        refused.ok().flatten()
     }
 
     /// The pool draw this node should send now, if any (none while the client backs off).

@@ -26,7 +26,6 @@ use crate::log::LogThrottle;
 
 pub mod event;
 pub mod fleet;
-pub mod flood;
 pub mod redis;
 pub mod shm;
 
@@ -59,9 +58,6 @@ pub struct Zone {
     /// `store=redis sync=TIME`: the fleet's room decided on this node's shared memory, met in
     /// Redis once an interval (then `redis` is None).
     pub fleet: Option<fleet::FleetStore>,
-    /// `sync=` with flood control: the fleet's flood budget in Redis (the central room pays in
-    /// its own script call instead).
-    pub fleet_flood: Option<flood::FloodStore>,
     /// Per worker: tickets opened recently, by their cookie bytes.
     opened: RefCell<Option<OpenCache>>,
     /// Per worker: places of waiting tickets answered recently, and their poll budgets.
@@ -122,10 +118,6 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         (StoreKind::Redis, None) => (Some(redis::RedisStore::new(cf, &params, limits)?), None),
         (StoreKind::Shm, _) => (None, None),
     };
-    let fleet_flood = match (&fleet, limits.flood) {
-        (Some(_), Some(rate)) => Some(flood::FloodStore::new(cf, &params, rate)?),
-        _ => None,
-    };
     let size = params.size;
     let name = params.name.clone();
     // SAFETY: the configuration's pool lives as long as the configuration (and the zone).
@@ -143,7 +135,6 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         floods: LogThrottle::default(),
         redis,
         fleet,
-        fleet_flood,
         opened: RefCell::new(None),
         polls: RefCell::new(None),
         poll_budget,
@@ -284,8 +275,7 @@ impl Zone {
             }
         }
         if let Some(fs) = &self.fleet {
-            // Flood control first, from the fleet's budget in Redis; then the node's room.
-            return self.fleet_flood_visit(fs, v, now);
+            return self.fleet_visit(fs, v, now);
         }
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, now),
@@ -310,9 +300,10 @@ impl Zone {
     }
 
     /// Flood control ([S15]) from this node's budget (its shared memory): a client taking a
-    /// place faster than its address's budget allows gets no place this time. The Redis stores
-    /// pay from the fleet's budget (the central room in its script call, a synced room in
-    /// [`Zone::fleet_flood_visit`]); this is their fallback when Redis does not answer.
+    /// place faster than its address's budget allows gets no place this time. The central
+    /// room pays from the fleet's budget in its script call, and falls back on this when Redis
+    /// does not answer; a synced room pays here always and settles the fleet's budget in its
+    /// syncs (`Zone::fleet_flood_refused`).
     fn flood_refused(&self, v: &Visit, now: u64) -> Option<Verdict> {
         let key = v.flood_key?;
         let allowed = self

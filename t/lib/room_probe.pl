@@ -327,14 +327,16 @@ $rw->drain_to_end;
 my $calls = $calls1 - $calls0;
 my $draws = sum(map { (metric($_, 'fleet_draws_total') // 0) - $draws0{$_} } @ports);
 my $elapsed = time - $t0;
-# Syncs per node and window (ARGV[2] node, ARGV[3] window; ARGV is after the 4 keys).
+# Syncs per node and window (ARGV[1] op, ARGV[2] node, ARGV[3] window; ARGV is after the
+# call's keys, whose count the call gives).
 my (%per_window, %per_node, %windows, $syncs);
 for my $c (@{ $rw->calls }) {
     my @a = @{ $c->{args} };
-    next unless ($a[7] // '') eq 'sync';
+    my $k = 2 + (($a[2] // '') =~ /^\d+$/ ? $a[2] : 4);
+    next unless ($a[$k + 1] // '') eq 'sync';
     $syncs++;
-    $per_window{"$a[8] $a[9]"}++;
-    $per_node{ $a[8] }++;
+    $per_window{"$a[$k + 2] $a[$k + 3]"}++;
+    $per_node{ $a[$k + 2] }++;
 }
 $windows{ (split / /)[0] }++ for keys %per_window;
 my $most_per_window = max(0, values %per_window);

@@ -4,12 +4,13 @@
 
 use core::mem::{align_of, size_of};
 
+use super::flood::{self, Over, Taken};
 use super::{FleetNode, NotAFleetNode};
 use super::{Sample, Sighting, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5404; // "SLFLEET", version 4
+const MAGIC: u64 = 0x534c_464c_4545_5405; // "SLFLEET", version 5 (4 + the flood tables)
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -137,6 +138,9 @@ struct Layout {
     pub(super) active: usize,
     pub(super) admitted: usize,
     pub(super) waiters: usize,
+    /// Flood control's tables, after the batches (their lengths follow from the batch's).
+    pub(super) flood_taken: usize,
+    pub(super) flood_over: usize,
     pub(super) end: usize,
 }
 
@@ -146,13 +150,18 @@ fn layout(seen: usize, batch: usize) -> Layout {
     let active = seen_at + seen * size_of::<Seen>();
     let admitted = active + batch * size_of::<Sighting>();
     let waiters = admitted + batch * size_of::<Sighting>();
-    let end = waiters + batch * size_of::<WaiterSighting>();
+    let (n_taken, n_over) = flood::table_lens(batch);
+    let flood_taken = waiters + batch * size_of::<WaiterSighting>();
+    let flood_over = flood_taken + n_taken * size_of::<Taken>();
+    let end = flood_over + n_over * size_of::<Over>();
     Layout {
         samples,
         seen: seen_at,
         active,
         admitted,
         waiters,
+        flood_taken,
+        flood_over,
         end,
     }
 }
@@ -166,7 +175,13 @@ impl<'m> FleetNode<'m> {
         if !(mem.as_ptr() as usize).is_multiple_of(align_of::<u64>()) {
             return Err(NotAFleetNode);
         }
-        let per = 4 * size_of::<Seen>() + 2 * size_of::<Sighting>() + size_of::<WaiterSighting>();
+        // (The flood tables: at most one entry of each per batch entry and a quarter, beyond
+        // the smallest tables that layout(0, 0) counts already.)
+        let per = 4 * size_of::<Seen>()
+            + 2 * size_of::<Sighting>()
+            + size_of::<WaiterSighting>()
+            + size_of::<Taken>()
+            + size_of::<Over>().div_ceil(4);
         let room = mem.len().saturating_sub(layout(0, 0).end);
         let batch = (room / per).min(1 << 20);
         if batch < 16 {
@@ -204,6 +219,7 @@ impl<'m> FleetNode<'m> {
         if l.end > mem.len() {
             return Err(NotAFleetNode);
         }
+        let (n_taken, n_over) = flood::table_lens(batch);
         // SAFETY: disjoint regions inside `mem`, 8-aligned, plain old data.
         unsafe {
             Ok(FleetNode {
@@ -212,6 +228,11 @@ impl<'m> FleetNode<'m> {
                 active: core::slice::from_raw_parts_mut(base.add(l.active).cast(), batch),
                 admitted: core::slice::from_raw_parts_mut(base.add(l.admitted).cast(), batch),
                 waiters: core::slice::from_raw_parts_mut(base.add(l.waiters).cast(), batch),
+                flood_taken: core::slice::from_raw_parts_mut(
+                    base.add(l.flood_taken).cast(),
+                    n_taken,
+                ),
+                flood_over: core::slice::from_raw_parts_mut(base.add(l.flood_over).cast(), n_over),
                 hdr,
             })
         }

@@ -8,10 +8,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::flood_model::FloodModel;
 #[cfg(test)]
 use super::Sighting;
 use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, Sample, SyncAnswer};
 use super::{KEEP_PPM, MAX_SAMPLES};
+use crate::room::gcra::Rate;
 use crate::util::fenwick;
 
 /// Most waiters one call drops from the line: EXPIRE_STEP less the waiters it reports, at least
@@ -135,6 +137,8 @@ pub struct FleetModel {
     arrival: HashMap<u64, u64>,
     line: Vec<u32>,
     queue_len: u64,
+    /// Flood control's buckets and the keys over their budget.
+    flood: FloodModel,
     /// Script calls made (syncs and draws).
     pub calls: u64,
 }
@@ -159,8 +163,15 @@ impl FleetModel {
             arrival: HashMap::new(),
             line: vec![0; horizon_ms as usize + 1],
             queue_len: 0,
+            flood: FloodModel::default(),
             calls: 0,
         }
+    }
+
+    /// With flood control (`FleetScript::with_flood`'s twin).
+    pub fn with_flood(mut self, rate: Option<Rate>) -> FleetModel {
+        self.flood.rate = rate;
+        self
     }
 
     fn slot(&self, arrival: u64) -> usize {
@@ -417,6 +428,7 @@ impl FleetModel {
             self.cursor(places as u64, queue_len)
         };
         self.nodes.insert(f.node_id, me);
+        let flood = self.flood.sync(&r.flood, now);
         SyncAnswer::Picture(RoomPicture {
             fleet_active: active,
             queue_len,
@@ -429,6 +441,7 @@ impl FleetModel {
             leaving,
             full,
             samples: self.samples(queue_len),
+            flood,
         })
     }
 

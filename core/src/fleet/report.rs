@@ -12,6 +12,8 @@ impl<'m> FleetNode<'m> {
     /// The node's report since the last sync, at most [`REPORT_CAP`] sightings: admissions
     /// first (they free the line and hold the fleet's places), then active sessions, then
     /// waiters (at most [`REPORT_WAITERS_CAP`]); the newest of each, the rest wait for the next sync ([`FleetNode::backlog`]).
+    /// With it, the client keys that took more places than the flood allowance (see
+    /// `flood.rs`; those left over wait for the next sync, but do not hasten it).
     pub fn take_report(&mut self) -> Report {
         /// The last `cap` entries of the batch's live part; the others stay where they are
         /// (so the sent table's slots still point at them).
@@ -22,6 +24,7 @@ impl<'m> FleetNode<'m> {
             *cap -= end - start;
             v.get(start..end).unwrap_or_default().to_vec()
         }
+        let flood = self.take_flood_report();
         let h = &mut *self.hdr;
         let mut cap = REPORT_CAP;
         let admitted = take(self.admitted, &mut h.n_admitted, &mut cap);
@@ -33,6 +36,7 @@ impl<'m> FleetNode<'m> {
             active,
             admitted,
             waiters,
+            flood,
         };
         // The sync releases what is left of this node's places (the report says what it used):
         // none is spent until the picture brings the next share.
@@ -72,6 +76,7 @@ impl<'m> FleetNode<'m> {
                 break;
             }
         }
+        self.give_back_flood(&r.flood);
     }
 
     /// The fence of this node's next sync at `now` (a new sequence number).
@@ -126,6 +131,7 @@ impl<'m> FleetNode<'m> {
         self.hdr.first_sync_ms = 0;
         self.fresh_after(self.tail());
         self.hdr.turn_weight = self.turn_weight();
+        self.flood_answers(&p.flood, now);
         true
     }
 

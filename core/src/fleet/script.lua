@@ -16,6 +16,12 @@
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
 --   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms): the fleet's line
+--   [5] PREFIX:{ROOM}:flood_over  sorted set: client keys (16 hex digits) over their flood
+--                               budget, by when they may take a place again (ms)
+--   [6..] sync with flood control: PREFIX:{ROOM}:flood:HASH, the buckets of the client keys
+--                               the node reports (strings: the GCRA's theoretical arrival
+--                               time, us; the central room's flood keys), one per place count
+--                               in ARGV[21]
 -- ARGV: [1] op "sync" | "draw"  [2] node id (digits)  [3] window (ms, a multiple of the
 --   interval)  [4] now in ms ("0": this server's clock, what nginx sends; tests pass times)
 --   [5] max_active  [6] active window ms  [7] presence ms  [8] stale ms (a node unheard of for
@@ -27,7 +33,9 @@
 --   seen, "sid:age_ms" (space-separated; the age of the sighting when sent, so a report that
 --   waited, or a node whose clock differs, does not make a session look newer)  [17] sessions
 --   admitted since the last sync, "sid:age_ms"  [18] waiting sessions seen,
---   "sid:arrival_ms:age_ms"
+--   "sid:arrival_ms:age_ms"  [19] flood control: the budget's interval in us (0: none)
+--   [20] its burst  [21] places each reported client key took on the node since it last
+--   reported it ("n n ...", one per KEYS[6..])
 --   draw only: [15] places wanted
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
 -- sequence) is not newer than the last one this node's entry saw is stale (a stalled ex-leader,
@@ -37,20 +45,21 @@
 --   sync: {fleet_active, queue_len, cursor_ms (-1: everyone), quota, nodes, window, free,
 --          expiring (active sessions whose window ends within the interval), leaving (... within
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
---          longer), full (1: the line holds max_line), then pairs (rank, arrival_ms) sampled
---          along the line, for positions}; {-1}: stale
+--          longer), full (1: the line holds max_line), {flood: pairs (client key in hex,
+--          retry_ms) of keys over their budget}, then pairs (rank, arrival_ms) sampled along
+--          the line, for positions}; {-1}: stale
 --   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
 --          run here (the node counts the places only if it has sent no sync since)}
 -- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
--- ended (one C call) + EXPIRE_STEP + SAMPLES * log n); the sightings go in variadic commands
--- of at most CHUNK members.
+-- ended (one C call) + EXPIRE_STEP + SAMPLES * log n + FLOOD_KEYS + FLOOD_ANSWERS * log n);
+-- the sightings go in variadic commands of at most CHUNK members.
 -- Needs Redis 6.2 (ZADD GT, ZMSCORE).
 
 if redis.replicate_commands then
   pcall(redis.replicate_commands)
 end
 
-local K_FLEET, K_ACTIVE, K_PRESENT, K_ARRIVAL = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_FLEET, K_ACTIVE, K_PRESENT, K_ARRIVAL, K_OVER = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, id = ARGV[1], ARGV[2] or ''
 local window = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
@@ -65,7 +74,8 @@ local gen = tonumber(ARGV[12])
 local seq = tonumber(ARGV[13])
 local max_line = tonumber(ARGV[14])
 if not (string.match(id, '^%d+$') and window and now and max_active and active_window
-        and presence and stale and ttl and keep and interval and gen and seq and max_line) then
+        and presence and stale and ttl and keep and interval and gen and seq and max_line
+        and K_OVER) then
   return redis.error_reply('smart_limit: bad fleet arguments')
 end
 if now == 0 then
@@ -87,6 +97,9 @@ local CHUNK = 500
 local FIRST_RANKS, SAMPLES, EVEN_SAMPLES, GROWTH = 32, 120, 64, 4
 -- The cursor's band: up to this many times the waiters the free places take.
 local BAND = 2
+-- Flood control: client keys charged per sync (FLOOD_REPORT_CAP), keys over their budget
+-- answered per sync (FLOOD_ANSWER_CAP), lapsed ones removed per sync at most.
+local FLOOD_KEYS, FLOOD_ANSWERS, FLOOD_EXPIRE = 32, 64, 64
 
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
@@ -214,7 +227,7 @@ end
 
 local function save()
   redis.call('HSET', K_FLEET, field, write_node(me))
-  for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ttl) end
+  for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 if op == 'draw' then
@@ -415,8 +428,55 @@ else
   cursor = math.max(rightful, math.min(band, rightful + interval))
 end
 
+-- Flood control: the fleet's budget of each client key the node reports (it took more than
+-- the node's allowance of places since its last report), the GCRA of room::gcra::Rate (the
+-- central room's flood step) charged with the places the node let it take: they are taken
+-- already, so the charge is never refused; it tells whether the key's next place would be.
+-- Keys over their budget are kept in K_OVER until they may take one again, and every sync
+-- answers them (the reported ones first, then those refused longest), so every node learns
+-- of a key over its budget at its next sync, whichever node reported it.
+local over = {}
+local flood_interval, flood_burst = number(ARGV[19]), number(ARGV[20])
+if flood_interval > 0 then
+  local now_us = now * 1000
+  local charged, i = {}, 0
+  for n in string.gmatch(ARGV[21] or '', '%d+') do
+    i = i + 1
+    local k = KEYS[5 + i]
+    if not k or i > FLOOD_KEYS then break end
+    local tat = tonumber(redis.call('GET', k)) or 0
+    if tat < now_us then tat = now_us end
+    tat = tat + tonumber(n) * flood_interval
+    -- The bucket is full again at `tat`: it may go then.
+    redis.call('SET', k, digits(tat), 'PX', digits(math.max(math.floor((tat - now_us + 999) / 1000), 1)))
+    local wait_us = tat - flood_burst * flood_interval - now_us
+    if wait_us > 0 then
+      -- Rounded up to whole ms in integers (as u64::div_ceil).
+      local ms = math.floor(wait_us / 1000)
+      if ms * 1000 < wait_us then ms = ms + 1 end
+      local hex = string.match(k, '(%x+)$')
+      charged[hex] = true
+      over[#over + 1] = hex
+      over[#over + 1] = ms
+      redis.call('ZADD', K_OVER, digits(now + ms), hex)
+    end
+  end
+  local lapsed = redis.call('ZRANGEBYSCORE', K_OVER, '-inf', digits(now), 'LIMIT', 0, FLOOD_EXPIRE)
+  if #lapsed > 0 then redis.call('ZREM', K_OVER, unpack(lapsed)) end
+  local others = redis.call('ZREVRANGEBYSCORE', K_OVER, '+inf', '(' .. digits(now), 'WITHSCORES',
+    'LIMIT', 0, FLOOD_ANSWERS)
+  for j = 1, #others, 2 do
+    if #over >= 2 * FLOOD_ANSWERS then break end
+    if not charged[others[j]] then
+      over[#over + 1] = others[j]
+      over[#over + 1] = tonumber(others[j + 1]) - now
+    end
+  end
+end
+
 save()
-local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full}
+local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full,
+  over}
 -- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
 -- apart (a waiter near the head is told its place closely: it is called back by it) while the
 -- samples left can still reach the tail evenly spaced, then evenly.

@@ -2,10 +2,11 @@
 //! fleet's picture, a pool draw) read fallibly.
 
 use super::{FleetConfig, Report, RoomPicture, Sample, MAX_SAMPLES};
-use super::{Sighting, KEEP_PPM};
+use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
 
 use crate::redis::resp::Value;
-use crate::redis::{count, Form, ReplyError};
+use crate::redis::{count, Form, Keys, ReplyError};
+use crate::room::gcra::Rate;
 
 /// The sync script.
 pub const FLEET_SCRIPT: &str = include_str!("script.lua");
@@ -14,8 +15,13 @@ pub const FLEET_SCRIPT: &str = include_str!("script.lua");
 #[derive(Debug, Clone)]
 pub struct FleetScript {
     pub sha: String,
-    pub keys: [String; 4],
+    /// The room's hash, its three sorted sets, and the client keys over the flood budget.
+    pub keys: [String; 5],
     cfg: FleetConfig,
+    /// `flood=`: the fleet's budget per client key (None: no flood control).
+    flood: Option<Rate>,
+    /// Names the flood buckets (`PREFIX:{ROOM}:flood:HASH`, as the central room's).
+    flood_keys: Keys,
 }
 
 impl FleetScript {
@@ -28,8 +34,19 @@ impl FleetScript {
                 format!("{base}:active"),
                 format!("{base}:present"),
                 format!("{base}:arrival"),
+                format!("{base}:flood_over"),
             ],
             cfg,
+            flood: None,
+            flood_keys: Keys::new(prefix, room),
+        }
+    }
+
+    /// With flood control: the syncs charge the reported client keys' buckets at `rate`.
+    pub fn with_flood(self, rate: Option<Rate>) -> FleetScript {
+        FleetScript {
+            flood: rate,
+            ..self
         }
     }
 
@@ -39,15 +56,26 @@ impl FleetScript {
 
     /// The call's common arguments; `max_active` is the room's at the moment (a scheduled
     /// event's, while one runs).
-    fn head(&self, form: Form, op: &str, f: Fence, now: u64, max_active: u64) -> ::redis::Cmd {
+    /// `buckets`: the flood buckets' client keys (a sync's reported ones), KEYS after the
+    /// room's own.
+    fn head(
+        &self,
+        form: Form,
+        (op, buckets): (&str, &[u64]),
+        f: Fence,
+        now: u64,
+        max_active: u64,
+    ) -> ::redis::Cmd {
         let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
         let c = &self.cfg;
-        cmd.arg(4)
-            .arg(&self.keys[0])
-            .arg(&self.keys[1])
-            .arg(&self.keys[2])
-            .arg(&self.keys[3])
-            .arg(op)
+        cmd.arg(self.keys.len() + buckets.len());
+        for k in &self.keys {
+            cmd.arg(k);
+        }
+        for &key in buckets {
+            cmd.arg(self.flood_keys.flood(key));
+        }
+        cmd.arg(op)
             .arg(f.node_id)
             .arg(f.window)
             .arg(now)
@@ -88,23 +116,43 @@ impl FleetScript {
         for w in &r.waiters {
             let _ = write!(waiters, "{}:{}:{} ", w.sid, w.arrival, age(w.at));
         }
-        let mut cmd = self.head(form, "sync", f, now, max_active);
+        // Flood control: the reported keys' buckets (none without it), and their places.
+        let flood = match self.flood {
+            Some(_) => r
+                .flood
+                .get(..r.flood.len().min(FLOOD_REPORT_CAP))
+                .unwrap_or_default(),
+            None => &[],
+        };
+        let buckets: Vec<u64> = flood.iter().map(|p| p.key).collect();
+        let mut places = String::with_capacity(flood.len() * 4);
+        for p in flood {
+            let _ = write!(places, "{} ", p.places);
+        }
+        let (interval_us, burst) = self
+            .flood
+            .map_or((0, 0), |r| (r.interval_us.max(1), r.burst));
+        let mut cmd = self.head(form, ("sync", &buckets), f, now, max_active);
         cmd.arg(r.polls)
             .arg(join(&r.active))
             .arg(join(&r.admitted))
-            .arg(waiters);
+            .arg(waiters)
+            .arg(interval_us)
+            .arg(burst)
+            .arg(places);
         cmd.get_packed_command()
     }
 
     /// A draw of up to `want` places from the pool (`f.seq`: the node's last sync sent).
     pub fn draw(&self, form: Form, f: Fence, now: u64, want: u64, max_active: u64) -> Vec<u8> {
-        self.head(form, "draw", f, now, max_active)
+        self.head(form, ("draw", &[]), f, now, max_active)
             .arg(want)
             .get_packed_command()
     }
 }
 
-/// Integers before the samples in a sync's reply.
+/// Integers at the head of a sync's reply; then the flood answers (an array), then the
+/// samples.
 const HEAD: usize = 10;
 
 /// What a sync got back: the fleet's picture, or word that the script took a newer sync of
@@ -130,14 +178,17 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
     if let [Value::Int(-1)] = items.as_slice() {
         return Ok(SyncAnswer::Stale);
     }
-    if items.len() < HEAD
-        || (items.len() - HEAD) % 2 == 1
-        || items.len() > HEAD + 2 * (MAX_SAMPLES + 1)
-    {
+    let (Some(head), Some(Value::Array(over)), Some(rest)) =
+        (items.get(..HEAD), items.get(HEAD), items.get(HEAD + 1..))
+    else {
+        return Err(ReplyError::Shape("array of the wrong length"));
+    };
+    if rest.len() % 2 == 1 || rest.len() > 2 * (MAX_SAMPLES + 1) {
         return Err(ReplyError::Shape("array of the wrong length"));
     }
+    let flood = flood_reply(over)?;
     let mut ints = Vec::with_capacity(items.len());
-    for i in items {
+    for i in head.iter().chain(rest) {
         match i {
             Value::Int(x) => ints.push(*x),
             _ => return Err(ReplyError::Shape("expected integers")),
@@ -175,7 +226,33 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         leaving: n(8)?,
         full: n(9)? != 0,
         samples,
+        flood,
     }))
+}
+
+/// A sync's flood answers: pairs of a client key (16 hex digits, as it names its bucket) and
+/// the ms until it may take a place again (at least 1).
+fn flood_reply(items: &[Value]) -> Result<Vec<FloodOver>, ReplyError> {
+    if items.len() % 2 == 1 || items.len() > 2 * FLOOD_ANSWER_CAP {
+        return Err(ReplyError::Shape("flood answers of the wrong length"));
+    }
+    let mut over = Vec::with_capacity(items.len() / 2);
+    for pair in items.chunks_exact(2) {
+        let (Some(Value::Bulk(hex)), Some(&Value::Int(ms))) = (pair.first(), pair.get(1)) else {
+            return Err(ReplyError::Shape("a flood answer is a key and a wait"));
+        };
+        let key = core::str::from_utf8(hex)
+            .ok()
+            .filter(|h| h.len() == 16)
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .ok_or(ReplyError::Shape("a flood key is 16 hex digits"))?;
+        let retry_ms = count(ms)?;
+        if retry_ms == 0 {
+            return Err(ReplyError::Shape("a flood answer without a wait"));
+        }
+        over.push(FloodOver { key, retry_ms });
+    }
+    Ok(over)
 }
 
 /// The script's answer to a draw: how many places were granted, and the sequence of the

@@ -73,6 +73,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         expiring: 0,
         leaving: 0,
         full: false,
+        flood: Vec::new(),
         samples,
     };
     show(&mut n, &picture, 1000);
@@ -120,6 +121,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             expiring: 0,
             leaving: 0,
             full: false,
+            flood: Vec::new(),
             samples: vec![
                 Sample {
                     rank: 0,
@@ -227,6 +229,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             expiring: 0,
             leaving: 0,
             full: false,
+            flood: Vec::new(),
             samples: vec![],
         },
         1001,
@@ -458,19 +461,59 @@ fn the_head_of_the_line_comes_back_sooner() {
 
 #[test]
 fn replies_are_checked() {
-    let arr = |x: &[i64]| Value::Array(x.iter().map(|&i| Value::Int(i)).collect());
-    let Ok(SyncAnswer::Picture(p)) =
-        picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 0, 10, 4, 30]))
-    else {
+    let ints = |x: &[i64]| x.iter().map(|&i| Value::Int(i)).collect::<Vec<_>>();
+    let arr = |x: &[i64]| Value::Array(ints(x));
+    // The head, the flood answers, the samples.
+    let picture = |head: &[i64], flood: Vec<Value>, samples: &[i64]| {
+        let mut v = ints(head);
+        v.push(Value::Array(flood));
+        v.extend(ints(samples));
+        Value::Array(v)
+    };
+    let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1];
+    let Ok(SyncAnswer::Picture(p)) = picture_reply(&picture(&head, vec![], &[0, 10, 4, 30])) else {
         panic!("not a picture");
     };
     assert_eq!((p.cursor, p.quota, p.nodes, p.free), (u64::MAX, 2, 3, 4));
     assert_eq!((p.expiring, p.leaving, p.full), (1, 2, true));
     assert_eq!(p.samples.len(), 2);
+    assert!(p.flood.is_empty());
+    // Flood answers: a client key in 16 hex digits and its wait.
+    let hex = |s: &str| Value::Bulk(s.as_bytes().to_vec());
+    let over = vec![hex("00000000000000ff"), Value::Int(1500)];
+    let Ok(SyncAnswer::Picture(p)) = picture_reply(&picture(&head, over, &[])) else {
+        panic!("not a picture");
+    };
+    assert_eq!(
+        p.flood,
+        [FloodOver {
+            key: 0xff,
+            retry_ms: 1500
+        }]
+    );
+    for bad in [
+        vec![hex("ff"), Value::Int(1)],
+        vec![hex("00000000000000fg"), Value::Int(1)],
+        vec![hex("00000000000000ff"), Value::Int(0)],
+        vec![hex("00000000000000ff"), Value::Int(-1)],
+        vec![hex("00000000000000ff")],
+        vec![Value::Int(255), Value::Int(1)],
+        (0..=FLOOD_ANSWER_CAP)
+            .flat_map(|_| [hex("00000000000000ff"), Value::Int(1)])
+            .collect(),
+    ] {
+        assert!(
+            picture_reply(&picture(&head, bad.clone(), &[])).is_err(),
+            "{bad:?}"
+        );
+    }
     assert_eq!(picture_reply(&arr(&[-1])), Ok(SyncAnswer::Stale));
     assert!(picture_reply(&arr(&[1, 2, 3])).is_err());
+    // Without the flood answers' array (the reply of the script before it).
     assert!(picture_reply(&arr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])).is_err());
-    assert!(picture_reply(&arr(&[-1, 2, 3, 4, 5, 6, 7, 8, 9, 0])).is_err());
+    assert!(picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 0, 10, 4, 30])).is_err());
+    assert!(picture_reply(&picture(&head, vec![], &[0, 10, 4])).is_err());
+    assert!(picture_reply(&picture(&[-1, 2, 3, 4, 5, 6, 7, 8, 9, 0], vec![], &[])).is_err());
     assert!(picture_reply(&Value::Error(b"NOSCRIPT x".to_vec())).is_err());
     assert_eq!(
         draw_reply(&arr(&[3, 9, 4])),
@@ -534,6 +577,7 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
             expiring: 0,
             leaving: 0,
             full: false,
+            flood: Vec::new(),
             samples: vec![sample(0, 100), sample(9, 1000), sample(999, 100_000)],
         },
         1001,

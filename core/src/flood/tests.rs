@@ -1,8 +1,7 @@
-//! Unit tests of the flood script's call and replies, without I/O.
+//! Unit tests of the flood buckets' names and the central room's flood step, without I/O.
 
-use super::*;
 use crate::redis::resp::{self, Value};
-use crate::redis::{hash_tag, Form, Keys, ReplyError, Script};
+use crate::redis::{hash_tag, Form, Keys, Script};
 use crate::room::gcra::Rate;
 use crate::room::rules::{Limits, Mode};
 use crate::room::Visit;
@@ -20,10 +19,6 @@ fn words(cmd: &[u8]) -> Vec<String> {
         .collect()
 }
 
-fn arr(x: &[i64]) -> Value {
-    Value::Array(x.iter().map(|&i| Value::Int(i)).collect())
-}
-
 #[test]
 fn the_bucket_is_one_key_per_client_under_the_rooms_tag() {
     let k = Keys::new("smart_limit", "shop");
@@ -33,67 +28,6 @@ fn the_bucket_is_one_key_per_client_under_the_rooms_tag() {
     // Fixed width: small hashes do not shorten the name.
     assert_eq!(k.flood(1), "smart_limit:{shop}:flood:0000000000000001");
     assert_ne!(k.flood(1), k.flood(2));
-}
-
-#[test]
-fn the_take_call_is_well_formed() {
-    let s = FloodScript::new("p", "r", Rate::per_sec(2.0, 7));
-    assert_eq!(s.sha.len(), 40);
-    let w = words(&s.take(Form::Sha, 0xff, 0));
-    assert_eq!(
-        w,
-        [
-            "EVALSHA",
-            s.sha.as_str(),
-            "1",
-            "p:{r}:flood:00000000000000ff",
-            "0",
-            "500000",
-            "7"
-        ]
-    );
-    let w = words(&s.take(Form::Text, 0xff, 123));
-    assert_eq!(w[0], "EVAL");
-    assert_eq!(w[1], FLOOD_SCRIPT);
-    assert_eq!(w[4], "123");
-    // The call loads under the SHA it is called by.
-    let load = words(&FloodScript::load_command());
-    assert_eq!(load, ["SCRIPT", "LOAD", FLOOD_SCRIPT]);
-}
-
-#[test]
-fn replies_are_read_fallibly() {
-    assert_eq!(take_reply(&arr(&[1, 0])), Ok(Take::Paid));
-    assert_eq!(
-        take_reply(&arr(&[0, 1500])),
-        Ok(Take::Refused { retry_ms: 1500 })
-    );
-    for bad in [
-        arr(&[0, 0]),
-        arr(&[0, -3]),
-        arr(&[1, 5]),
-        arr(&[2, 0]),
-        arr(&[1]),
-        arr(&[1, 0, 0]),
-        Value::Int(1),
-        Value::Nil,
-        Value::Array(vec![Value::Bulk(b"1".to_vec()), Value::Int(0)]),
-    ] {
-        assert!(
-            matches!(take_reply(&bad), Err(ReplyError::Shape(_))),
-            "{bad:?}"
-        );
-    }
-    assert_eq!(
-        take_reply(&Value::Error(b"NOSCRIPT No matching script".to_vec())),
-        Err(ReplyError::NoScript)
-    );
-    assert!(matches!(
-        take_reply(&Value::Error(
-            b"ERR smart_limit: bad flood arguments".to_vec()
-        )),
-        Err(ReplyError::Server(_))
-    ));
 }
 
 #[test]
