@@ -6,6 +6,7 @@ mod args;
 mod botnet;
 mod cookies;
 mod http;
+mod mint;
 mod stats;
 
 use std::net::Ipv4Addr;
@@ -46,6 +47,19 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("botnet") {
         return botnet_main(&argv[1..]);
+    }
+    if argv.first().map(String::as_str) == Some("mint") {
+        if argv.iter().any(|a| a == "-h" || a == "--help") {
+            print!("{}", mint::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        return match mint::main(&argv[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("smart-limit-bench mint: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     let cfg = match args::parse(argv.into_iter()) {
         Ok(Parsed::Run(cfg)) => cfg,

@@ -24,6 +24,16 @@
 #   wait_json_sync, new_arrival_sync
 #                   the same on a synced room (store=redis sync=1s: decided on the node's
 #                   shared memory, one sync a second)
+#   place_503       limit_req's 503 again, but each request sent by a wrk script that gives it
+#                   its own ticket and its own X-Client header (the place variants' baseline:
+#                   the script's work on wrk's side is the same on both)
+#   place_taken, place_taken_redis, place_taken_sync
+#                   the same overflow into a room (shared memory, central Redis, sync=1s), each
+#                   request a client's first return after the cookie check: a fresh ticket
+#                   (minted with the rooms' smart_limit_secret by `smart-limit-bench mint`) and
+#                   a new X-Client (the rooms' flood_key, flood control on): a place taken and
+#                   the waiting page sent; the room's queued_total must grow by 90 % of the
+#                   requests or the run fails
 # For the Redis variants the table also gives the script calls Redis counted (INFO
 # commandstats) per request answered.
 #
@@ -31,7 +41,8 @@
 # Accept-Language, and a Cookie of the same length): a ratio compares handling, not request
 # size. Every variant runs once per round, rounds alternate (R rounds of V variants, in order), and
 # the figure per variant is the median of its rounds. Ratios: wait_html, wait_json and
-# new_arrival against limit_req_503; admitted_pass against plain_proxy.
+# new_arrival against limit_req_503; admitted_pass against plain_proxy; place_taken* against
+# place_503.
 
 cost_usage() {
     cat <<EOF
@@ -71,13 +82,17 @@ cost_main() {
     fi
     : "${SL_NGINX:?SL_NGINX is not set}"
     : "${SL_MODULE:?SL_MODULE is not set}"
+    local root; root="$(sl_root)"
+    (cd "$root" && cargo build --quiet --release -p smart_limit_bench) || return 1
+    local gen="$root/target/release/smart-limit-bench"
 
     local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass
-                    wait_json_redis new_arrival_redis wait_json_sync new_arrival_sync)
+                    wait_json_redis new_arrival_redis wait_json_sync new_arrival_sync
+                    place_503 place_taken place_taken_redis place_taken_sync)
     if [ -n "$only" ]; then
         local keep_v=() v
         for v in "${variants[@]}"; do
-            case ",$only,limit_req_503,page_floor,plain_proxy," in *",$v,"*) keep_v+=("$v") ;; esac
+            case ",$only,limit_req_503,page_floor,plain_proxy,place_503," in *",$v,"*) keep_v+=("$v") ;; esac
         done
         variants=("${keep_v[@]}")
     fi
@@ -103,6 +118,9 @@ cost_main() {
         >"$prefix/logs/redis.log" 2>&1 &
     rpid=$!
     for i in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    # The rooms' ticket key, so that the bench can mint first-return tickets (place_taken*).
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$prefix/conf/keys"
+    echo >>"$prefix/conf/keys"
     cat >"$prefix/conf/nginx.conf" <<EOF
 load_module $prefix/modules/ngx_http_smart_limit_module.so;
 worker_processes 1;
@@ -119,6 +137,7 @@ http {
     # Never empty, and one key per URL: each variant has its own limit_req state.
     limit_req_zone "\$binary_remote_addr\$uri" zone=lr:1m rate=1r/m;
     geo \$sl_dollar { default "\$"; }
+    smart_limit_secret $prefix/conf/keys;
 
     server { listen 127.0.0.1:$origin; location / { return 200 "origin\n"; } }
     upstream origin { server 127.0.0.1:$origin; keepalive 32; }
@@ -146,6 +165,14 @@ http {
                      store=redis redis=127.0.0.1:$rport sync=1s;
     smart_limit_zone arrive_s size=16m max_active=1 grant=1h active_window=1h presence=1s
                      flood=off store=redis redis=127.0.0.1:$rport sync=1s;
+    # Places taken: every request a new client (its own ticket, its own flood key), flood
+    # control on at its default budget; a place not polled again goes after presence (1s).
+    smart_limit_zone pl_m size=256m max_active=1 grant=1h active_window=1h presence=1s
+                     flood_key=\$http_x_client;
+    smart_limit_zone pl_r size=16m max_active=1 grant=1h active_window=1h presence=1s
+                     flood_key=\$http_x_client store=redis redis=127.0.0.1:$rport;
+    smart_limit_zone pl_s size=16m max_active=1 grant=1h active_window=1h presence=1s
+                     flood_key=\$http_x_client store=redis redis=127.0.0.1:$rport sync=1s;
 
     server {
         listen 127.0.0.1:$port;
@@ -188,6 +215,23 @@ http {
             proxy_pass http://origin;
         }
         location @arrive_s { smart_limit arrive_s; proxy_pass http://origin; }
+        location = /place_503 { limit_req zone=lr; proxy_pass http://origin; }
+        location = /pl_m {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @pl_m;
+            proxy_pass http://origin;
+        }
+        location @pl_m { smart_limit pl_m; proxy_pass http://origin; }
+        location = /pl_r {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @pl_r;
+            proxy_pass http://origin;
+        }
+        location @pl_r { smart_limit pl_r; proxy_pass http://origin; }
+        location = /pl_s {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @pl_s;
+            proxy_pass http://origin;
+        }
+        location @pl_s { smart_limit pl_s; proxy_pass http://origin; }
+        location = /metrics { smart_limit_metrics; }
     }
 }
 EOF
@@ -272,6 +316,47 @@ EOF
     done
     check 200 "$base/plain" || return 1
     check 200 -H "Cookie: $cookie_adm" "$base/adm" || return 1
+    # The place variants: a ticket of the cookie check's, minted here, takes a place (the first
+    # one of each room fills it; every later one waits).
+    mint() { "$gen" mint --secret "$prefix/conf/keys" --room "$1" --count "$2"; }
+    local z first
+    for z in pl_m pl_r pl_s; do
+        curl -s -o /dev/null "$base/$z"                            # under limit_req: origin
+        first="$(mint "$z" 1)"
+        check 200 -H "Cookie: $first" -H "X-Client: check-$z-1" "$base/$z" || return 1
+        first="$(mint "$z" 1)"
+        check 503 -H "Cookie: $first" -H 'Accept: application/json' -H "X-Client: check-$z-2" \
+            "$base/$z" || return 1
+        grep -q '"position":1' "$prefix/check.body" \
+            || { echo "bench --cost: /$z: a minted ticket took no place" >&2; cat "$prefix/check.body" >&2; return 1; }
+    done
+    # wrk's script: every request its own ticket (one line of the file given after --) and its
+    # own X-Client; the other headers are the command line's. The requests are formatted in
+    # init, before wrk's clock starts: formatting each one as it is sent made wrk, not nginx,
+    # the side that ran out of CPU (nginx 50-70 % busy on place_503).
+    cat >"$prefix/place.lua" <<'LUA'
+local reqs, n, i = {}, 0, 0
+function init(args)
+    local headers = {}
+    for k, v in pairs(wrk.headers) do headers[k] = v end
+    for line in io.lines(args[1]) do
+        n = n + 1
+        headers["Cookie"] = line
+        headers["X-Client"] = "c" .. n
+        reqs[n] = wrk.format(nil, nil, headers)
+    end
+end
+function request()
+    i = i + 1
+    return reqs[(i - 1) % n + 1]
+end
+LUA
+    # Enough tickets for a run (the figure is checked: a run that used one twice fails).
+    local per_run=$(( 200000 * seconds ))
+    queued() {
+        curl -s "$base/metrics" | awk -v z="$1" \
+            '$1 ~ "^smart_limit_queued_total[{].*room=\"" z "\"" {n += $2} END {print n + 0}'
+    }
 
     # Every request carries the same browser-like headers as its baseline's (the ticket
     # cookie, or a cookie of the same size under another name), so that a ratio measures how
@@ -294,12 +379,40 @@ EOF
             new_arrival_redis) url="$base/arrive_r"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             new_arrival_sync) url="$base/arrive_s"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
         esac
-        local before after out
+        local zone="" script=()
+        case "$v" in
+            place_503) zone=pl_m; url="$base/place_503" ;;
+            place_taken) zone=pl_m; url="$base/pl_m" ;;
+            place_taken_redis) zone=pl_r; url="$base/pl_r" ;;
+            place_taken_sync) zone=pl_s; url="$base/pl_s" ;;
+        esac
+        if [ -n "$zone" ]; then
+            # (limit_req's 503 reads no ticket: the baseline may send one twice.)
+            local count="$per_run"; [ "$v" = place_503 ] && count=100000
+            mint "$zone" "$count" >"$prefix/tickets.txt" || return 1
+            args=(-H "Accept: $browser" -H "Accept-Language: $lang")
+            script=(-s "$prefix/place.lua")
+        fi
+        local before after out q0=0 q1=0
+        [ -n "$zone" ] && [ "$v" != place_503 ] && q0="$(queued "$zone")"
         before="$(script_calls)"
-        out="$(taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${args[@]}" "$url" 2>&1)"
+        out="$(taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${script[@]}" "${args[@]}" "$url" \
+            ${zone:+-- "$prefix/tickets.txt"} 2>&1)"
         after="$(script_calls)"
+        [ -n "$zone" ] && [ "$v" != place_503 ] && q1="$(queued "$zone")"
         # "req/s total_requests script_calls"
-        awk -v c="$((after - before))" '/ requests in / {n=$1} /^Requests\/sec:/ {r=$2} END {print r, n, c}' <<<"$out"
+        local res
+        res="$(awk -v c="$((after - before))" '/ requests in / {n=$1} /^Requests\/sec:/ {r=$2} END {print r, n, c}' <<<"$out")"
+        if [ -n "$zone" ]; then
+            local n; n="$(awk '{print $2}' <<<"$res")"
+            [ "$v" = place_503 ] || [ "${n:-0}" -le "$per_run" ] \
+                || { echo "bench --cost: $v sent $n requests, more than the $per_run tickets minted" >&2; return 1; }
+            if [ "$v" != place_503 ] && [ $(( (q1 - q0) * 10 )) -lt $(( n * 9 )) ]; then
+                echo "bench --cost: $v: $((q1 - q0)) places taken for $n requests (expected one each)" >&2
+                return 1
+            fi
+        fi
+        echo "$res"
     }
     script_calls() {
         redis-cli -p "$rport" info commandstats \
@@ -349,6 +462,7 @@ EOF
     for v in "${variants[@]}"; do
         case "$v" in
             wait_html|wait_json|new_arrival|wait_json_*|new_arrival_*) b=limit_req_503 ;;
+            place_taken*) b=place_503 ;;
             admitted_pass) b=plain_proxy ;;
             *) b="" ;;
         esac
