@@ -24,7 +24,7 @@ pub struct Response {
 }
 
 /// Bytes of a body kept in [`Response::body`] (a waiting room's JSON answer fits).
-pub const BODY_KEPT: u64 = 4096;
+pub const BODY_KEPT: u64 = 64 * 1024;
 
 pub struct Client<'a> {
     target: &'a Target,

@@ -4,9 +4,12 @@
 
 mod args;
 mod botnet;
+mod check;
 mod cookies;
+mod history;
 mod http;
 mod mint;
+mod rehearse;
 mod stats;
 
 use std::net::Ipv4Addr;
@@ -47,6 +50,12 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("botnet") {
         return botnet_main(&argv[1..]);
+    }
+    if argv.first().map(String::as_str) == Some("check") {
+        return check::main(&argv[1..]);
+    }
+    if argv.first().map(String::as_str) == Some("rehearse") {
+        return rehearse::main(&argv[1..]);
     }
     if argv.first().map(String::as_str) == Some("mint") {
         if argv.iter().any(|a| a == "-h" || a == "--help") {

@@ -1,0 +1,169 @@
+//! What each client's own requests say about it: when it arrived, when it was admitted, and the
+//! stretches during which it held one place in line.
+//!
+//! Every time here comes as a window [sent, done]: the room decided at some moment inside it,
+//! and the rules only call something broken when it is broken for every such moment.
+
+use std::ops::Range;
+
+use crate::history::{Kind, Outcome, Req};
+
+use super::load::History;
+
+/// An answer's window: the room decided between `sent` and `done`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub sent: u64,
+    pub done: u64,
+}
+
+impl Window {
+    pub fn of(r: &Req) -> Window {
+        Window {
+            sent: r.sent,
+            done: r.done,
+        }
+    }
+}
+
+/// One client, as its requests show it.
+#[derive(Debug, Clone)]
+pub struct ClientFacts {
+    pub id: u64,
+    pub kind: Kind,
+    /// Its requests: `history.reqs[reqs]`, by `sent`.
+    pub reqs: Range<usize>,
+    /// The answer that took its place ([S18]): its first waiting answer, or its first admitted
+    /// one when it walked straight in.
+    pub arrival: Option<Window>,
+    /// Its first admitted answer.
+    pub admitted: Option<Window>,
+    /// `sent` of the last waiting answer of its first place (before its admission): the latest
+    /// moment it was certainly still in line where it arrived.
+    pub last_wait: Option<u64>,
+    pub abandoned_at: Option<u64>,
+}
+
+impl ClientFacts {
+    pub fn minter(&self) -> bool {
+        self.kind == Kind::Minter
+    }
+}
+
+/// Whether an answer says anything about the room (an error, a 429 or an odd status does not
+/// say where the client stands).
+pub fn tells(r: &Req) -> bool {
+    matches!(
+        r.outcome,
+        Outcome::New | Outcome::Waiting | Outcome::Admitted
+    )
+}
+
+/// The stretches of `reqs` (index ranges, each starting and ending at a waiting answer) during
+/// which the client certainly held one place: no cookie check or admission inside, each waiting
+/// answer certainly within `presence_ms` of the one before (else the place may have expired and
+/// the next answer be a new place at the tail), and nothing after it abandoned.
+pub fn places(reqs: &[Req], presence_ms: u64, abandoned_at: Option<u64>) -> Vec<Range<usize>> {
+    let mut spans = Vec::new();
+    // (first waiting index, last waiting index) of the place being followed.
+    let mut cur: Option<(usize, usize)> = None;
+    for (i, r) in reqs.iter().enumerate() {
+        match r.outcome {
+            Outcome::Waiting => {
+                if abandoned_at.is_some_and(|a| r.sent > a) {
+                    if let Some((s, l)) = cur.take() {
+                        spans.push(s..l + 1);
+                    }
+                    continue;
+                }
+                cur = match cur {
+                    Some((s, l)) => {
+                        let prev_sent = reqs.get(l).map_or(r.sent, |p| p.sent);
+                        if r.done.saturating_sub(prev_sent) <= presence_ms {
+                            Some((s, i))
+                        } else {
+                            spans.push(s..l + 1);
+                            Some((i, i))
+                        }
+                    }
+                    None => Some((i, i)),
+                };
+            }
+            Outcome::New | Outcome::Admitted => {
+                if let Some((s, l)) = cur.take() {
+                    spans.push(s..l + 1);
+                }
+            }
+            Outcome::Throttled | Outcome::Other | Outcome::Error => {}
+        }
+    }
+    if let Some((s, l)) = cur {
+        spans.push(s..l + 1);
+    }
+    spans
+}
+
+/// The facts of every client that sent a request or has a plan, by id.
+pub fn facts(h: &History) -> Vec<ClientFacts> {
+    let mut out = Vec::new();
+    let mut offset = 0usize;
+    for (id, reqs) in h.by_client() {
+        let range = offset..offset + reqs.len();
+        offset += reqs.len();
+        let plan = h.plan(id);
+        let kind = plan.map(|p| p.kind).or(reqs.first().map(|r| r.kind));
+        let abandoned_at = plan.and_then(|p| p.abandoned_at);
+        let arrival = reqs
+            .iter()
+            .find(|r| matches!(r.outcome, Outcome::Waiting | Outcome::Admitted))
+            .map(Window::of);
+        let admitted = reqs
+            .iter()
+            .find(|r| r.outcome == Outcome::Admitted)
+            .map(Window::of);
+        let first_place_wait = reqs
+            .iter()
+            .position(|r| r.outcome == Outcome::Waiting)
+            .filter(|&i| reqs.get(i).map(|r| r.sent) == arrival.map(|a| a.sent));
+        let last_wait = first_place_wait.and_then(|first| {
+            places(reqs, h.run.presence_ms, abandoned_at)
+                .into_iter()
+                .find(|p| p.start == first)
+                .and_then(|p| reqs.get(p.end.saturating_sub(1)))
+                .map(|r| r.sent)
+        });
+        out.push(ClientFacts {
+            id,
+            kind: kind.unwrap_or(Kind::Person),
+            reqs: range,
+            arrival,
+            admitted,
+            last_wait,
+            abandoned_at,
+        });
+    }
+    // Clients that planned but never sent anything still count in the summary.
+    for p in &h.plans {
+        if out.binary_search_by_key(&p.client, |c| c.id).is_err() {
+            let at = out.partition_point(|c| c.id < p.client);
+            out.insert(
+                at,
+                ClientFacts {
+                    id: p.client,
+                    kind: p.kind,
+                    reqs: 0..0,
+                    arrival: None,
+                    admitted: None,
+                    last_wait: None,
+                    abandoned_at: p.abandoned_at,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The requests of one client.
+pub fn reqs_of<'h>(h: &'h History, c: &ClientFacts) -> &'h [Req] {
+    h.reqs.get(c.reqs.clone()).unwrap_or(&[])
+}
