@@ -113,25 +113,25 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
         let plan = h.plan(id);
         let kind = plan.map(|p| p.kind).or(reqs.first().map(|r| r.kind));
         let abandoned_at = plan.and_then(|p| p.abandoned_at);
-        let arrival = reqs
+        let arrival_idx = reqs
             .iter()
-            .find(|r| matches!(r.outcome, Outcome::Waiting | Outcome::Admitted))
-            .map(Window::of);
+            .position(|r| matches!(r.outcome, Outcome::Waiting | Outcome::Admitted));
+        let arrival_req = arrival_idx.and_then(|i| reqs.get(i));
+        let arrival = arrival_req.map(Window::of);
         let admitted = reqs
             .iter()
             .find(|r| r.outcome == Outcome::Admitted)
             .map(Window::of);
-        let first_place_wait = reqs
-            .iter()
-            .position(|r| r.outcome == Outcome::Waiting)
-            .filter(|&i| reqs.get(i).map(|r| r.sent) == arrival.map(|a| a.sent));
-        let last_wait = first_place_wait.and_then(|first| {
-            places(reqs, h.run.presence_ms, abandoned_at)
-                .into_iter()
-                .find(|p| p.start == first)
-                .and_then(|p| reqs.get(p.end.saturating_sub(1)))
-                .map(|r| r.sent)
-        });
+        // Only a client that arrived by waiting has a first place to follow.
+        let last_wait = arrival_idx
+            .filter(|_| arrival_req.is_some_and(|r| r.outcome == Outcome::Waiting))
+            .and_then(|first| {
+                places(reqs, h.run.presence_ms, abandoned_at)
+                    .into_iter()
+                    .find(|p| p.start == first)
+                    .and_then(|p| reqs.get(p.end.saturating_sub(1)))
+                    .map(|r| r.sent)
+            });
         out.push(ClientFacts {
             id,
             kind: kind.unwrap_or(Kind::Person),
@@ -143,22 +143,23 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
         });
     }
     // Clients that planned but never sent anything still count in the summary.
-    for p in &h.plans {
-        if out.binary_search_by_key(&p.client, |c| c.id).is_err() {
-            let at = out.partition_point(|c| c.id < p.client);
-            out.insert(
-                at,
-                ClientFacts {
-                    id: p.client,
-                    kind: p.kind,
-                    reqs: 0..0,
-                    arrival: None,
-                    admitted: None,
-                    last_wait: None,
-                    abandoned_at: p.abandoned_at,
-                },
-            );
-        }
+    let missing: Vec<ClientFacts> = h
+        .plans
+        .iter()
+        .filter(|p| out.binary_search_by_key(&p.client, |c| c.id).is_err())
+        .map(|p| ClientFacts {
+            id: p.client,
+            kind: p.kind,
+            reqs: 0..0,
+            arrival: None,
+            admitted: None,
+            last_wait: None,
+            abandoned_at: p.abandoned_at,
+        })
+        .collect();
+    if !missing.is_empty() {
+        out.extend(missing);
+        out.sort_by_key(|c| c.id);
     }
     out
 }
