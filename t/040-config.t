@@ -122,7 +122,23 @@ invalid number of arguments in "smart_limit" directive
 --- error_log
 "smart_limit_refresh" invalid value "0s"
 
-=== TEST 14: a good configuration with every directive is accepted
+=== TEST 14: a zone named off is refused (smart_limit off; is the switch)
+--- http_config
+    smart_limit_zone off size=1m;
+--- config
+--- must_fail
+--- error_log
+"smart_limit_zone" zone name "off" is reserved: "smart_limit off;" switches the room off
+
+=== TEST 15: a rate zone named off is refused the same way
+--- http_config
+    smart_limit_rate_zone off rate=10r/s;
+--- config
+--- must_fail
+--- error_log
+zone name "off" is reserved
+
+=== TEST 16: a good configuration with every directive is accepted
 --- http_config
     smart_limit_zone shop size=64k max_active=10 new_per_minute=30 session=5m presence=30s active_window=2m;
     smart_limit_zone other grant=1h;

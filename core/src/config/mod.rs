@@ -53,6 +53,10 @@ pub enum ConfError {
     /// The zone name has characters or a length that are not allowed.
     #[error("invalid zone name \"{}\": expected 1 to {MAX_NAME_LEN} characters from A-Z a-z 0-9 _ -", Quoted(.0))]
     BadName(String),
+    /// The zone is named `off`, which `smart_limit off;` (and `smart_limit_rate off;`) reads
+    /// as the switch: such a zone could never be used.
+    #[error("zone name \"off\" is reserved: \"smart_limit off;\" switches the room off in a location, so a zone of that name could never be used")]
+    ReservedName,
     /// A parameter this directive does not know (the whole argument is quoted).
     #[error("unknown parameter \"{}\"", Quoted(.0))]
     Unknown(String),

@@ -16,10 +16,14 @@ pub const MAX_NAME_LEN: usize = 64;
 /// Longest Redis key prefix.
 pub const MAX_PREFIX_LEN: usize = 64;
 
-/// Checks a zone name: 1 to 64 characters from `A-Z a-z 0-9 _ -`. The same rule applies to
+/// Checks a zone name: 1 to 64 characters from `A-Z a-z 0-9 _ -`, and not `off` (the
+/// location directives' switch). The same rule applies to
 /// the name in `smart_limit NAME;`. Keeping names plain keeps them safe in Redis keys,
 /// metrics labels and log lines.
 pub fn check_zone_name(name: &str) -> Result<(), ConfError> {
+    if name == "off" {
+        return Err(ConfError::ReservedName);
+    }
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name

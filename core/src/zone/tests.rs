@@ -207,6 +207,9 @@ fn zone_names() {
         "invalid zone name \"size=10m\": expected 1 to 64 characters from A-Z a-z 0-9 _ -"
     );
     assert!(check_zone_name("shop").is_ok());
+    // `smart_limit off;` is the switch: a zone named off could never be used.
+    assert_eq!(check_zone_name("off"), Err(ConfError::ReservedName));
+    assert!(check_zone_name("Off").is_ok());
 }
 
 #[test]

@@ -1,0 +1,34 @@
+//! A Fenwick (binary indexed) tree of counts: add at an index, count below an index, both in
+//! O(log n). (b) uses it to count later arrivals admitted before a moment.
+
+pub struct Fenwick {
+    tree: Vec<u64>,
+}
+
+impl Fenwick {
+    pub fn new(n: usize) -> Fenwick {
+        Fenwick {
+            tree: vec![0; n + 1],
+        }
+    }
+
+    /// Adds one at index `i` (from 0).
+    pub fn add(&mut self, i: usize) {
+        let mut k = i + 1;
+        while let Some(slot) = self.tree.get_mut(k) {
+            *slot += 1;
+            k += k & k.wrapping_neg();
+        }
+    }
+
+    /// The count at indices below `end`.
+    pub fn below(&self, end: usize) -> u64 {
+        let mut k = end.min(self.tree.len().saturating_sub(1));
+        let mut sum = 0;
+        while k > 0 {
+            sum += self.tree.get(k).copied().unwrap_or(0);
+            k &= k - 1;
+        }
+        sum
+    }
+}

@@ -1,0 +1,152 @@
+//! (b) Admission in arrival order.
+//!
+//! An inversion is a pair (A, B): A certainly arrived first (A's place-taking answer was done
+//! more than the tolerance before B's was sent), B was admitted (its first admitted answer done
+//! at tB), and A was still told to wait, in the place it arrived with, by an answer sent more
+//! than the tolerance after tB. Only A's first place counts: a client whose place lapsed
+//! (it stopped polling, or was dropped: rule (c)) took a new one at the tail.
+//!
+//! Lottery ([S18]): arrivals before the start are drawn in a random order, so among themselves
+//! nothing is checked; they all go before every arrival after the start, and those are FIFO.
+//!
+//! Pairs are counted, not listed (there may be millions): victims are taken by their threshold,
+//! later arrivals inserted as they qualify into a Fenwick tree over admission times.
+
+use crate::history::Order as RoomOrder;
+
+use super::clients::{ClientFacts, Window};
+use super::fenwick::Fenwick;
+use super::load::History;
+use super::violation::{Rule, Violation};
+
+/// What (b) found.
+#[derive(Debug, Clone, Default)]
+pub struct Order {
+    pub violations: Vec<Violation>,
+    /// Inversion pairs.
+    pub pairs: u64,
+    /// The tolerance used (ms).
+    pub tolerance_ms: u64,
+    /// Clients whose order was checked as the earlier one.
+    pub checked: u64,
+    /// Clients involved in an inversion (victims and the examples named), for the report.
+    pub involved: Vec<u64>,
+}
+
+/// A client that may have been passed over.
+#[derive(Debug, Clone, Copy)]
+struct Earlier {
+    id: u64,
+    arrival: Window,
+    /// Its last waiting answer in the place it arrived with.
+    last_wait: u64,
+}
+
+/// A client admitted, possibly ahead of its turn.
+#[derive(Debug, Clone, Copy)]
+struct Later {
+    id: u64,
+    arrival: Window,
+    admitted: Window,
+}
+
+/// Counts and names inversions between `earlier` (possible victims) and `later` (admitted
+/// clients): B passes A when B.arrival.sent > A.arrival.done + tol and B.admitted.done + tol <
+/// A.last_wait.
+fn inversions(mut earlier: Vec<Earlier>, mut later: Vec<Later>, tol: u64) -> Order {
+    let mut times: Vec<u64> = later.iter().map(|b| b.admitted.done).collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut tree = Fenwick::new(times.len());
+    // Latest arrivals first on both sides: a later arrival that qualifies for one victim
+    // qualifies for every victim that arrived before it.
+    later.sort_unstable_by_key(|b| std::cmp::Reverse(b.arrival.sent));
+    earlier.sort_unstable_by_key(|a| std::cmp::Reverse(a.arrival.done.saturating_add(tol)));
+    let mut next = later.iter().peekable();
+    // The earliest admitted among the later arrivals inserted so far: an example for any victim.
+    let mut first: Option<Later> = None;
+    let mut out = Order {
+        tolerance_ms: tol,
+        checked: earlier.len() as u64,
+        ..Order::default()
+    };
+    for a in &earlier {
+        let threshold = a.arrival.done.saturating_add(tol);
+        while let Some(b) = next.next_if(|b| b.arrival.sent > threshold) {
+            tree.add(times.partition_point(|&t| t < b.admitted.done));
+            if first.is_none_or(|f| b.admitted.done < f.admitted.done) {
+                first = Some(*b);
+            }
+        }
+        // Admitted more than `tol` before A's last waiting answer was sent.
+        let before = a.last_wait.saturating_sub(tol);
+        let n = if a.last_wait >= tol {
+            tree.below(times.partition_point(|&t| t < before))
+        } else {
+            0
+        };
+        if n == 0 {
+            continue;
+        }
+        out.pairs += n;
+        let Some(b) = first else { continue };
+        out.involved.push(a.id);
+        out.involved.push(b.id);
+        out.violations.push(Violation {
+            rule: Rule::Order,
+            at_ms: b.admitted.done,
+            clients: vec![a.id, b.id],
+            text: format!(
+                "client {} (arrived {}-{} ms) still told to wait at {} ms, after {n} later \
+                 arrival(s) were admitted; the first, client {} (arrived {}-{} ms), at {}-{} ms",
+                a.id,
+                a.arrival.sent,
+                a.arrival.done,
+                a.last_wait,
+                b.id,
+                b.arrival.sent,
+                b.arrival.done,
+                b.admitted.sent,
+                b.admitted.done
+            ),
+        });
+    }
+    out.violations.sort_by_key(|v| v.at_ms);
+    out.involved.sort_unstable();
+    out.involved.dedup();
+    out
+}
+
+/// (b) with tolerance `tol` (ms).
+pub fn check(h: &History, clients: &[ClientFacts], tol: u64) -> Order {
+    let start = match h.run.order {
+        RoomOrder::Lottery => h.run.start_ms,
+        RoomOrder::Fifo => None,
+    };
+    // Certainly drawn in the lottery / certainly after it (FIFO: everyone is "after").
+    let pre = |w: Window| start.is_some_and(|s| w.done.saturating_add(tol) < s);
+    let post = |w: Window| start.is_none_or(|s| w.sent > s.saturating_add(tol));
+    let people = clients.iter().filter(|c| !c.minter());
+    let earlier: Vec<Earlier> = people
+        .clone()
+        .filter_map(|c| {
+            let arrival = c.arrival?;
+            (pre(arrival) || post(arrival)).then_some(Earlier {
+                id: c.id,
+                arrival,
+                last_wait: c.last_wait?,
+            })
+        })
+        .collect();
+    let later: Vec<Later> = people
+        .filter_map(|c| {
+            let arrival = c.arrival?;
+            post(arrival).then_some(Later {
+                id: c.id,
+                arrival,
+                admitted: c.admitted?,
+            })
+        })
+        .collect();
+    inversions(earlier, later, tol)
+}

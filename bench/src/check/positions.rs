@@ -1,0 +1,100 @@
+//! (c) A polling client's position never grows ([S16]: only the clients ahead that are still
+//! present count, and nobody gets ahead of a place).
+//!
+//! Within one place (see [`places`]), each waiting answer is compared with the latest earlier
+//! one that was done before it was sent: two answers in flight at once may have been decided in
+//! either order. A lottery's positions before its start are provisional (the draw reorders
+//! them), so no comparison starts before the start (for sync, before the fleet has heard).
+
+use crate::history::{Mode, Order, Outcome, Req};
+
+use super::clients::{places, reqs_of, ClientFacts};
+use super::load::History;
+use super::options::Tolerances;
+use super::violation::{Rule, Violation};
+
+/// How far back an answer looks for one that certainly came before it (answers overlap only
+/// when a client sends several requests at once: a few).
+const LOOK_BACK: usize = 8;
+
+/// What (c)'s growth check found.
+#[derive(Debug, Clone, Default)]
+pub struct Positions {
+    pub violations: Vec<Violation>,
+    /// The largest growth seen between two compared answers, whether allowed or not.
+    pub max_growth: u64,
+    /// Pairs of answers compared.
+    pub compared: u64,
+}
+
+/// The moment from which positions are final: a lottery's start (plus, for sync, the time the
+/// nodes take to hear of the draw).
+fn final_from(h: &History) -> u64 {
+    match (h.run.order, h.run.start_ms) {
+        (Order::Lottery, Some(s)) if h.run.mode == Mode::Sync => {
+            s.saturating_add(h.run.sync_ms.saturating_mul(2).saturating_add(1000))
+        }
+        (Order::Lottery, Some(s)) => s,
+        _ => 0,
+    }
+}
+
+/// The growth check over one client's requests.
+fn client(
+    id: u64,
+    reqs: &[Req],
+    c: &ClientFacts,
+    h: &History,
+    tol: &Tolerances,
+    out: &mut Positions,
+) {
+    let from = final_from(h);
+    for span in places(reqs, h.run.presence_ms, c.abandoned_at) {
+        let waits: Vec<(&Req, u64)> = reqs
+            .get(span)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|r| r.outcome == Outcome::Waiting)
+            .filter_map(|r| r.pos.map(|p| (r, p)))
+            .collect();
+        for (k, &(r, pos)) in waits.iter().enumerate() {
+            let prev = waits
+                .get(k.saturating_sub(LOOK_BACK)..k)
+                .unwrap_or(&[])
+                .iter()
+                .rev()
+                .find(|(p, _)| p.done <= r.sent);
+            let Some(&(p, ppos)) = prev else { continue };
+            if p.sent < from {
+                continue;
+            }
+            out.compared += 1;
+            let growth = pos.saturating_sub(ppos);
+            out.max_growth = out.max_growth.max(growth);
+            let allowed = tol.position_growth(ppos);
+            if growth > allowed {
+                out.violations.push(Violation {
+                    rule: Rule::PositionGrew,
+                    at_ms: r.sent,
+                    clients: vec![id],
+                    text: format!(
+                        "told position {ppos} at {}-{} ms, then {pos} at {}-{} ms \
+                         (+{growth}, tolerance {allowed})",
+                        p.sent, p.done, r.sent, r.done
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// (c)'s growth check over every client but minters (each of a minter's requests is a new
+/// place).
+pub fn check(h: &History, clients: &[ClientFacts], tol: &Tolerances) -> Positions {
+    let mut out = Positions::default();
+    for c in clients.iter().filter(|c| !c.minter()) {
+        client(c.id, reqs_of(h, c), c, h, tol, &mut out);
+    }
+    out.violations.sort_by_key(|v| v.at_ms);
+    out
+}
