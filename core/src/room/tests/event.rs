@@ -98,9 +98,11 @@ fn prequeue_places_are_shuffled_at_the_start() {
     let mut sorted = pos.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, (1..=n).collect::<Vec<_>>());
-    // Not the arrival order, and no more related to it than chance gives.
+    // Not the arrival order, and no more related to it than chance gives: over 500 places
+    // rho's deviation is 1/sqrt(499) = 0.045, so 0.25 is 5.6 deviations (p ~ 2e-8; 0.15 was
+    // 3.4, failing about one run in 1,250 with nothing wrong), while the arrival order is 1.
     let rho = spearman(&pos);
-    assert!(rho.abs() < 0.15, "rho {rho}");
+    assert!(rho.abs() < 0.25, "rho {rho}");
     // A client after the start is behind them all.
     let late = place(visit(&mut room, 7777, 0, 2_500, &l));
     assert_eq!(late.position, n + 1);
