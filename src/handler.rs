@@ -208,13 +208,15 @@ fn place_of(zone: &Zone, t: &Ticket, now: u64) -> (u64, u64) {
 }
 
 /// Whether a waiting ticket is written again: its place changed, or (a synced room) its
-/// `last_seen` is half a presence old, so every node can tell it is still present.
+/// `last_seen` is a quarter of a presence old ([`fleet::ticket_renew_ms`]), so every node can
+/// tell it is still present.
 fn renew_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) -> bool {
     let Some(t) = held else { return true };
     if t.qnum != place.qnum || t.sid != place.sid {
         return true;
     }
-    zone.fleet.is_some() && now.saturating_sub(t.last_seen) >= zone.limits.presence_ms / 2
+    zone.fleet.is_some()
+        && now.saturating_sub(t.last_seen) >= fleet::ticket_renew_ms(zone.limits.presence_ms)
 }
 
 /// `one_place_per=`: the session id of this request's user key (None: no such setting, or an

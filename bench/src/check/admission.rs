@@ -135,7 +135,10 @@ pub fn sessions_of(run: &Run, client: u64, reqs: &[Req], out: &mut Vec<Session>)
 /// Every session of every client but minters (a minter never holds a session).
 pub fn sessions(h: &History, clients: &[ClientFacts]) -> Vec<Session> {
     let mut out = Vec::new();
-    for c in clients.iter().filter(|c| !c.minter() && c.admitted.is_some()) {
+    for c in clients
+        .iter()
+        .filter(|c| !c.minter() && c.admitted.is_some())
+    {
         sessions_of(&h.run, c.id, reqs_of(h, c), &mut out);
     }
     out

@@ -41,6 +41,7 @@ pub struct ClientFacts {
     /// `sent` of the last waiting answer of its first place (before its admission): the latest
     /// moment it was certainly still in line where it arrived.
     pub last_wait: Option<u64>,
+    /// When it gave up, if it stopped while waiting (summary only).
     pub abandoned_at: Option<u64>,
 }
 
@@ -62,20 +63,15 @@ pub fn tells(r: &Req) -> bool {
 /// The stretches of `reqs` (index ranges, each starting and ending at a waiting answer) during
 /// which the client certainly held one place: no cookie check or admission inside, each waiting
 /// answer certainly within `presence_ms` of the one before (else the place may have expired and
-/// the next answer be a new place at the tail), and nothing after it abandoned.
-pub fn places(reqs: &[Req], presence_ms: u64, abandoned_at: Option<u64>) -> Vec<Range<usize>> {
+/// the next answer be a new place at the tail). A client that abandons simply stops: every
+/// waiting answer it got still shows where the room held it.
+pub fn places(reqs: &[Req], presence_ms: u64) -> Vec<Range<usize>> {
     let mut spans = Vec::new();
     // (first waiting index, last waiting index) of the place being followed.
     let mut cur: Option<(usize, usize)> = None;
     for (i, r) in reqs.iter().enumerate() {
         match r.outcome {
             Outcome::Waiting => {
-                if abandoned_at.is_some_and(|a| r.sent > a) {
-                    if let Some((s, l)) = cur.take() {
-                        spans.push(s..l + 1);
-                    }
-                    continue;
-                }
                 cur = match cur {
                     Some((s, l)) => {
                         let prev_sent = reqs.get(l).map_or(r.sent, |p| p.sent);
@@ -112,7 +108,12 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
         offset += reqs.len();
         let plan = h.plan(id);
         let kind = plan.map(|p| p.kind).or(reqs.first().map(|r| r.kind));
-        let abandoned_at = plan.and_then(|p| p.abandoned_at);
+        // The driver may note a planned abandonment for a client that was admitted first: it
+        // abandoned only if it stopped while waiting.
+        let last_told = reqs.iter().rev().find(|r| tells(r)).map(|r| r.outcome);
+        let abandoned_at = plan
+            .and_then(|p| p.abandoned_at)
+            .filter(|_| last_told == Some(Outcome::Waiting));
         let arrival_idx = reqs
             .iter()
             .position(|r| matches!(r.outcome, Outcome::Waiting | Outcome::Admitted));
@@ -126,7 +127,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
         let last_wait = arrival_idx
             .filter(|_| arrival_req.is_some_and(|r| r.outcome == Outcome::Waiting))
             .and_then(|first| {
-                places(reqs, h.run.presence_ms, abandoned_at)
+                places(reqs, h.run.presence_ms)
                     .into_iter()
                     .find(|p| p.start == first)
                     .and_then(|p| reqs.get(p.end.saturating_sub(1)))
@@ -154,7 +155,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             arrival: None,
             admitted: None,
             last_wait: None,
-            abandoned_at: p.abandoned_at,
+            abandoned_at: None,
         })
         .collect();
     if !missing.is_empty() {

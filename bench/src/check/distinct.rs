@@ -68,7 +68,7 @@ impl Leaves {
                         .map(|r| r.sent.saturating_add(h.run.presence_ms)),
                 );
             } else {
-                for span in places(reqs, h.run.presence_ms, c.abandoned_at) {
+                for span in places(reqs, h.run.presence_ms) {
                     if let Some(last) = reqs.get(span.end.saturating_sub(1)) {
                         points.push(last.sent.saturating_add(h.run.presence_ms));
                     }
@@ -160,7 +160,10 @@ pub fn check(h: &History, clients: &[ClientFacts]) -> Distinct {
         let mut longest: [Option<Told>; 2] = [None, None];
         for t in group {
             let same = |o: &Told| o.client == t.client && o.place == t.place;
-            let other = longest.iter().flatten().find(|o| !same(o) && o.done >= t.sent);
+            let other = longest
+                .iter()
+                .flatten()
+                .find(|o| !same(o) && o.done >= t.sent);
             if let Some(o) = other {
                 if !leaves.within(o.sent.min(t.sent), o.done.max(t.done)) {
                     out.violations.push(duplicate(o, t));

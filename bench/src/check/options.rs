@@ -74,7 +74,10 @@ pub fn parse(argv: &[String]) -> Result<Parsed, String> {
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        let number = |v: String| v.parse::<u64>().map_err(|_| format!("{a}: '{v}' is not a number"));
+        let number = |v: String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{a}: '{v}' is not a number"))
+        };
         match a.as_str() {
             "-h" | "--help" => return Ok(Parsed::Help),
             "--report" => report = Some(PathBuf::from(value()?)),

@@ -111,7 +111,8 @@ fn inversions(mut earlier: Vec<Earlier>, mut later: Vec<Later>, tol: u64) -> Ord
             ),
         });
     }
-    out.violations.sort_by_key(|v| v.at_ms);
+    out.violations
+        .sort_by(|x, y| (x.at_ms, &x.clients).cmp(&(y.at_ms, &y.clients)));
     out.involved.sort_unstable();
     out.involved.dedup();
     out

@@ -40,16 +40,9 @@ fn final_from(h: &History) -> u64 {
 }
 
 /// The growth check over one client's requests.
-fn client(
-    id: u64,
-    reqs: &[Req],
-    c: &ClientFacts,
-    h: &History,
-    tol: &Tolerances,
-    out: &mut Positions,
-) {
+fn client(id: u64, reqs: &[Req], h: &History, tol: &Tolerances, out: &mut Positions) {
     let from = final_from(h);
-    for span in places(reqs, h.run.presence_ms, c.abandoned_at) {
+    for span in places(reqs, h.run.presence_ms) {
         let waits: Vec<(&Req, u64)> = reqs
             .get(span)
             .unwrap_or(&[])
@@ -93,7 +86,7 @@ fn client(
 pub fn check(h: &History, clients: &[ClientFacts], tol: &Tolerances) -> Positions {
     let mut out = Positions::default();
     for c in clients.iter().filter(|c| !c.minter()) {
-        client(c.id, reqs_of(h, c), c, h, tol, &mut out);
+        client(c.id, reqs_of(h, c), h, tol, &mut out);
     }
     out.violations.sort_by_key(|v| v.at_ms);
     out

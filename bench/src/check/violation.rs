@@ -55,7 +55,10 @@ impl Rule {
     /// Whether a violation of this rule means a client lost something it held (the fault table
     /// asks this of the violations that follow a fault).
     pub fn is_loss(self) -> bool {
-        matches!(self, Rule::PositionGrew | Rule::Dropped | Rule::LostAdmission)
+        matches!(
+            self,
+            Rule::PositionGrew | Rule::Dropped | Rule::LostAdmission
+        )
     }
 }
 

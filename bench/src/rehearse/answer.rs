@@ -107,7 +107,10 @@ mod tests {
             "smart_limit_shop=",
         );
         assert_eq!(r.outcome, Outcome::Waiting);
-        assert_eq!((r.pos, r.qlen, r.refresh_ms), (Some(12), Some(40), Some(2000)));
+        assert_eq!(
+            (r.pos, r.qlen, r.refresh_ms),
+            (Some(12), Some(40), Some(2000))
+        );
         assert_eq!(r.ticket.as_deref(), Some("smart_limit_shop=abc"));
     }
 
@@ -116,7 +119,10 @@ mod tests {
         let body = "<div class=\"pos-num\">7<span class=\"pos-unit\"></span></div>\n<dl>\n\
                     <div><dt>Wait</dt><dd>about 2 minutes</dd></div>\n<div><dt>In line</dt><dd>31 people</dd></div>";
         let r = read(&res(503, body, &[]), "smart_limit_shop=");
-        assert_eq!((r.outcome, r.pos, r.qlen), (Outcome::Waiting, Some(7), Some(31)));
+        assert_eq!(
+            (r.outcome, r.pos, r.qlen),
+            (Outcome::Waiting, Some(7), Some(31))
+        );
         assert_eq!(r.ticket, None);
     }
 
@@ -127,7 +133,10 @@ mod tests {
         assert_eq!(read(&res(429, "", &[]), "x=").outcome, Outcome::Throttled);
         assert_eq!(read(&res(503, "closed", &[]), "x=").outcome, Outcome::Other);
         // A proof cookie or another room's is not the ticket.
-        let r = read(&res(307, "", &["smart_limit_shop_proof=1", "other=2"]), "smart_limit_shop=");
+        let r = read(
+            &res(307, "", &["smart_limit_shop_proof=1", "other=2"]),
+            "smart_limit_shop=",
+        );
         assert_eq!(r.ticket, None);
     }
 }

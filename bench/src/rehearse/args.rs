@@ -115,7 +115,11 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     };
     let mut it = argv.iter();
     while let Some(opt) = it.next() {
-        let mut val = || it.next().map(String::as_str).ok_or(format!("{opt} needs a value"));
+        let mut val = || {
+            it.next()
+                .map(String::as_str)
+                .ok_or(format!("{opt} needs a value"))
+        };
         match opt.as_str() {
             "--node" => a.nodes.push((parse_url(val()?)?, 0)),
             "--join" => {
@@ -244,6 +248,9 @@ mod tests {
         assert!(parse(&argv("--out h --max-active 1 --session 1")).is_err());
         assert!(parse(&argv("--node http://127.0.0.1:1/ --out h --session 1")).is_err());
         assert!(parse(&argv("--node http://127.0.0.1:1/ --out h --max-active 1")).is_err());
-        assert!(parse(&argv("--node http://x:1/ --out h --max-active 1 --session 1 --mode x")).is_err());
+        assert!(parse(&argv(
+            "--node http://x:1/ --out h --max-active 1 --session 1 --mode x"
+        ))
+        .is_err());
     }
 }

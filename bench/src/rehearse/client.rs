@@ -163,8 +163,14 @@ mod tests {
         let next = c.answered(2110, Some(&answer(Outcome::Admitted, Some("t=2"))), 0.5);
         assert_eq!(c.phase, Phase::Admitted { since: 2110 });
         assert_eq!((next, c.cookie()), (Some(3110), Some("t=2")));
-        assert_eq!(c.answered(4000, Some(&answer(Outcome::Admitted, None)), 0.5), Some(5000));
-        assert_eq!(c.answered(5200, Some(&answer(Outcome::Admitted, None)), 0.5), None);
+        assert_eq!(
+            c.answered(4000, Some(&answer(Outcome::Admitted, None)), 0.5),
+            Some(5000)
+        );
+        assert_eq!(
+            c.answered(5200, Some(&answer(Outcome::Admitted, None)), 0.5),
+            None
+        );
         assert_eq!(c.phase, Phase::Done);
     }
 
@@ -173,8 +179,13 @@ mod tests {
         let mut p = plan(Kind::Person);
         p.abandon_at = Some(5000);
         let mut c = Client::new(2, p);
-        assert!(c.answered(4000, Some(&answer(Outcome::Waiting, None)), 0.0).is_some());
-        assert_eq!(c.answered(6000, Some(&answer(Outcome::Waiting, None)), 0.0), None);
+        assert!(c
+            .answered(4000, Some(&answer(Outcome::Waiting, None)), 0.0)
+            .is_some());
+        assert_eq!(
+            c.answered(6000, Some(&answer(Outcome::Waiting, None)), 0.0),
+            None
+        );
     }
 
     #[test]

@@ -104,7 +104,11 @@ fn plans(a: &Args) -> Vec<Plan> {
         let minter = i >= a.clients;
         // Most arrive early, as at a launch: the square of a uniform draw.
         let u = rng.unit();
-        let arrive_at = if minter { 0 } else { (a.arrive_over_ms as f64 * u * u) as u64 };
+        let arrive_at = if minter {
+            0
+        } else {
+            (a.arrive_over_ms as f64 * u * u) as u64
+        };
         let kind = if minter {
             Kind::Minter
         } else if rng.pct(a.programs_pct) {
@@ -117,9 +121,8 @@ fn plans(a: &Args) -> Vec<Plan> {
             Kind::Person if rng.pct(a.slow_pct) => refresh * 5 / 2,
             _ => refresh,
         };
-        let abandon_at = (kind != Kind::Minter && rng.pct(a.abandon_pct)).then(|| {
-            arrive_at + refresh + (rng.unit() * a.run.duration_ms as f64 / 2.0) as u64
-        });
+        let abandon_at = (kind != Kind::Minter && rng.pct(a.abandon_pct))
+            .then(|| arrive_at + refresh + (rng.unit() * a.run.duration_ms as f64 / 2.0) as u64);
         let (lo, hi) = a.stay_ms;
         let stay_ms = lo + (rng.unit() * hi.saturating_sub(lo) as f64) as u64;
         out.push(Plan {
@@ -164,7 +167,11 @@ impl Timetable {
                 Some(Reverse((at, _))) => (*at - now).min(end - now),
                 None => end - now,
             };
-            d = self.wake.wait_timeout(d, Duration::from_millis(wait)).ok()?.0;
+            d = self
+                .wake
+                .wait_timeout(d, Duration::from_millis(wait))
+                .ok()?
+                .0;
         }
     }
 }
@@ -288,7 +295,10 @@ fn worker(s: &Shared, seed: u64, end: u64) {
         let Some(conn) = http.get_mut(node as usize) else {
             continue;
         };
-        let path = a.nodes.get(node as usize).map_or("/", |(t, _)| t.base.as_str());
+        let path = a
+            .nodes
+            .get(node as usize)
+            .map_or("/", |(t, _)| t.base.as_str());
         let path = if path.is_empty() { "/" } else { path };
         let xc = format!("c{}", c.id);
         let ticket = c.cookie().is_some();

@@ -51,7 +51,10 @@ fn faults(s: &Shared, end: u64) {
         let status = Command::new("sh").arg("-c").arg(&f.command).status();
         let until = s.h.now();
         if !status.is_ok_and(|st| st.success()) {
-            eprintln!("rehearse: fault '{}' at {at} ms: command failed: {}", f.what, f.command);
+            eprintln!(
+                "rehearse: fault '{}' at {at} ms: command failed: {}",
+                f.what, f.command
+            );
         }
         s.h.write(&Record::Fault(Fault {
             what: f.what.clone(),

@@ -227,11 +227,23 @@ pub struct Waiter {
     pub new_place: bool,
 }
 
+/// How old a synced room's waiting ticket's `last_seen` may grow before a node seals it again:
+/// a quarter of `presence`. (Half, as before, lost the places of clients polling between half
+/// a presence and a presence apart: a poll just short of the renewal left the ticket to the
+/// next one, more than a presence old. The rehearsal caught it: a client polling every 5 s,
+/// `presence=10s`, sent to the tail at position 168 from 10.)
+pub fn ticket_renew_ms(presence_ms: u64) -> u64 {
+    (presence_ms / 4).max(1)
+}
+
 /// Where a waiting ticket stands in the fleet's line: the arrival its place dates from, if it
 /// still holds one. A synced room's waiting ticket carries, as its queue number, the moment it
 /// took its place (its first return with the ticket), and as `last_seen` when a node last
-/// answered it (renewed every half `presence`); a place unseen for `presence` is gone on every
-/// node, as in the central room, so coming back later means the tail. A queue number that is
+/// answered it (renewed every [`ticket_renew_ms`]); a place unseen for `presence` is gone on
+/// every node, as in the central room, so coming back later means the tail. The ticket's
+/// `last_seen` lags the client's last answer by less than the renewal, so the ticket is taken
+/// as present for `presence` and that much more: every client that polled within `presence`
+/// keeps its place, and one away for up to a quarter longer may too. A queue number that is
 /// not such a moment (before the ticket was issued, or ahead of this node's clock by more than
 /// the skew allowed) is no place either, unless it is a lottery moment of the event in force
 /// (`lottery`: its pre-queue, see [`lottery_arrival`]).
@@ -244,7 +256,7 @@ pub fn place_arrival(
 ) -> Option<u64> {
     let plausible = (qnum >= issued_at && qnum <= now.saturating_add(skew_ms))
         || lottery.is_some_and(|r| r.contains(&qnum));
-    let present = now.saturating_sub(last_seen) <= presence_ms;
+    let present = now.saturating_sub(last_seen) <= presence_ms + ticket_renew_ms(presence_ms);
     (qnum != 0 && plausible && present).then_some(qnum)
 }
 

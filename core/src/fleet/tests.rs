@@ -627,7 +627,23 @@ fn lottery_moments_are_places_and_fall_in_the_prequeue() {
         Some(800_000)
     );
     assert_eq!(
-        place_arrival((800_000, 900_000, now - 30_000), now, 20_000, 5_000, pre),
+        place_arrival(
+            (800_000, 900_000, now - 30_000),
+            now,
+            20_000,
+            5_000,
+            pre.clone()
+        ),
+        None
+    );
+    // A ticket renewed every quarter presence lags its client's last answer by less than
+    // that: present for presence and a quarter more, not a millisecond beyond.
+    assert_eq!(
+        place_arrival((950_000, 900_000, now - 25_000), now, 20_000, 5_000, None),
+        Some(950_000)
+    );
+    assert_eq!(
+        place_arrival((950_000, 900_000, now - 25_001), now, 20_000, 5_000, pre),
         None
     );
     // Uniform over the pre-queue: 10,000 draws over 10 buckets, each near 1,000.
