@@ -246,15 +246,18 @@ fn growing_position_is_caught() {
 }
 
 #[test]
-fn sync_positions_may_move_by_one_percent() {
+fn sync_positions_are_estimates_within_the_documented_bound() {
+    // Each answer of a synced room may be off by what moved in two intervals (here the
+    // client's own arrival: 1) + a 128th of the line told (305 and 322: 3) + 3: 7 each, and
+    // 1 % of 300 (3) besides: a growth of 17 passes, 18 does not.
     let ok = history(
         run(Mode::Sync, 3),
-        vec![wait(1, 100, 300), wait(1, 1100, 303)],
+        vec![wait(1, 100, 300), wait(1, 1100, 317)],
     );
     assert!(findings(&ok).clean());
     let bad = history(
         run(Mode::Sync, 3),
-        vec![wait(1, 100, 300), wait(1, 1100, 304)],
+        vec![wait(1, 100, 300), wait(1, 1100, 318)],
     );
     assert_eq!(rules(&findings(&bad)), vec![Rule::PositionGrew]);
     let given = Given {
@@ -262,6 +265,12 @@ fn sync_positions_may_move_by_one_percent() {
         ..Given::default()
     };
     assert!(check(&bad, &given).clean());
+    // A place lost (sent to the tail) is far beyond it.
+    let lost = history(
+        run(Mode::Sync, 3),
+        vec![wait(1, 100, 10), wait(1, 1100, 168)],
+    );
+    assert_eq!(rules(&findings(&lost)), vec![Rule::PositionGrew]);
 }
 
 #[test]
