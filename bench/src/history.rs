@@ -130,6 +130,10 @@ pub struct Req {
     pub qlen: Option<u64>,
     /// Whether the request carried a ticket.
     pub ticket: bool,
+    /// Whether the answer set a new ticket (`Set-Cookie`): an admitted session's check-in
+    /// moves only when its ticket is sealed again, at most every tenth of the session.
+    #[serde(default)]
+    pub renewed: bool,
 }
 
 /// A fault injected at `at` (until `until`, for those that last).

@@ -97,7 +97,13 @@ pub fn sessions_of(run: &Run, client: u64, reqs: &[Req], out: &mut Vec<Session>)
             Outcome::Admitted => {
                 if let Some(o) = open.as_mut() {
                     if r.sent <= end_of(run, o) {
-                        o.last_sent = o.last_sent.max(r.sent);
+                        // With session=, the ticket admits until its sealed check-in plus the
+                        // session, and the check-in moves only when the answer seals it
+                        // again (every tenth of the session): a request in between does not
+                        // lengthen the session.
+                        if run.session_ms.is_none() || r.renewed {
+                            o.last_sent = o.last_sent.max(r.sent);
+                        }
                         continue;
                     }
                 }

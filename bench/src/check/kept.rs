@@ -107,7 +107,14 @@ fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
                     }
                     _ => r.sent,
                 };
-                Held::Admission(r, from)
+                match held {
+                    // With session=, the session runs from the ticket's sealed check-in, which
+                    // only an answer that seals it again moves.
+                    Held::Admission(prev, _) if run.session_ms.is_some() && !r.renewed => {
+                        Held::Admission(prev, from)
+                    }
+                    _ => Held::Admission(r, from),
+                }
             }
             _ => Held::Nothing,
         };

@@ -53,6 +53,7 @@ fn req(client: u64, sent: u64, outcome: Outcome, pos: Option<u64>) -> Req {
         pos,
         qlen: pos.map(|p| p.saturating_add(5)),
         ticket: true,
+        renewed: true,
     }
 }
 
@@ -82,6 +83,27 @@ fn rules(f: &Findings) -> Vec<Rule> {
 }
 
 // (a) ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_session_runs_from_its_sealed_check_in() {
+    // session=10s: client 1 admitted at 1000 (its ticket sealed), back at 1900 without a new
+    // ticket (the check-in moves every tenth of the session): its ticket admits until 11,000,
+    // so client 2 let in at 11,500 makes one session, not two.
+    let mut again = admit(1, 1900);
+    again.renewed = false;
+    let h = history(
+        run(Mode::Redis, 1),
+        vec![admit(1, 1000), again.clone(), admit(2, 11_500)],
+    );
+    assert!(findings(&h).clean());
+    // Sealed again at 1900, it would admit until 11,900: two at once.
+    again.renewed = true;
+    let h = history(
+        run(Mode::Redis, 1),
+        vec![admit(1, 1000), again, admit(2, 11_500)],
+    );
+    assert_eq!(rules(&findings(&h)), vec![Rule::OverAdmission]);
+}
 
 #[test]
 fn over_admission_four_sessions_on_three() {

@@ -318,6 +318,7 @@ fn worker(s: &Shared, seed: u64, end: u64) {
             pos: read.as_ref().and_then(|r| r.pos),
             qlen: read.as_ref().and_then(|r| r.qlen),
             ticket,
+            renewed: read.as_ref().is_some_and(|r| r.ticket.is_some()),
         }));
         if read.is_none() && a.sticky {
             // A balancer sends a client whose node does not answer to another one.
