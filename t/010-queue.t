@@ -151,3 +151,30 @@ free page
 A GET / => 200
 B GET / => 503
 B GET /free/ => 200; body =~ /free page/; cookie smart_limit_shop absent
+
+=== TEST 9: with k places free, the first k present places go in as they poll, nobody passed over
+--- http_config
+    smart_limit_zone shop size=1m max_active=3 active_window=1s $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / => 200
+C GET / => 200
+D GET / Accept: application/json => 503; json.position == 1
+E GET / Accept: application/json => 503; json.position == 2
+F GET / Accept: application/json => 503; json.position == 3
+G GET / Accept: application/json => 503; json.position == 4
+# A, B and C are not seen again: after active_window three places free. D, E and F may each
+# take one as they poll, in any order (the head alone would leave places empty while it is
+# slow to poll); G, behind them, waits; those ahead of one that went in stay within the places.
+sleep 1.1
+F GET / => 200; body =~ /origin page/
+G GET / Accept: application/json => 503; json.position == 3
+E GET / => 200
+G GET / Accept: application/json => 503; json.position == 2
+D GET / => 200
+G GET / Accept: application/json => 503; json.position == 1

@@ -419,8 +419,10 @@ end
 
 local turn = false
 if mode == FIFO then
-  local head = redis.call('ZRANGE', K_LINE, 0, 0)
-  turn = head[1] == sid and free_places() > 0
+  -- Room's rule ([S4]): with k places free, the first k present places may each take one as
+  -- they poll (those ahead of one that goes in stay within the places left).
+  local free = free_places()
+  turn = free > 0 and (redis.call('ZRANK', K_LINE, sid) or free) < free
 elseif mode == RANDOM then
   -- rules::lottery_wins: with `free` places and `waiting` clients present, each poll wins with
   -- chance free/waiting (exact in doubles: draw < 2^32, waiting < 2^21).

@@ -354,7 +354,20 @@ impl<'m> Room<'m> {
         let qnum = self.ring[ix].qnum;
         let cap = self.capacity_now(now, limits);
         let turn = match mode {
-            Mode::Fifo => self.head(thr) == Some(qnum) && self.drawn(qnum),
+            // [S4] The head, and with k places free the first k present places: each takes
+            // one as it polls, whatever the order they poll in. Those ahead of one that goes
+            // in stay within the places left (a place at p <= k goes, those ahead are at
+            // p - 1 <= k - 1 or less), so nobody is passed over. The head alone left places
+            // empty while it was slow to poll, or gone and not yet past presence: a rehearsal
+            // (800 clients, a tenth giving up) kept a room of 100 at 12 on average while 620
+            // waited.
+            Mode::Fifo => {
+                self.drawn(qnum) && {
+                    let active = self.active_now(now, limits);
+                    let free = rules::free_places(limits, active, self.hdr.admitted_in_minute);
+                    free > 0 && self.position(qnum, thr) <= free
+                }
+            }
             // Lottery: with k free places and n clients present, each poll wins with chance k/n.
             Mode::Random => {
                 let active = self.active_now(now, limits);

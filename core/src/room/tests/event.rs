@@ -106,20 +106,21 @@ fn prequeue_places_are_shuffled_at_the_start() {
     // A client after the start is behind them all.
     let late = place(visit(&mut room, 7777, 0, 2_500, &l));
     assert_eq!(late.position, n + 1);
-    // Places follow the drawn order: the one drawn first is let in first.
+    // Places follow the drawn order: with the two sessions gone (60 s window), the first two
+    // drawn may go in, in the order they poll; the third drawn waits behind the first.
     let first = (1..=n).find(|&sid| pos[sid as usize - 1] == 1).unwrap();
     let second = (1..=n).find(|&sid| pos[sid as usize - 1] == 2).unwrap();
-    // The two sessions leave (60 s window); the second drawn cannot go first.
+    let third = (1..=n).find(|&sid| pos[sid as usize - 1] == 3).unwrap();
     let later = 70_000;
-    let v2 = visit(&mut room, second, 0, later, &l);
-    assert!(matches!(v2, Verdict::Wait(p) if p.position == 2), "{v2:?}");
-    assert_eq!(
-        visit(&mut room, first, 0, later, &l),
-        Verdict::Admit { sid: first }
-    );
     assert_eq!(
         visit(&mut room, second, 0, later, &l),
         Verdict::Admit { sid: second }
+    );
+    let v3 = visit(&mut room, third, 0, later, &l);
+    assert!(matches!(v3, Verdict::Wait(p) if p.position == 2), "{v3:?}");
+    assert_eq!(
+        visit(&mut room, first, 0, later, &l),
+        Verdict::Admit { sid: first }
     );
 }
 
