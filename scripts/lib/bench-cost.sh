@@ -118,6 +118,16 @@ cost_main() {
         >"$prefix/logs/redis.log" 2>&1 &
     rpid=$!
     for i in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    # /ROOM: limit_req's overflow into room ROOM (error_page to a named location).
+    overflow_into() {
+        local z
+        for z in "$@"; do
+            printf '        location = /%s {\n' "$z"
+            printf '            limit_req zone=lr; limit_req_status 512; error_page 512 = @%s;\n' "$z"
+            printf '            proxy_pass http://origin;\n        }\n'
+            printf '        location @%s { smart_limit %s; proxy_pass http://origin; }\n' "$z" "$z"
+        done
+    }
     # The rooms' ticket key, so that the bench can mint first-return tickets (place_taken*).
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$prefix/conf/keys"
     echo >>"$prefix/conf/keys"
@@ -183,54 +193,11 @@ http {
             proxy_pass http://origin;
         }
         include $prefix/conf/floor.conf;
-        location = /wait {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @wait;
-            proxy_pass http://origin;
-        }
-        location @wait { smart_limit wait; proxy_pass http://origin; }
-        location = /arrive {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @arrive;
-            proxy_pass http://origin;
-        }
-        location @arrive { smart_limit arrive; proxy_pass http://origin; }
+        # Each room's URL: limit_req's overflow (status 512) goes into the room.
+$(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
         location = /plain { proxy_pass http://origin; }
         location = /adm { smart_limit adm; proxy_pass http://origin; }
-        location = /wait_r {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @wait_r;
-            proxy_pass http://origin;
-        }
-        location @wait_r { smart_limit wait_r; proxy_pass http://origin; }
-        location = /arrive_r {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @arrive_r;
-            proxy_pass http://origin;
-        }
-        location @arrive_r { smart_limit arrive_r; proxy_pass http://origin; }
-        location = /wait_s {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @wait_s;
-            proxy_pass http://origin;
-        }
-        location @wait_s { smart_limit wait_s; proxy_pass http://origin; }
-        location = /arrive_s {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @arrive_s;
-            proxy_pass http://origin;
-        }
-        location @arrive_s { smart_limit arrive_s; proxy_pass http://origin; }
         location = /place_503 { limit_req zone=lr; proxy_pass http://origin; }
-        location = /pl_m {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @pl_m;
-            proxy_pass http://origin;
-        }
-        location @pl_m { smart_limit pl_m; proxy_pass http://origin; }
-        location = /pl_r {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @pl_r;
-            proxy_pass http://origin;
-        }
-        location @pl_r { smart_limit pl_r; proxy_pass http://origin; }
-        location = /pl_s {
-            limit_req zone=lr; limit_req_status 512; error_page 512 = @pl_s;
-            proxy_pass http://origin;
-        }
-        location @pl_s { smart_limit pl_s; proxy_pass http://origin; }
         location = /metrics { smart_limit_metrics; }
     }
 }

@@ -175,6 +175,14 @@ sub calls { $_[0]{calls} }
 # commands).
 sub stray { $_[0]{stray} }
 
+# ARGV[i] of an EVAL/EVALSHA command's words (a call's {args}, or a SLOWLOG entry's: the
+# command, the script, the key count, the keys, then ARGV): after however many keys it names.
+sub argv {
+    my ($a, $i) = @_;
+    my $numkeys = ($a->[2] // '') =~ /^\d+$/ ? $a->[2] : 0;
+    return $a->[2 + $numkeys + $i];
+}
+
 # ------------------------------------------------------------------ the work of a command
 
 # How many entries of the sorted sets in %$keys one script command touches: undef when that

@@ -331,12 +331,11 @@ my $elapsed = time - $t0;
 # call's keys, whose count the call gives).
 my (%per_window, %per_node, %windows, $syncs);
 for my $c (@{ $rw->calls }) {
-    my @a = @{ $c->{args} };
-    my $k = 2 + (($a[2] // '') =~ /^\d+$/ ? $a[2] : 4);
-    next unless ($a[$k + 1] // '') eq 'sync';
+    my @argv = map { RedisWork::argv($c->{args}, $_) // '' } 1 .. 3;
+    next unless $argv[0] eq 'sync';
     $syncs++;
-    $per_window{"$a[$k + 2] $a[$k + 3]"}++;
-    $per_node{ $a[$k + 2] }++;
+    $per_window{"$argv[1] $argv[2]"}++;
+    $per_node{ $argv[1] }++;
 }
 $windows{ (split / /)[0] }++ for keys %per_window;
 my $most_per_window = max(0, values %per_window);

@@ -63,9 +63,7 @@ my (@broken, %per_group, %group_keys);
 my ($most_entries, $most_removed, $removed, $removing, $unbounded) = (0) x 5;
 my $k = 0;
 for my $c (@{ $rw->calls }) {
-    my @a = @{ $c->{args} };
-    my $numkeys = $a[2] // 0;
-    my $arg = sub { $a[2 + $numkeys + $_[0]] };    # ARGV[i]
+    my $arg = sub { RedisWork::argv($c->{args}, $_[0]) };    # ARGV[i]
     my ($entries, $gone, @wide) = (0, 0);
     for my $l (@{ $c->{lua} }) {
         my $e = RedisWork::entries(\%keys, $l);

@@ -173,9 +173,6 @@ for my $round (1 .. 2) {
 
 # ------------------------------------------------------------------------------ the calls' work
 
-# EVALSHA sha numkeys k1 .. kN: ARGV[i] is $args[2 + N + i] (the sync names 5 keys, more with
-# flood reports).
-sub n_args { my ($a) = @_; return 2 + (($a->[2] // '') =~ /^\d+$/ ? $a->[2] : 4) }
 my %lineset = map { $_ => 1 } ($K_PRESENT, $K_ARRIVAL);
 
 sub tokens { my ($s) = @_; return scalar(() = ($s // '') =~ /\S+/g) }
@@ -195,9 +192,7 @@ sub account {
     my $upto = $rw->{ended} ? @$calls : @$calls - 1;
     for my $k ($done .. $upto - 1) {
         my $c = $calls->[$k];
-        my @a = @{ $c->{args} };
-        my $na = n_args(\@a);
-        my $arg = sub { $a[$na + $_[0]] };
+        my $arg = sub { RedisWork::argv($c->{args}, $_[0]) };
         my $op = $arg->(1) // '';
         my $fence = join ' ', map { $arg->($_) // '?' } 2, 12, 3, 13;    # node gen window seq
         my ($entries, @unbounded) = (0);
@@ -317,7 +312,7 @@ if ($o{dump}) {
     open my $d, '>', $o{dump} or die "$o{dump}: $!\n";
     for my $c (@calls) {
         my @a = @{ $c->{args} };
-        print $d join(' ', $c->{ts}, map({ $a[n_args(\@a) + $_] // '?' } 1, 2, 12, 3, 13),
+        print $d join(' ', $c->{ts}, map({ RedisWork::argv(\@a, $_) // '?' } 1, 2, 12, 3, 13),
             $c->{sightings} // '-', $c->{dropped} // '-', scalar @{ $c->{lua} }), "\n";
     }
     close $d;
@@ -345,15 +340,15 @@ sub times_report {
     my %by_fence;
     for my $c (@calls) {
         my @a = @{ $c->{args} };
-        push @{ $by_fence{ join ' ', map { $a[n_args(\@a) + $_] // '' } 1, 2, 12, 3, 13 } }, $c;
+        push @{ $by_fence{ join ' ', map { RedisWork::argv(\@a, $_) // '' } 1, 2, 12, 3, 13 } }, $c;
     }
     my @rows;    # [us, sightings|undef, dropped|undef]
     for my $e (reverse @$slow) {    # oldest first
         next unless ref $e eq 'ARRAY' && ref $e->[3] eq 'ARRAY';
         my @a = @{ $e->[3] };
         next unless ($a[0] // '') =~ /^eval(?:sha)?$/i && ($a[3] // '') eq $K_FLEET;
-        next unless ($a[n_args(\@a) + 1] // '') eq 'sync';
-        my $key = join ' ', map { $a[n_args(\@a) + $_] // '' } 1, 2, 12, 3, 13;
+        next unless (RedisWork::argv(\@a, 1) // '') eq 'sync';
+        my $key = join ' ', map { RedisWork::argv(\@a, $_) // '' } 1, 2, 12, 3, 13;
         my $c = $monitor ? shift @{ $by_fence{$key} // [] } : undef;
         push @rows, [$e->[2], $c ? $c->{sightings} : undef, $c ? $c->{dropped} : undef];
     }

@@ -108,12 +108,8 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
         offset += reqs.len();
         let plan = h.plan(id);
         let kind = plan.map(|p| p.kind).or(reqs.first().map(|r| r.kind));
-        // The driver may note a planned abandonment for a client that was admitted first: it
-        // abandoned only if it stopped while waiting.
-        let last_told = reqs.iter().rev().find(|r| tells(r)).map(|r| r.outcome);
-        let abandoned_at = plan
-            .and_then(|p| p.abandoned_at)
-            .filter(|_| last_told == Some(Outcome::Waiting));
+        // (The driver notes the moment only for a client that stopped while waiting.)
+        let abandoned_at = plan.and_then(|p| p.abandoned_at);
         let arrival_idx = reqs
             .iter()
             .position(|r| matches!(r.outcome, Outcome::Waiting | Outcome::Admitted));

@@ -44,7 +44,7 @@ fn describe(r: &Req) -> String {
     }
 }
 
-fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
+fn client(run: &Run, reqs: &[Req], out: &mut Vec<Violation>) {
     let mut held = Held::Nothing;
     for r in reqs.iter().filter(|r| tells(r)) {
         match (held, r.outcome) {
@@ -53,11 +53,10 @@ fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
                     && r.sent >= w.done
                     && r.done.saturating_sub(w.sent) <= run.presence_ms =>
             {
-                out.push(Violation {
-                    rule: Rule::Dropped,
-                    at_ms: r.sent,
-                    clients: vec![id],
-                    text: format!(
+                out.push(Violation::at(
+                    Rule::Dropped,
+                    r,
+                    format!(
                         "waiting ({}at {} ms), then {} at {}-{} ms with its ticket, \
                          within presence ({} ms)",
                         w.pos.map(|p| format!("position {p} ")).unwrap_or_default(),
@@ -67,7 +66,7 @@ fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
                         r.done,
                         run.presence_ms
                     ),
-                });
+                ));
             }
             (Held::Admission(last, from), Outcome::New | Outcome::Waiting)
                 if r.sent >= last.done && within_admission(run, last, from, r) =>
@@ -79,11 +78,10 @@ fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
                         run.grant_ms.unwrap_or(600_000)
                     ),
                 };
-                out.push(Violation {
-                    rule: Rule::LostAdmission,
-                    at_ms: r.sent,
-                    clients: vec![id],
-                    text: format!(
+                out.push(Violation::at(
+                    Rule::LostAdmission,
+                    r,
+                    format!(
                         "admitted (last at {}-{} ms), then {} at {}-{} ms, within its {kind}",
                         last.sent,
                         last.done,
@@ -91,7 +89,7 @@ fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
                         r.sent,
                         r.done
                     ),
-                });
+                ));
             }
             _ => {}
         }
@@ -125,7 +123,7 @@ fn client(run: &Run, id: u64, reqs: &[Req], out: &mut Vec<Violation>) {
 pub fn check(h: &History, clients: &[ClientFacts]) -> Vec<Violation> {
     let mut out = Vec::new();
     for c in clients.iter().filter(|c| !c.minter()) {
-        client(&h.run, c.id, reqs_of(h, c), &mut out);
+        client(&h.run, reqs_of(h, c), &mut out);
     }
     out.sort_by_key(|v| (v.at_ms, v.rule));
     out

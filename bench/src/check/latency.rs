@@ -85,15 +85,14 @@ pub fn check(h: &History, limit_ms: u64) -> Latency {
             if h.faults.iter().any(|f| explains(f, r.node, r)) {
                 n.errors_near_fault += 1;
             } else {
-                out.violations.push(Violation {
-                    rule: Rule::Unanswered,
-                    at_ms: r.sent,
-                    clients: vec![r.client],
-                    text: format!(
+                out.violations.push(Violation::at(
+                    Rule::Unanswered,
+                    r,
+                    format!(
                         "no answer from node {} (sent {} ms, given up at {} ms), no fault near",
                         r.node, r.sent, r.done
                     ),
-                });
+                ));
             }
             continue;
         }
@@ -101,15 +100,14 @@ pub fn check(h: &History, limit_ms: u64) -> Latency {
         durations.push(took);
         if took > limit_ms {
             n.slow += 1;
-            out.violations.push(Violation {
-                rule: Rule::Latency,
-                at_ms: r.sent,
-                clients: vec![r.client],
-                text: format!(
+            out.violations.push(Violation::at(
+                Rule::Latency,
+                r,
+                format!(
                     "node {} answered {} ({:?}) after {took} ms (limit {limit_ms} ms)",
                     r.node, r.status, r.outcome
                 ),
-            });
+            ));
         }
     }
     for (_, (mut durations, mut n)) in per_node {

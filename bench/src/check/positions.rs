@@ -80,14 +80,7 @@ impl Moves {
 }
 
 /// The growth check over one client's requests.
-fn client(
-    id: u64,
-    reqs: &[Req],
-    h: &History,
-    tol: &Tolerances,
-    moves: Option<&Moves>,
-    out: &mut Positions,
-) {
+fn client(reqs: &[Req], h: &History, tol: &Tolerances, moves: Option<&Moves>, out: &mut Positions) {
     let from = final_from(h);
     for span in places(reqs, h.run.presence_ms) {
         let waits: Vec<(&Req, u64)> = reqs
@@ -114,16 +107,15 @@ fn client(
             let estimate = moves.map_or(0, |m| m.bound(p).saturating_add(m.bound(r)));
             let allowed = tol.position_growth(ppos).saturating_add(estimate);
             if growth > allowed {
-                out.violations.push(Violation {
-                    rule: Rule::PositionGrew,
-                    at_ms: r.sent,
-                    clients: vec![id],
-                    text: format!(
+                out.violations.push(Violation::at(
+                    Rule::PositionGrew,
+                    r,
+                    format!(
                         "told position {ppos} at {}-{} ms, then {pos} at {}-{} ms \
                          (+{growth}, tolerance {allowed})",
                         p.sent, p.done, r.sent, r.done
                     ),
-                });
+                ));
             }
         }
     }
@@ -135,7 +127,7 @@ pub fn check(h: &History, clients: &[ClientFacts], tol: &Tolerances) -> Position
     let mut out = Positions::default();
     let moves = Moves::of(h, clients);
     for c in clients.iter().filter(|c| !c.minter()) {
-        client(c.id, reqs_of(h, c), h, tol, moves.as_ref(), &mut out);
+        client(reqs_of(h, c), h, tol, moves.as_ref(), &mut out);
     }
     out.violations.sort_by_key(|v| v.at_ms);
     out

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::history::Req;
+
 /// The rules of [S23], in the order the summary lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
@@ -70,6 +72,18 @@ pub struct Violation {
     pub at_ms: u64,
     pub clients: Vec<u64>,
     pub text: String,
+}
+
+impl Violation {
+    /// A violation one request of one client shows: at the time it was sent.
+    pub fn at(rule: Rule, r: &Req, text: String) -> Violation {
+        Violation {
+            rule,
+            at_ms: r.sent,
+            clients: vec![r.client],
+            text,
+        }
+    }
 }
 
 impl fmt::Display for Violation {

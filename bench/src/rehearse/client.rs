@@ -37,8 +37,12 @@ pub enum Phase {
     Admitted {
         since: u64,
     },
-    /// Left (admitted and done), abandoned, or the run ended.
-    Done,
+    /// Admitted, browsed and left.
+    Left,
+    /// Gave up waiting at `at`.
+    Abandoned {
+        at: u64,
+    },
 }
 
 /// A client's state between its requests.
@@ -99,7 +103,7 @@ impl Client {
             Outcome::New => Some(now),
             Outcome::Waiting => {
                 if self.plan.abandon_at.is_some_and(|at| at <= now) {
-                    self.phase = Phase::Done;
+                    self.phase = Phase::Abandoned { at: now };
                     return None;
                 }
                 self.phase = Phase::Waiting;
@@ -116,7 +120,7 @@ impl Client {
                 };
                 self.phase = Phase::Admitted { since };
                 if now.saturating_sub(since) >= self.plan.stay_ms {
-                    self.phase = Phase::Done;
+                    self.phase = Phase::Left;
                     return None;
                 }
                 Some(now + spread(BROWSE_MS))
@@ -171,7 +175,7 @@ mod tests {
             c.answered(5200, Some(&answer(Outcome::Admitted, None)), 0.5),
             None
         );
-        assert_eq!(c.phase, Phase::Done);
+        assert_eq!(c.phase, Phase::Left);
     }
 
     #[test]

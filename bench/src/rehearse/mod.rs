@@ -243,7 +243,10 @@ fn run(a: Arc<Args>) -> Result<String, String> {
             shared.h.write(&Record::Client(ClientPlan {
                 client: c.id,
                 kind: c.plan.kind,
-                abandoned_at: c.plan.abandon_at.filter(|_| c.phase == Phase::Done),
+                abandoned_at: match c.phase {
+                    Phase::Abandoned { at } => Some(at),
+                    _ => None,
+                },
                 poll_ms: c.plan.poll_ms,
             }));
         }

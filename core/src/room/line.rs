@@ -352,7 +352,11 @@ impl<'m> Room<'m> {
             return self.newcomer(v, mode, now, limits);
         };
         let qnum = self.ring[ix].qnum;
-        let cap = self.capacity_now(now, limits);
+        // One count of the active sessions for both limits and the turn (it may move the fence).
+        let active = self.active_now(now, limits);
+        let in_minute = self.hdr.admitted_in_minute;
+        let cap = rules::capacity(limits, active, in_minute, self.hdr.free != NIL);
+        let free = rules::free_places(limits, active, in_minute);
         let turn = match mode {
             // [S4] The head, and with k places free the first k present places: each takes
             // one as it polls, whatever the order they poll in. Those ahead of one that goes
@@ -360,21 +364,11 @@ impl<'m> Room<'m> {
             // p - 1 <= k - 1 or less), so nobody is passed over. The head alone left places
             // empty while it was slow to poll, or gone and not yet past presence: a rehearsal
             // (800 clients, a tenth giving up) kept a room of 100 at 12 on average while 620
-            // waited.
-            Mode::Fifo => {
-                self.drawn(qnum) && {
-                    let active = self.active_now(now, limits);
-                    let free = rules::free_places(limits, active, self.hdr.admitted_in_minute);
-                    free > 0 && self.position(qnum, thr) <= free
-                }
-            }
+            // waited. (`active_now` never counts fewer than are active, so `free` is never
+            // more than the truth.)
+            Mode::Fifo => free > 0 && self.drawn(qnum) && self.position(qnum, thr) <= free,
             // Lottery: with k free places and n clients present, each poll wins with chance k/n.
-            Mode::Random => {
-                let active = self.active_now(now, limits);
-                let free = rules::free_places(limits, active, self.hdr.admitted_in_minute);
-                let present = self.line_len(thr);
-                rules::lottery_wins(v.draw, free, present)
-            }
+            Mode::Random => rules::lottery_wins(v.draw, free, self.line_len(thr)),
             _ => false,
         };
         if turn && cap == Capacity::Room {
