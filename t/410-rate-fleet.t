@@ -4,20 +4,25 @@
 # slow never shows a negative or broken rate and recovers; with Redis gone the nodes keep
 # their last probability and nobody waits for Redis.
 #
-# Loads are wrk at full speed (bounded in time), so the nodes' offered rate is far above the
-# cap; the probe (t/lib/rate_probe.pl) reads every node's cumulative counters at the start and
-# the end of a window and compares the fleet's passed rate with the cap.
+# TEST 1's loads are paced wrk connections (t/lib/paced.lua: each waits 1 ms after every
+# answer, about 900 requests a second each, 12 of them), so the nodes are offered about three
+# times the cap whatever else the machine runs; the probe (t/lib/rate_probe.pl) reads every
+# node's cumulative counters at the start and the end of a window and compares the fleet's
+# passed rate with the cap. They were wrk at full speed until a clean-clone CI run measured
+# +9.0 % on the first 24 s window (bound 6 %): three wrk at full speed saturate the 2 cores,
+# and the offer then swings with the scheduler from one interval to the next (one node was
+# offered 20,000 r/s on 8 connections while another got 55,000 on 1). `p` is the cap over the
+# last interval's offer, so a swinging offer passes more than the cap on average (the mean of
+# offer(t)/offer(t-1) is above 1: an offer swinging at random within +-30 % gives +3 %); the
+# error measured the machine, not the zone. Paced, with two busy loops hogging both cores
+# beside the test: +0.6 % and +0.03 %. So +-6 % over 24 s stays, with room: a sum of the wrong
+# windows or a lost node is off by a third.
 #
-# A rate over a window of wall time depends on the machine: a window's error is mostly how far
-# the offer drifted between its ends, over its length, and here three wrk and three nginx share
-# 2 cores with Redis (and, in the suite, whatever else runs). So the tolerances are wide enough
-# for a loaded machine and narrow enough for what breaks: 24 s windows of steady load +-6 %
-# (14 s windows measured a 1.5 % standard deviation here, -3.1 % and +5.1 % in one CI run; at
-# 24 s that is +-3.9 % at worst; a sum of the wrong windows or a lost node is off by a third),
-# short windows around a slow sync or a Redis outage +-30 % (the offer moves by up to a third
-# from one second to the next, +11 % was seen in CI on a 3 s window; a broken sync passes the
-# rate once per node, +200 %), +-50 % for the one 1 s window. The accuracy itself (+-3 %) is a figure of the benchmark,
-# `scripts/bench --rate` (docs/benchmarks.md), with its conditions.
+# TESTs 2 and 3 keep wrk at full speed (a slow sync and an outage need the offer far above
+# the cap) and short windows: +-30 % around a slow sync or a Redis outage (+11 % was seen in
+# CI on a 3 s window; a broken sync passes the rate once per node, +200 %), +-50 % for the one
+# 1 s window. The accuracy itself (+-3 %) is a figure of the benchmark, `scripts/bench --rate`
+# (docs/benchmarks.md), with its conditions.
 #
 # One sync per node per interval is asserted on the syncs themselves, not on a count over a
 # window: every call of the rate script seen on MONITOR (t/lib/script_work.pl) during TEST 1's
@@ -54,9 +59,9 @@ ok
 # Two phases of 32 and 34 s: the first window (5 s to 29 s and the probes' own time) ends
 # before the load moves with 3 s to spare, the second (from 36 s, three intervals after the
 # move, to 60 s) 6 s before the load ends; the steps between them take a fraction of a second.
-bg-sh 90: wrk -t1 -c8 -d32s http://127.0.0.1:$TEST_NGINX_PORT_N1/ && wrk -t1 -c1 -d34s http://127.0.0.1:$TEST_NGINX_PORT_N1/
-bg-sh 90: wrk -t1 -c3 -d32s http://127.0.0.1:$TEST_NGINX_PORT_N2/ && wrk -t1 -c3 -d34s http://127.0.0.1:$TEST_NGINX_PORT_N2/
-bg-sh 90: wrk -t1 -c1 -d32s http://127.0.0.1:$TEST_NGINX_PORT_N3/ && wrk -t1 -c8 -d34s http://127.0.0.1:$TEST_NGINX_PORT_N3/
+bg-sh 90: wrk -t1 -s t/lib/paced.lua -c8 -d32s http://127.0.0.1:$TEST_NGINX_PORT_N1/ && wrk -t1 -s t/lib/paced.lua -c1 -d34s http://127.0.0.1:$TEST_NGINX_PORT_N1/
+bg-sh 90: wrk -t1 -s t/lib/paced.lua -c3 -d32s http://127.0.0.1:$TEST_NGINX_PORT_N2/ && wrk -t1 -s t/lib/paced.lua -c3 -d34s http://127.0.0.1:$TEST_NGINX_PORT_N2/
+bg-sh 90: wrk -t1 -s t/lib/paced.lua -c1 -d32s http://127.0.0.1:$TEST_NGINX_PORT_N3/ && wrk -t1 -s t/lib/paced.lua -c8 -d34s http://127.0.0.1:$TEST_NGINX_PORT_N3/
 # A fleet starting cold needs about three intervals (see the README): measure after five.
 sleep 5
 bg-sh 90: perl t/lib/script_work.pl --redis $TEST_NGINX_REDIS_PORT --call-key smart_limit:{api}:rate --group 1,6 --group-cap 1 --ready $TEST_NGINX_SERVROOT/work.ready --stop $TEST_NGINX_SERVROOT/work.stop => /script calls (\d+); monitor saw \1; .*; groups \d+ of 3 keys; most calls a group 1; unbounded 0; over bounds 0\n/

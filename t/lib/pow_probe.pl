@@ -100,13 +100,28 @@ sub solve {
     }
 }
 
+# The holder takes the room's only place. A synced node asks even the first for a proof (its
+# picture is an interval old), and its share of this interval's places may be none: the one
+# free place went to the other node, whose share it is until the next sync (see the fleet
+# script's allocation). The holder then waits with its turn held and comes back, as the page
+# would, until it is let in (a few intervals at most).
+sub let_in {
+    my ($holder) = @_;
+    my ($st, $body) = get($holder);
+    if (my ($s, $bits) = challenge_of($body)) {
+        ($st, $body) = get($holder, proof => solve($s, $bits));
+    }
+    for (1 .. 50) {
+        last if $st == 200 || field($body, 'status') ne 'waiting';
+        sleep 0.1;
+        ($st, $body) = get($holder);
+    }
+    return $st;
+}
+
 if ($auto) {
     my $holder = arrive(0);
-    my ($st, $hb) = get($holder);
-    # (A synced node, or one without fresh central figures, asks even the first for a proof.)
-    if (my ($s, $bits) = challenge_of($hb)) {
-        ($st) = get($holder, proof => solve($s, $bits));
-    }
+    my $st = let_in($holder);
     die "holder not admitted ($st)\n" unless $st == 200;
     my $w = arrive(1);
     my (undef, $body) = get($w);
@@ -141,10 +156,7 @@ if ($auto) {
 # The holder: let in at once where the node knows the room is empty (shared memory, fresh
 # central figures); a synced node (or one without fresh figures) asks it for a proof first.
 my $holder = arrive(0);
-my ($hst, $hb) = get($holder);
-if (my ($s, $bits) = challenge_of($hb)) {
-    ($hst) = get($holder, proof => solve($s, $bits));
-}
+my $hst = let_in($holder);
 die "the holder was not let in ($hst)\n" unless $hst == 200;
 my ($b, $c) = (arrive(1), arrive(2));
 my $b_first = $b->{cookie};
