@@ -6,7 +6,8 @@
 // the proof as the room's proof cookie and loads itself again, and the browser is shown the
 // waiting page, first in line. Prints how long the solving took (the cost a browser pays).
 // Then a browser with JavaScript off: its page comes back after the no-script wait and takes
-// the next place without a proof.
+// the next place without a proof. Last, the operator's own page at /own/, which hosts the
+// challenge with {{challenge_script}}: solved there too.
 //
 // Usage: node challenge.mjs --base http://127.0.0.1:PORT --out DIR --bits N
 // Prints one JSON document: {"checks":[...],"screenshots":[...],"solve_ms":N,
@@ -123,6 +124,23 @@ try {
     joined && noJsPos === '2', `${noJsPos} after ${waitedMs} ms; answers ${JSON.stringify(seen)}`);
   check('without JavaScript: not before the no-script wait (30 s)', waitedMs >= 30000, `${waitedMs} ms`);
   await plain.close();
+
+  // A page of the operator's own that hosts the challenge ({{challenge_script}}, no progress
+  // element): the same solver runs there, and the page comes back with its place, third.
+  const own = await browser.newContext({ locale: 'en-US' });
+  const ownPage = await own.newPage();
+  const ownFirst = await ownPage.goto(base + '/own/', { waitUntil: 'domcontentloaded' });
+  const ownBody = (await ownFirst.text().catch(() => '')) || '';
+  check('a custom page with {{challenge_script}} answers the challenge',
+    ownFirst.status() === 503 && /<h1>Our shop: challenge<\/h1>/.test(ownBody)
+    && !/Checking your browser/.test(ownBody), `${ownFirst.status()} ${ownBody.slice(0, 80)}`);
+  const ownPlaced = await ownPage
+    .waitForSelector('#place:not(:empty)', { timeout: 120000 })
+    .then(() => true, () => false);
+  const ownPos = (await ownPage.textContent('#place').catch(() => '')).trim();
+  check('the custom page solves it and comes back with its place, third in line',
+    ownPlaced && ownPos === '3', `${ownPos} ${ownPage.url()}`);
+  await own.close();
 } catch (e) {
   check('the browser test ran to the end', false, e && e.stack ? e.stack : e);
 } finally {
