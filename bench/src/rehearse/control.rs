@@ -13,7 +13,7 @@ use crate::http::Client;
 
 /// One room of the endpoint's answer (only what the checker needs).
 #[derive(Debug, Deserialize)]
-struct Room {
+pub struct Room {
     room: String,
     store: String,
     max_active: u64,
@@ -30,21 +30,8 @@ struct Rooms {
     rooms: Vec<Room>,
 }
 
-/// What the endpoint says of the room: a run's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    pub mode: Mode,
-    pub max_active: u64,
-    pub session_ms: Option<u64>,
-    pub grant_ms: Option<u64>,
-    pub active_window_ms: u64,
-    pub presence_ms: u64,
-    pub timeout_ms: u64,
-    pub sync_ms: u64,
-}
-
-/// Reads room `room` out of the endpoint's JSON.
-pub fn settings(json: &str, room: &str) -> Result<Settings, String> {
+/// Reads room `room` out of the endpoint's JSON, its store and admission checked.
+fn room_of(json: &str, room: &str) -> Result<Room, String> {
     let doc: Rooms = serde_json::from_str(json)
         .map_err(|e| format!("the control endpoint's answer is not its JSON: {e}"))?;
     let r = doc
@@ -52,32 +39,28 @@ pub fn settings(json: &str, room: &str) -> Result<Settings, String> {
         .into_iter()
         .find(|r| r.room == room)
         .ok_or_else(|| format!("the control endpoint has no room '{room}'"))?;
-    let mode = match (r.store.as_str(), r.sync_ms) {
-        ("shm", _) => Mode::Shm,
-        ("redis", Some(_)) => Mode::Sync,
-        ("redis", None) => Mode::Redis,
-        (other, _) => return Err(format!("the control endpoint names store '{other}'")),
-    };
-    let ms = r.admission_seconds.saturating_mul(1000);
-    let (session_ms, grant_ms) = match r.admission.as_str() {
-        "session" => (Some(ms), None),
-        "grant" => (None, Some(ms)),
-        other => return Err(format!("the control endpoint names admission '{other}'")),
-    };
-    Ok(Settings {
-        mode,
-        max_active: r.max_active,
-        session_ms,
-        grant_ms,
-        active_window_ms: r.active_window_ms,
-        presence_ms: r.presence_ms,
-        timeout_ms: if mode == Mode::Shm { 0 } else { r.timeout_ms },
-        sync_ms: r.sync_ms.unwrap_or(0),
-    })
+    mode_of(&r)?;
+    if r.admission != "session" && r.admission != "grant" {
+        return Err(format!(
+            "the control endpoint names admission '{}'",
+            r.admission
+        ));
+    }
+    Ok(r)
 }
 
-/// GETs `url?room=ROOM` and reads the room's settings.
-pub fn fetch(url: &str, room: &str) -> Result<Settings, String> {
+/// The store mode the room runs: shared memory, central Redis, or synced.
+fn mode_of(r: &Room) -> Result<Mode, String> {
+    match (r.store.as_str(), r.sync_ms) {
+        ("shm", _) => Ok(Mode::Shm),
+        ("redis", Some(_)) => Ok(Mode::Sync),
+        ("redis", None) => Ok(Mode::Redis),
+        (other, _) => Err(format!("the control endpoint names store '{other}'")),
+    }
+}
+
+/// GETs `url?room=ROOM` and reads the room there.
+pub fn fetch(url: &str, room: &str) -> Result<Room, String> {
     let target = parse_url(url)?;
     let mut http = Client::new(&target, None, Duration::from_secs(5));
     let base = if target.base.is_empty() {
@@ -91,32 +74,36 @@ pub fn fetch(url: &str, room: &str) -> Result<Settings, String> {
     if res.status != 200 {
         return Err(format!("--control {url}: answered {}", res.status));
     }
-    settings(&String::from_utf8_lossy(&res.body), room).map_err(|e| format!("--control {url}: {e}"))
+    room_of(&String::from_utf8_lossy(&res.body), room).map_err(|e| format!("--control {url}: {e}"))
 }
 
-/// Takes the endpoint's settings into `run`, except those `given` as flags.
-pub fn apply(run: &mut Run, s: &Settings, given: impl Fn(&str) -> bool) {
+/// Takes the room's settings into `run`, except those `given` as flags.
+pub fn apply(run: &mut Run, r: &Room, given: impl Fn(&str) -> bool) {
+    let mode = mode_of(r).unwrap_or(run.mode);
     if !given("--mode") {
-        run.mode = s.mode;
+        run.mode = mode;
     }
     if !given("--max-active") {
-        run.max_active = s.max_active;
+        run.max_active = r.max_active;
     }
     if !given("--session") && !given("--grant") {
-        run.session_ms = s.session_ms;
-        run.grant_ms = s.grant_ms;
+        let ms = Some(r.admission_seconds.saturating_mul(1000));
+        (run.session_ms, run.grant_ms) = match r.admission.as_str() {
+            "session" => (ms, None),
+            _ => (None, ms),
+        };
     }
     if !given("--active-window") {
-        run.active_window_ms = s.active_window_ms;
+        run.active_window_ms = r.active_window_ms;
     }
     if !given("--presence") {
-        run.presence_ms = s.presence_ms;
+        run.presence_ms = r.presence_ms;
     }
     if !given("--timeout") {
-        run.timeout_ms = s.timeout_ms;
+        run.timeout_ms = if mode == Mode::Shm { 0 } else { r.timeout_ms };
     }
     if !given("--sync") {
-        run.sync_ms = s.sync_ms;
+        run.sync_ms = r.sync_ms.unwrap_or(0);
     }
 }
 
@@ -131,43 +118,43 @@ mod tests {
         "admission_seconds":5,"presence_ms":10000,"active_window_ms":5000,"timeout_ms":900,
         "sync_ms":1000,"up":true,"counters":null,"events":[]}],"updated_at":1}"#;
 
+    fn run_of(flags: &str) -> Run {
+        let argv = format!("--node http://127.0.0.1:1/ --out h {flags}");
+        let argv: Vec<String> = argv.split_whitespace().map(str::to_string).collect();
+        crate::rehearse::args::parse(&argv).expect("parses").run
+    }
+
     #[test]
     fn reads_the_room_it_is_asked_for() {
-        let s = settings(ANSWER, "shop").expect("the room");
-        assert_eq!(
-            s,
-            Settings {
-                mode: Mode::Sync,
-                max_active: 40,
-                session_ms: Some(5000),
-                grant_ms: None,
-                active_window_ms: 5000,
-                presence_ms: 10_000,
-                timeout_ms: 900,
-                sync_ms: 1000,
-            }
+        let mut run = run_of("--max-active 1 --grant 1");
+        apply(
+            &mut run,
+            &room_of(ANSWER, "shop").expect("the room"),
+            |_| false,
         );
-        let o = settings(ANSWER, "other").expect("the other room");
-        assert_eq!(
-            (o.mode, o.grant_ms, o.timeout_ms),
-            (Mode::Shm, Some(600_000), 0)
+        assert_eq!((run.mode, run.max_active), (Mode::Sync, 40));
+        assert_eq!((run.session_ms, run.grant_ms), (Some(5000), None));
+        assert_eq!((run.active_window_ms, run.presence_ms), (5000, 10_000));
+        assert_eq!((run.timeout_ms, run.sync_ms), (900, 1000));
+        apply(
+            &mut run,
+            &room_of(ANSWER, "other").expect("the room"),
+            |_| false,
         );
-        assert!(settings(ANSWER, "none").is_err());
-        assert!(settings("<html>", "shop").is_err());
+        assert_eq!(
+            (run.mode, run.grant_ms, run.timeout_ms, run.sync_ms),
+            (Mode::Shm, Some(600_000), 0, 0)
+        );
+        assert!(room_of(ANSWER, "none").is_err());
+        assert!(room_of("<html>", "shop").is_err());
+        assert!(room_of(&ANSWER.replace("\"shm\"", "\"disk\""), "other").is_err());
     }
 
     #[test]
     fn flags_given_win() {
-        let s = settings(ANSWER, "shop").expect("the room");
-        let mut run = crate::rehearse::args::parse(
-            &"--node http://127.0.0.1:1/ --out h --max-active 7 --grant 60"
-                .split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>(),
-        )
-        .expect("parses")
-        .run;
-        apply(&mut run, &s, |f| f == "--max-active" || f == "--grant");
+        let mut run = run_of("--max-active 7 --grant 60");
+        let given = |f: &str| f == "--max-active" || f == "--grant";
+        apply(&mut run, &room_of(ANSWER, "shop").expect("the room"), given);
         assert_eq!(
             (run.max_active, run.grant_ms, run.session_ms),
             (7, Some(60_000), None)
