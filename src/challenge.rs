@@ -8,13 +8,16 @@
 //!   `SEED.NONCE`; a valid one lets the ticket take its place (and the cookie is deleted), once:
 //!   the node records it spent, and the same proof again is a client without one.
 //! - Without a valid proof, the client gets the challenge answer: the seed for its ticket, no
-//!   place. A browser that runs no script is not locked out: once its ticket is
-//!   [`no_script_wait_ms`] old, it takes its place without a proof (the page comes back then).
+//!   place. A browser that runs no script is not locked out: [`no_script_wait_ms`] after its
+//!   ticket's first challenge ([`first_challenge`], which the first challenge answer writes
+//!   into the ticket), it takes its place without a proof (the page comes back then), unless
+//!   `challenge_noscript=off`. Counted from the first challenge, not from the ticket's issue,
+//!   so a ticket minted long ahead is challenged like any other.
 
 use ngx::http::Request;
 use smart_limit_core::challenge::{
-    encode_seed, no_script_wait_ms, seed, spent_key, spent_until, verify, GRACE_BITS, MIN_BITS,
-    SEED_CHARS,
+    encode_seed, first_challenge, no_script_wait_ms, seed, spent_key, spent_until, verify,
+    GRACE_BITS, MIN_BITS, SEED_CHARS,
 };
 use smart_limit_core::ticket::Ticket;
 
@@ -32,7 +35,19 @@ pub enum Gate {
     /// cookie is to be deleted).
     Pass { spent: Option<u64> },
     /// The challenge answer: solve this seed (base64url) at this difficulty.
-    Challenge([u8; SEED_CHARS], u8, u64),
+    Challenge(Challenge),
+}
+
+/// A challenge answer's contents.
+pub struct Challenge {
+    pub seed: [u8; SEED_CHARS],
+    pub bits: u8,
+    /// Seconds until the ticket may take its place without a proof (the page's `<noscript>`
+    /// refresh); None with `challenge_noscript=off`.
+    pub no_script_secs: Option<u64>,
+    /// This is the ticket's first challenge: the answer writes the ticket again with this
+    /// moment as its check-in, where its no-script wait starts.
+    pub first: bool,
 }
 
 /// The gate for a waiting ticket `t` at `now`.
@@ -50,19 +65,22 @@ pub fn gate(r: &Request, zone: &Zone, t: &Ticket, now: u64) -> Gate {
     };
     let room = zone.params.name.as_str();
     let bound = (t.sid, t.issued_at);
+    let first = first_challenge(t.issued_at, t.last_seen);
+    let since = first.unwrap_or(now);
     if let Some(proof) = proof_of(r, zone) {
         let min = bits.saturating_sub(GRACE_BITS).max(MIN_BITS);
         let key = spent_key(bound);
-        let fresh = |solved| zone.spend_proof(key, spent_until(t.issued_at, solved), now);
+        let fresh = |solved| zone.spend_proof(key, spent_until(since, solved), now);
         match verify(keys, room, bound, &proof, min) {
             Ok(solved) if fresh(solved) => return Gate::Pass { spent: Some(key) },
             // A proof that does not verify, or one spent already: a client without one.
             _ => zone.count(|c| c.proofs_refused += 1),
         }
     }
-    let waited = now.saturating_sub(t.issued_at);
+    let waited = now.saturating_sub(since);
     let wait = no_script_wait_ms(bits);
-    if waited >= wait {
+    let no_script = zone.params.challenge_noscript;
+    if no_script && waited >= wait {
         return Gate::Pass { spent: None };
     }
     zone.count(|c| c.challenged += 1);
@@ -71,7 +89,12 @@ pub fn gate(r: &Request, zone: &Zone, t: &Ticket, now: u64) -> Gate {
     for (o, b) in out.iter_mut().zip(text.bytes()) {
         *o = b;
     }
-    Gate::Challenge(out, bits, (wait - waited).div_ceil(1000))
+    Gate::Challenge(Challenge {
+        seed: out,
+        bits,
+        no_script_secs: no_script.then(|| (wait - waited).div_ceil(1000)),
+        first: first.is_none(),
+    })
 }
 
 /// The proof the request brings: the header, else the room's proof cookie.

@@ -32,7 +32,6 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
-use smart_limit_core::challenge::SEED_CHARS;
 use smart_limit_core::fleet;
 use smart_limit_core::page::{Template, ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
@@ -41,7 +40,7 @@ use smart_limit_core::ticket::{self, Ticket};
 use smart_limit_core::zone::StoreKind;
 
 use crate::answer;
-use crate::challenge::{self, Gate};
+use crate::challenge::{self, Challenge, Gate};
 use crate::clock::now_ms;
 use crate::conf::{DryRun, Endpoint, LocConf};
 use crate::cookie;
@@ -124,9 +123,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
                         turn.spent = Some(key);
                     }
                     Gate::Pass { spent: None } => {}
-                    Gate::Challenge(seed, bits, wait_secs) => {
-                        return challenged(r, &turn, (seed, bits), wait_secs)
-                    }
+                    Gate::Challenge(c) => return challenged(r, &turn, &t, c),
                 }
             }
             let (qnum, arrival) = place_of(zone, &t, now);
@@ -265,17 +262,22 @@ fn arrived(r: &mut Request, turn: &Turn, sid: u64) -> ngx_int_t {
 
 /// `challenge=pow`: the challenge answer (the seed to solve, no place); the page solves it
 /// and comes back, or without script comes back after `wait_secs` and takes its place then.
-fn challenged(
-    r: &mut Request,
-    turn: &Turn,
-    challenge: ([u8; SEED_CHARS], u8),
-    wait_secs: u64,
-) -> ngx_int_t {
+fn challenged(r: &mut Request, turn: &Turn, t: &Ticket, c: Challenge) -> ngx_int_t {
+    // The first challenge starts the ticket's no-script wait: written into it as its check-in.
+    if c.first {
+        let challenged = Ticket {
+            last_seen: turn.now,
+            ..*t
+        };
+        cookie::set_ticket(r, turn.zone, &challenged);
+    }
     record(r, turn.zone, Outcome::Challenged, None, None);
     let mut view = turn.view(ViewStatus::Challenge, None);
-    view.challenge = Some(challenge);
+    view.challenge = Some((c.seed, c.bits));
     view.queue_len = turn.zone.snapshot(turn.now).map_or(0, |s| s.queue_len);
-    view.refresh_secs = wait_secs.max(1);
+    if let Some(secs) = c.no_script_secs {
+        view.refresh_secs = secs.max(1);
+    }
     let rc = answer::waiting(r, turn.lcf, None, &view);
     finish(r, rc)
 }

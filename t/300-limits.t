@@ -134,15 +134,16 @@ A GET / => 200; header X-SL-Status =~ /^PASSED$/; cookie smart_limit_shop absent
 # is a new user, and a new user never walks past the line: A queues behind B.
 until 10: A GET / Accept: application/json => 503; json.position == 2; header X-SL-Status =~ /^WAITING$/
 
-=== TEST 6: session= is Cloudflare's session duration: the control endpoint shows it
+=== TEST 6: session= is Cloudflare's session duration: the control endpoint shows it, with the room's times (what scripts/rehearse --control reads)
 --- http_config
     smart_limit_zone shop size=1m max_active=7 new_per_minute=30 session=5m;
-    smart_limit_zone old size=1m grant=10m;
+    smart_limit_zone old size=1m grant=10m presence=12s active_window=90s;
 --- config
     location = /control { smart_limit_control; }
 --- steps
 A GET /control => 200; json.rooms.0.room == "shop"; json.rooms.0.admission == "session"; json.rooms.0.admission_seconds == 300; json.rooms.0.max_active == 7; json.rooms.0.new_per_minute == 30
-A GET /control?room=old => 200; json.rooms.0.admission == "grant"; json.rooms.0.admission_seconds == 600; json.rooms.0.max_active == 100; json.rooms.0.new_per_minute == null
+A GET /control?room=old => 200; json.rooms.0.admission == "grant"; json.rooms.0.admission_seconds == 600; json.rooms.0.max_active == 100; json.rooms.0.new_per_minute == null; json.rooms.0.presence_ms == 12000; json.rooms.0.active_window_ms == 90000; json.rooms.0.sync_ms == null
+A GET /control?room=shop => 200; json.rooms.0.presence_ms == 20000; json.rooms.0.timeout_ms == 200
 
 === TEST 7: bad limit values are refused by nginx -t, naming the directive
 --- http_config

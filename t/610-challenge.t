@@ -155,3 +155,70 @@ until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n
 sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto => /^calm 16 flood (?:19|2[0-2]) after 1[67] in \d+ s$/
 --- no_error_log
 [error]
+
+=== TEST 10: a custom page with {{challenge_script}} hosts the challenge; one without leaves it to the built-in page, and nginx -t says so
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 flood=off challenge=pow challenge_bits=8;
+--- config
+    location / {
+        smart_limit shop;
+        smart_limit_page $TEST_NGINX_HTML_DIR/hosts.html;
+        root html;
+    }
+    location /plain {
+        smart_limit shop;
+        smart_limit_page $TEST_NGINX_HTML_DIR/plain.html;
+        root html;
+    }
+--- user_files
+>>> index.html
+origin
+>>> plain/index.html
+origin
+>>> hosts.html
+<h1>mine {{room}} {{status}} {{challenge_bits}}</h1><p id="progress"></p>{{challenge_script}}
+>>> plain.html
+<h1>plain {{status}} {{position}}</h1>
+--- steps
+A GET / => 200; body =~ /origin/
+B GET / Accept: text/html => 503; body =~ /\A<h1>mine shop challenge 8<\/h1><p id="progress"><\/p><script>window.SL=\{seed:'[A-Za-z0-9_-]{12}',bits:8,cookie:'smart_limit_shop_proof'\};<\/script>\n<script id="sl-pow"/; body =~ /new Worker/; body !~ /Checking your browser/
+C GET /plain/ Accept: text/html => 503; body =~ /Checking your browser/; body =~ /new Worker/; body !~ /<h1>plain/
+C GET /plain/ Accept: application/json => 503; json.status == "challenge"
+--- error_log
+smart_limit_page has no {{challenge_script}} but zone "shop" has challenge=pow
+
+=== TEST 11: the no-script wait counts from the ticket's first challenge, not its issue (a ticket minted ahead is challenged); challenge_noscript=off closes that path
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 active_window=10m flood=off challenge=pow challenge_bits=1;
+    smart_limit_zone strict size=1m max_active=1 active_window=10m flood=off challenge=pow challenge_bits=1 challenge_noscript=off;
+--- config
+    location / { smart_limit shop; root html; }
+    location /strict/ { smart_limit strict; root html; }
+--- user_files
+>>> index.html
+origin
+>>> strict/index.html
+origin
+--- follow_redirects: 0
+--- timeout: 100
+--- steps
+# (The holders stay active for the whole test: active_window=10m.)
+A GET / => 307
+A GET / => 200; body =~ /origin/
+S GET /strict/ => 307
+S GET /strict/ => 200; body =~ /origin/
+# B and C take their tickets (the cookie check) and first use them after more than the
+# no-script wait (30 s at 1 bit), as a script that mints tickets ahead of a launch: until
+# issue 33 such a ticket took its place without a proof.
+B GET / => 307
+C GET /strict/ => 307
+sleep 31
+B GET / Accept: application/json => 503; json.status == "challenge"
+C GET /strict/ Accept: application/json => 503; json.status == "challenge"
+sleep 31
+# B's wait counted from its first challenge, which its ticket now carries: over, a place
+# without a proof. The strict room never gives one without a proof.
+B GET / Accept: application/json => 503; json.status == "waiting"; json.position == 1
+C GET /strict/ Accept: application/json => 503; json.status == "challenge"; json.position == null
+--- no_error_log
+[error]

@@ -6,6 +6,7 @@
 # The time the browser took is printed (the cost at this difficulty; docs/under-attack.md).
 # Then a browser with JavaScript off gets the same page, whose <noscript> refresh brings it
 # back after the no-script wait (30 s and more), and takes the next place without a proof.
+# Last, a page of the operator's own with {{challenge_script}} (at /own/) is solved the same.
 # Screenshots are kept in t/browser/out/ (git-ignored).
 #
 # Without chromium or node_modules the test fails (it does not skip): run scripts/test, or
@@ -26,6 +27,12 @@ $nginx->write_user_files(<<'EOF');
 <!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Acme</title></head>
 <body><main id="origin-page"><h1>The shop</h1></main></body></html>
+>>> own/index.html
+own
+>>> own.html
+<!DOCTYPE html><html><head><meta charset="utf-8"><title>Our shop</title></head>
+<body><h1>Our shop: {{status}}</h1><p>Place <span id="place">{{position}}</span></p>
+{{challenge_script}}</body></html>
 EOF
 $nginx->write_config({
     workers => 1, log_level => 'info', main_config => '',
@@ -34,6 +41,7 @@ $nginx->write_config({
 EOF
     config => <<'EOF',
     location / { smart_limit shop; root html; }
+    location /own/ { smart_limit shop; smart_limit_page $TEST_NGINX_HTML_DIR/own.html; root html; }
 EOF
 });
 my ($up, $msg) = $nginx->start(1);
@@ -46,7 +54,7 @@ my ($set) = SmartLimit::Test::HTTP::set_cookies($holder);
 my $held = SmartLimit::Test::HTTP::request(port => $nginx->port, path => '/',
     headers => [['Cookie', "$set->{name}=$set->{value}"]]);
 is($held->{status}, 200, 'a scripted client holds the only admission (let in at once, no proof)');
-my $result = SmartLimit::Test::Browser::run($b, 'challenge.mjs', $root, 9, '--base', $base, '--bits', $bits);
+my $result = SmartLimit::Test::Browser::run($b, 'challenge.mjs', $root, 11, '--base', $base, '--bits', $bits);
 note("Chromium solved $bits bits in $result->{solve_ms} ms (page load to its place); "
     . "its solver tries $result->{hashes_per_sec} hashes a second (one worker); "
     . "without JavaScript it took its place after $result->{no_script_ms} ms") if $result->{solve_ms};

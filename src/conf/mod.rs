@@ -14,6 +14,7 @@
 
 use core::ffi::{c_char, c_void};
 use core::ptr::{self, NonNull};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t, NGX_LOG_WARN};
@@ -52,6 +53,9 @@ pub struct MainConf {
     /// Every `smart_limit_event`, in declaration order, with its page (`page=`, read with
     /// the configuration); each room also gets its own.
     pub events: Vec<(smart_limit_core::event::EventSpec, Option<Rc<Template>>)>,
+    /// Pages already warned about for a zone with `challenge=pow` (the page's address, the
+    /// zone's index): each pair is named once, however many locations inherit it.
+    pub challenge_page_warnings: RefCell<Vec<(usize, usize)>>,
 }
 
 impl MainConf {
@@ -296,8 +300,38 @@ pub unsafe extern "C" fn merge_loc_conf(
         rate::resolve(cf, mcf, prev)?;
         rate::resolve(cf, mcf, conf)?;
         conf.merge(prev);
+        warn_page_without_solver(cf, mcf, conf);
         Ok(())
     })
+}
+
+/// `nginx -t` warns when a location's room has `challenge=pow` and its `smart_limit_page` has
+/// no `{{challenge_script}}`: the challenge is then answered with the built-in page, not the
+/// operator's (see `Template::hosts_challenge`).
+fn warn_page_without_solver(cf: &mut ngx_conf_t, mcf: &MainConf, conf: &LocConf) {
+    let (Some(page), RoomRef::Named(i)) = (conf.page.as_ref(), conf.room) else {
+        return;
+    };
+    let Some(zone) = conf.zone(mcf) else {
+        return;
+    };
+    if zone.params.challenge.is_none() || page.hosts_challenge() {
+        return;
+    }
+    let pair = (Rc::as_ptr(page) as usize, i);
+    let mut warned = mcf.challenge_page_warnings.borrow_mut();
+    if warned.contains(&pair) {
+        return;
+    }
+    warned.push(pair);
+    ngx_conf_log_error!(
+        NGX_LOG_WARN,
+        cf,
+        "smart_limit_page has no {{{{challenge_script}}}} but zone \"{}\" has challenge=pow: \
+         its challenge is answered with the built-in page; add {{{{challenge_script}}}} to the \
+         page to host it there",
+        zone.params.name
+    );
 }
 
 /// Turns the name given to `smart_limit` into its zone's index.

@@ -11,7 +11,7 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleMainConf, Request};
 use smart_limit_core::metrics::{
     render_build_info, render_prometheus, render_rate_prometheus, EventFigures, RateFigures,
-    RoomFigures, PROMETHEUS_CONTENT_TYPE,
+    RoomFigures, RoomTimes, PROMETHEUS_CONTENT_TYPE,
 };
 use smart_limit_core::room::rules::Mode;
 use smart_limit_core::zone::StoreKind;
@@ -56,6 +56,12 @@ pub fn figures(zone: &'static Zone, now: u64) -> RoomFigures<'static> {
         max_active: zone.limits.max_active,
         new_per_minute: zone.limits.new_per_minute,
         admission: zone.admission,
+        times: RoomTimes {
+            presence_ms: zone.params.presence_ms,
+            active_window_ms: zone.params.active_window_ms,
+            timeout_ms: zone.params.timeout_ms,
+            sync_ms: zone.params.sync_ms,
+        },
         snapshot,
         fleet: zone.fleet_snapshot(now),
         events: zone

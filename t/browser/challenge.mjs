@@ -6,7 +6,8 @@
 // the proof as the room's proof cookie and loads itself again, and the browser is shown the
 // waiting page, first in line. Prints how long the solving took (the cost a browser pays).
 // Then a browser with JavaScript off: its page comes back after the no-script wait and takes
-// the next place without a proof.
+// the next place without a proof. Last, the operator's own page at /own/, which hosts the
+// challenge with {{challenge_script}}: solved there too.
 //
 // Usage: node challenge.mjs --base http://127.0.0.1:PORT --out DIR --bits N
 // Prints one JSON document: {"checks":[...],"screenshots":[...],"solve_ms":N,
@@ -39,6 +40,34 @@ async function challengeSolver() {
   return m ? m[1] : null;
 }
 
+// The page's solver starts as soon as the page loads and reloads the page once solved (16
+// bits: about half a second here). To read the challenge page itself without racing it, the
+// pages of a context start their workers' work only once the test says so: every Worker's
+// postMessage waits for window.__slGo() (the tab's sessionStorage remembers it, so the page
+// that comes back, and any later one, is not held).
+async function holdSolvers(context) {
+  await context.addInitScript(() => {
+    if (sessionStorage.getItem('sl-go')) return;
+    let go;
+    const gate = new Promise((resolve) => { go = resolve; });
+    window.__slGo = () => { sessionStorage.setItem('sl-go', '1'); go(); };
+    const Real = window.Worker;
+    window.Worker = function (url, options) {
+      const w = new Real(url, options);
+      const post = w.postMessage.bind(w);
+      w.postMessage = (m) => { gate.then(() => post(m)); };
+      return w;
+    };
+  });
+}
+
+// Reads the page's heading while its solver is held, then lets the solver go.
+async function headingThenSolve(page) {
+  const heading = ((await page.textContent('h1').catch(() => '')) || '').trim();
+  await page.evaluate(() => window.__slGo && window.__slGo()).catch(() => {});
+  return heading;
+}
+
 let browser;
 let solveMs = null;
 let rate = null;
@@ -50,6 +79,7 @@ try {
     locale: 'en-US',
     extraHTTPHeaders: { 'Accept-Language': 'en-US,en;q=0.9' },
   });
+  await holdSolvers(context);
   const page = await context.newPage();
   const statuses = [];
   page.on('response', (r) => { if (r.url() === base + '/') statuses.push(r.status()); });
@@ -58,11 +88,10 @@ try {
   const first = await page.goto(base + '/', { waitUntil: 'domcontentloaded' });
   check('the browser gets the challenge page (503) while the room is full', first.status() === 503,
     first.status());
-  // Read from the answer itself, not the live page: the page solves and reloads itself any
-  // moment (16 bits can take less than the read of its heading), and a clean-clone run once
-  // read the waiting page that had replaced it ("The site is busy right now").
-  const firstBody = (await first.text().catch(() => '')) || '';
-  const heading = (firstBody.match(/<h1[^>]*>([^<]*)</) || [, ''])[1];
+  // Read while the page's solver is held (holdSolvers): reading the live page raced the
+  // solver's reload (a clean-clone run read the waiting page that had replaced it), and so did
+  // reading the answer's body (another run got no body: the reload had dropped it).
+  const heading = await headingThenSolve(page);
   check('the page says it checks the browser', /Checking your browser/.test(heading), heading);
   // (No screenshot here, nor a read of its solver: the page is solving and reloads itself
   // any moment; the solver's text for the speed measure below comes from another visitor.)
@@ -123,6 +152,24 @@ try {
     joined && noJsPos === '2', `${noJsPos} after ${waitedMs} ms; answers ${JSON.stringify(seen)}`);
   check('without JavaScript: not before the no-script wait (30 s)', waitedMs >= 30000, `${waitedMs} ms`);
   await plain.close();
+
+  // A page of the operator's own that hosts the challenge ({{challenge_script}}, no progress
+  // element): the same solver runs there, and the page comes back with its place, third.
+  const own = await browser.newContext({ locale: 'en-US' });
+  await holdSolvers(own);
+  const ownPage = await own.newPage();
+  const ownFirst = await ownPage.goto(base + '/own/', { waitUntil: 'domcontentloaded' });
+  const ownHeading = await headingThenSolve(ownPage);
+  check('a custom page with {{challenge_script}} answers the challenge',
+    ownFirst.status() === 503 && ownHeading === 'Our shop: challenge',
+    `${ownFirst.status()} ${ownHeading}`);
+  const ownPlaced = await ownPage
+    .waitForSelector('#place:not(:empty)', { timeout: 120000 })
+    .then(() => true, () => false);
+  const ownPos = (await ownPage.textContent('#place').catch(() => '')).trim();
+  check('the custom page solves it and comes back with its place, third in line',
+    ownPlaced && ownPos === '3', `${ownPos} ${ownPage.url()}`);
+  await own.close();
 } catch (e) {
   check('the browser test ran to the end', false, e && e.stack ? e.stack : e);
 } finally {

@@ -31,6 +31,9 @@ Faults
   --fault T:WHAT[:NODE]:COMMAND   at T seconds run COMMAND (sh -c) and record the fault WHAT
                           (join, restart, reload, upgrade, redis-kill, redis-slow, clock-step)
 The room's settings (written to the history for the checker)
+  --control URL           read them from a node's smart_limit_control endpoint (store,
+                          max_active, admission, presence, active_window, timeout, sync);
+                          the flags below given as well win
   --mode shm|redis|sync  --max-active N  --session S | --grant S  --active-window S
   --presence S  --timeout MS  --sync S  --refresh S  --order fifo|lottery  --start S
 ";
@@ -113,6 +116,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             duration_ms: 60_000,
         },
     };
+    let mut control = None;
     let mut it = argv.iter();
     while let Some(opt) = it.next() {
         let mut val = || {
@@ -175,8 +179,14 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--sync" => a.run.sync_ms = secs(val()?, "--sync")?,
             "--refresh" => a.run.refresh_ms = secs(val()?, "--refresh")?.max(100),
             "--start" => a.run.start_ms = Some(secs(val()?, "--start")?),
+            "--control" => control = Some(val()?.to_string()),
             other => return Err(format!("unknown option '{other}'")),
         }
+    }
+    let from_control = control.is_some();
+    if let Some(url) = control {
+        let s = super::control::fetch(&url, &a.room)?;
+        super::control::apply(&mut a.run, &s, |flag| argv.iter().any(|o| o == flag));
     }
     if a.nodes.iter().all(|(_, t)| *t > 0) {
         return Err("at least one --node is required".into());
@@ -190,7 +200,8 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     if a.run.session_ms.is_some() == a.run.grant_ms.is_some() {
         return Err("give one of --session and --grant".into());
     }
-    if a.run.session_ms.is_some() && !argv.iter().any(|o| o == "--active-window") {
+    // (The endpoint names the room's own active_window.)
+    if a.run.session_ms.is_some() && !from_control && !argv.iter().any(|o| o == "--active-window") {
         a.run.active_window_ms = a.run.session_ms.unwrap_or(0);
     }
     a.run.nodes = a.nodes.iter().filter(|(_, t)| *t == 0).count() as u32;

@@ -7,6 +7,7 @@
 mod answer;
 mod args;
 mod client;
+mod control;
 mod side;
 
 use std::cmp::Reverse;

@@ -168,16 +168,26 @@ pub fn no_script_wait_ms(bits: u8) -> u64 {
     30_000 + (1u64 << bits.min(40)) / 100
 }
 
+/// When a waiting ticket was first challenged, which starts its no-script wait: the challenge
+/// answer writes the ticket again with that moment as its check-in (`last_seen`). The cookie
+/// check writes `last_seen` equal to `issued_at`, so a ticket whose two are equal was never
+/// challenged (None): its wait starts with this challenge. So a ticket minted long before it
+/// is used (a script preparing a launch) is challenged at least once, however old it is.
+pub fn first_challenge(issued_at: u64, last_seen: u64) -> Option<u64> {
+    (last_seen != issued_at).then_some(last_seen)
+}
+
 /// The key a spent proof of ticket `bound` is recorded under (never 0: 0 is a free entry).
 pub fn spent_key((sid, issued_at): Bound) -> u64 {
     crate::util::hash::mix64(sid ^ issued_at.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15).max(1)
 }
 
-/// Until when a proof solved at `bits` for a ticket issued at `issued_at` must be remembered as
-/// spent: after that the ticket takes its place without a proof anyway (the no-script path; a
-/// proof at `bits` is taken while the difficulty in force is at most `GRACE_BITS` above it).
-pub fn spent_until(issued_at: u64, bits: u8) -> u64 {
-    issued_at.saturating_add(no_script_wait_ms(bits.saturating_add(GRACE_BITS)))
+/// Until when a proof solved at `bits` for a ticket first challenged at `since` must be
+/// remembered as spent: after that the ticket takes its place without a proof anyway (the
+/// no-script path; a proof at `bits` is taken while the difficulty in force is at most
+/// `GRACE_BITS` above it).
+pub fn spent_until(since: u64, bits: u8) -> u64 {
+    since.saturating_add(no_script_wait_ms(bits.saturating_add(GRACE_BITS)))
 }
 
 /// SHA-256 of the seed's bytes followed by the nonce's ASCII.

@@ -180,3 +180,15 @@ fn a_spent_proof_is_remembered_while_it_could_be_taken() {
     assert_ne!(spent_key((42, T0)), spent_key((42, T0 + 1)));
     assert_ne!(spent_key((42, T0)), spent_key((43, T0)));
 }
+
+/// The cookie check writes `last_seen == issued_at`: such a ticket was never challenged, and
+/// its no-script wait starts at its first challenge, however long ago it was minted.
+#[test]
+fn the_no_script_wait_counts_from_the_first_challenge() {
+    assert_eq!(first_challenge(T0, T0), None);
+    assert_eq!(first_challenge(T0, T0 + 5_000), Some(T0 + 5_000));
+    assert_eq!(
+        spent_until(T0 + 5_000, 16),
+        T0 + 5_000 + no_script_wait_ms(16 + GRACE_BITS)
+    );
+}

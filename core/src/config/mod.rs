@@ -39,7 +39,7 @@ pub enum ParseError {
     #[error("expected one of 200, 202, 429, 503")]
     Status,
     /// A page template uses `{{name}}` placeholders that do not exist; lists them.
-    #[error("unknown placeholder {0} (known: {{{{position}}}}, {{{{eta_seconds}}}}, {{{{eta_text}}}}, {{{{refresh_seconds}}}}, {{{{room}}}}, {{{{queue_length}}}}, {{{{status}}}}, {{{{updated_at}}}}, {{{{starts_at}}}})")]
+    #[error("unknown placeholder {0} (known: {{{{position}}}}, {{{{eta_seconds}}}}, {{{{eta_text}}}}, {{{{refresh_seconds}}}}, {{{{room}}}}, {{{{queue_length}}}}, {{{{status}}}}, {{{{updated_at}}}}, {{{{starts_at}}}}, {{{{challenge_seed}}}}, {{{{challenge_bits}}}}, {{{{challenge_script}}}})")]
     UnknownPlaceholder(String),
 }
 

@@ -42,12 +42,24 @@ pub struct RoomFigures<'a> {
     pub max_active: u64,
     pub new_per_minute: Option<u64>,
     pub admission: Admission,
+    /// The room's times, for a program that checks the room from outside (the rehearsal's
+    /// `--control`): `presence=`, `active_window=`, `timeout=`, and `sync=` (None: not synced).
+    pub times: RoomTimes,
     /// The room's state; None when the store could not be read (reported as `up 0`).
     pub snapshot: Option<Snapshot>,
     /// `sync=`: this node's side of the fleet's room.
     pub fleet: Option<FleetSnapshot>,
     /// The room's scheduled events ([S18]), each with where it stands now.
     pub events: Vec<EventFigures>,
+}
+
+/// A room's configured times, in ms (see [`RoomFigures::times`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RoomTimes {
+    pub presence_ms: u64,
+    pub active_window_ms: u64,
+    pub timeout_ms: u64,
+    pub sync_ms: Option<u64>,
 }
 
 /// A scheduled event of a room ([S18]), where it stands, and where it comes from (the

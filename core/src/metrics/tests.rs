@@ -40,6 +40,12 @@ fn figures(room: &str, snapshot: Option<Snapshot>) -> RoomFigures<'_> {
         max_active: 5,
         new_per_minute: None,
         admission: Admission::Grant { ms: 600_000 },
+        times: RoomTimes {
+            presence_ms: 20_000,
+            active_window_ms: 60_000,
+            timeout_ms: 100,
+            sync_ms: None,
+        },
         snapshot,
         fleet: None,
         events: Vec::new(),
@@ -310,8 +316,16 @@ fn control_json() {
     let mut b = figures("b", Some(snap(1)));
     b.override_mode = Some(Mode::QueueAll);
     b.admission = Admission::Session { ms: 300_000 };
+    b.times.sync_ms = Some(250);
     let j: serde_json::Value =
         serde_json::from_str(&render_control_json(&[b, figures("c", None)], 99)).unwrap();
+    // The room's times, in ms (`sync_ms` null without sync=).
+    let r = &j["rooms"][0];
+    assert_eq!(r["presence_ms"], 20_000);
+    assert_eq!(r["active_window_ms"], 60_000);
+    assert_eq!(r["timeout_ms"], 100);
+    assert_eq!(r["sync_ms"], 250);
+    assert!(j["rooms"][1]["sync_ms"].is_null());
     assert_eq!(j["updated_at"], 99);
     let r = &j["rooms"][0];
     assert_eq!(r["room"], "b");

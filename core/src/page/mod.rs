@@ -15,6 +15,7 @@
 mod accept;
 mod builtin;
 mod json;
+mod solver;
 mod template;
 mod text;
 

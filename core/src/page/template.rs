@@ -1,6 +1,7 @@
 //! Page templates: a text cut once at its `{{placeholder}}`s, then written per request with
 //! every substituted value HTML-escaped.
 
+use super::solver::{SCRIPT_PARTS, SOLVER};
 use super::text::put_eta_text;
 
 use super::{Lang, WaitView};
@@ -31,8 +32,8 @@ fn put_escaped(out: &mut impl Out, s: &str) {
 // JSON
 // ---------------------------------------------------------------------------------------
 
-/// What a template fills in per request. The first eight are the documented `{{names}}` of
-/// `smart_limit_page` templates; the others serve the built-in page.
+/// What a template fills in per request: the documented `{{names}}` of `smart_limit_page`
+/// templates (see [`PLACEHOLDERS`]), and a few forms the built-in page writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Slot {
     Position,
@@ -57,6 +58,10 @@ pub(super) enum Slot {
     /// The challenge's seed (base64url) and difficulty (`challenge=pow`; empty without).
     ChallengeSeed,
     ChallengeBits,
+    /// The challenge's solver: the seed, the bits and the proof cookie's name for the page's
+    /// script, and the script itself (empty on any other answer). A page that has it hosts the
+    /// challenge; see [`Template::hosts_challenge`].
+    ChallengeScript,
 }
 
 /// Placeholder names a template may use, and what each becomes.
@@ -70,6 +75,9 @@ const PLACEHOLDERS: &[(&str, Slot)] = &[
     ("status", Slot::Status),
     ("updated_at", Slot::UpdatedAt),
     ("starts_at", Slot::StartsAt),
+    ("challenge_seed", Slot::ChallengeSeed),
+    ("challenge_bits", Slot::ChallengeBits),
+    ("challenge_script", Slot::ChallengeScript),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +119,12 @@ impl Template {
         match s {
             Slot::Room => self.room_slots += 1,
             Slot::EtaText => self.fixed_max = self.fixed_max.saturating_add(48),
+            Slot::ChallengeScript => {
+                // The seed and the bits (24 each), the room's name, the fixed text.
+                let text: usize = SCRIPT_PARTS.iter().map(|p| p.len()).sum();
+                self.room_slots += 1;
+                self.fixed_max = self.fixed_max.saturating_add(48 + text + SOLVER.len());
+            }
             _ => self.fixed_max = self.fixed_max.saturating_add(24),
         }
         self.parts.push(Part::Slot(s));
@@ -135,6 +149,14 @@ impl Template {
         }
         t.text(text.get(copied..).unwrap_or(""));
         t
+    }
+
+    /// Whether the page can answer a challenge (`challenge=pow`): it has
+    /// `{{challenge_script}}`. A page without it is not used for the challenge: the built-in
+    /// page answers, since a challenge without its solver would hold a browser until its
+    /// no-script wait is over.
+    pub fn hosts_challenge(&self) -> bool {
+        self.parts.contains(&Part::Slot(Slot::ChallengeScript))
     }
 
     /// Bytes of fixed text (the body is this plus the values).
@@ -204,6 +226,19 @@ fn put_slot(out: &mut impl Out, slot: Slot, v: &WaitView, lang: Lang) {
         Slot::ChallengeBits => {
             if let Some((_, bits)) = v.challenge {
                 out.put_u64(u64::from(bits));
+            }
+        }
+        Slot::ChallengeScript => {
+            if let Some((seed, bits)) = &v.challenge {
+                let [a, b, c, d] = SCRIPT_PARTS;
+                out.put(a.as_bytes());
+                out.put(seed);
+                out.put(b.as_bytes());
+                out.put_u64(u64::from(*bits));
+                out.put(c.as_bytes());
+                put_escaped(out, v.room);
+                out.put(d.as_bytes());
+                out.put(SOLVER.as_bytes());
             }
         }
     }

@@ -397,3 +397,65 @@ fn templates_never_panic() {
         x = x.wrapping_add(1);
     }
 }
+
+fn challenge_view() -> WaitView<'static> {
+    let mut v = view(ViewStatus::Challenge);
+    v.challenge = Some(([b'Q'; crate::challenge::SEED_CHARS], 18));
+    v
+}
+
+/// A custom page with `{{challenge_script}}` answers the challenge itself: the script gets the
+/// seed, the bits and the proof cookie's name, then the solver. On any other answer the
+/// challenge's placeholders write nothing.
+#[test]
+fn a_custom_page_hosts_the_challenge() {
+    let t = "<h1>{{room}}</h1>{{challenge_script}}<p>{{challenge_bits}} {{challenge_seed}}</p>";
+    assert!(check_template(t).is_ok());
+    assert!(Template::compile(t).hosts_challenge());
+    let seed = "Q".repeat(crate::challenge::SEED_CHARS);
+    let out = render_html(&challenge_view(), Lang::En, Some(t));
+    let head = format!(
+        "<h1>shop</h1><script>window.SL={{seed:'{seed}',bits:18,cookie:'smart_limit_shop_proof'}};</script>\n<script id=\"sl-pow\""
+    );
+    assert!(out.starts_with(&head), "{out}");
+    assert!(
+        out.ends_with(&format!("</script>\n<p>18 {seed}</p>")),
+        "{out}"
+    );
+    let out = render_html(&view(ViewStatus::Waiting), Lang::En, Some(t));
+    assert_eq!(out, "<h1>shop</h1><p> </p>");
+}
+
+/// A page without the solver is not used for the challenge (the browser would wait out its
+/// no-script time): the built-in challenge page answers. Its other answers are the page's.
+#[test]
+fn a_page_without_the_solver_leaves_the_challenge_to_the_builtin_page() {
+    let t = "<h1>mine {{position}} {{challenge_bits}}</h1>";
+    assert!(!Template::compile(t).hosts_challenge());
+    let out = render_html(&challenge_view(), Lang::En, Some(t));
+    assert!(!out.contains("mine"), "{out}");
+    assert!(out.contains("<script id=\"sl-pow\""), "{out}");
+    assert!(out.contains("cookie:'smart_limit_shop_proof'"), "{out}");
+    assert_eq!(
+        render_html(&view(ViewStatus::Waiting), Lang::En, Some(t)),
+        "<h1>mine 12 </h1>"
+    );
+}
+
+/// The built-in challenge page and a custom one are within their announced sizes.
+#[test]
+fn max_len_bounds_the_challenge() {
+    let mut v = challenge_view();
+    v.room = "<&\"'>";
+    v.refresh_secs = u64::MAX;
+    v.updated_at = u64::MAX;
+    let t = Template::compile("{{challenge_script}}{{challenge_script}}{{room}}{{challenge_seed}}");
+    for lang in [Lang::En, Lang::Ja] {
+        for tpl in [None, Some(&t)] {
+            let mut out = Vec::new();
+            write_html(&v, lang, tpl, &mut out);
+            assert!(!out.is_empty());
+            assert!(out.len() <= html_max_len(&v, lang, tpl));
+        }
+    }
+}

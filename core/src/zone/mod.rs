@@ -122,6 +122,10 @@ pub struct ZoneParams {
     /// `challenge=pow|off` and `challenge_bits=N|auto`: a proof of work to take a place
     /// ([S19], see `challenge`); None when off (the default).
     pub challenge: Option<Bits>,
+    /// `challenge_noscript=on|off`: whether a ticket may take its place without a proof once
+    /// its no-script wait from its first challenge is over (browsers without JavaScript; on
+    /// by default). Off: every place needs a proof.
+    pub challenge_noscript: bool,
     /// `one_place_per=VALUE`: clients with the same non-empty value share one session id, so
     /// one place in the line and one admitted session (nginx text, usually a variable such as
     /// `$cookie_account`; compiled by the module).
@@ -169,6 +173,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("sync", "sync=1s"),
     ("challenge", "challenge=pow"),
     ("challenge_bits", "challenge_bits=auto"),
+    ("challenge_noscript", "challenge_noscript=off"),
     ("one_place_per", "one_place_per=$cookie_account"),
 ];
 
@@ -195,6 +200,7 @@ impl ZoneParams {
             max_line: DEFAULT_MAX_LINE,
             sync_ms: None,
             challenge: None,
+            challenge_noscript: true,
             one_place_per: None,
         }
     }
@@ -266,6 +272,13 @@ impl ZoneParams {
                 let bits = parse_bits(value)?;
                 self.challenge = Some(bits);
             }
+            "challenge_noscript" => {
+                self.challenge_noscript = match value {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err("expected on or off".to_string()),
+                }
+            }
             // Unreachable: `param` comes from PARAMS, and every entry is handled above.
             _ => return Err("unknown parameter".to_string()),
         }
@@ -296,8 +309,12 @@ impl ZoneParams {
         }
         self.redis.check(arg_of)?;
         self.check_sync(arg_of)?;
-        // challenge_bits= sets the difficulty of challenge=pow, which must be there and on.
-        if let Some(b) = arg_of("challenge_bits") {
+        // challenge_bits= and challenge_noscript= tune challenge=pow, which must be there and
+        // on.
+        for b in [arg_of("challenge_bits"), arg_of("challenge_noscript")]
+            .into_iter()
+            .flatten()
+        {
             match arg_of("challenge") {
                 Some(c) if c.ends_with("=pow") => {}
                 Some(c) => return Err(ConfError::Conflict(c.to_string(), b.to_string())),

@@ -350,7 +350,24 @@ fn challenge_and_one_place_per_parse() {
         &["shop", "challenge=maybe"],
         &["shop", "challenge=pow", "challenge_bits=0"],
         &["shop", "one_place_per="],
+        &["shop", "challenge_noscript=off"],
+        &["shop", "challenge=off", "challenge_noscript=on"],
+        &["shop", "challenge=pow", "challenge_noscript=no"],
     ] {
         assert!(ZoneParams::parse(bad).is_err(), "{bad:?}");
     }
+    // The no-script path is on unless turned off.
+    assert!(
+        ZoneParams::parse(&["shop", "challenge=pow"])
+            .unwrap()
+            .challenge_noscript
+    );
+    let z = ZoneParams::parse(&["shop", "challenge_noscript=off", "challenge=pow"]).unwrap();
+    assert!(!z.challenge_noscript);
+    let e = ZoneParams::parse(&["shop", "challenge_noscript=off"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("\"challenge_noscript=off\" requires challenge=pow"),
+        "{e}"
+    );
 }
