@@ -6,7 +6,9 @@
 //!   no proof.
 //! - A proof comes as the cookie `smart_limit_<room>_proof` or the header `Smart-Limit-Proof`,
 //!   `SEED.NONCE`; a valid one lets the ticket take its place (and the cookie is deleted), once:
-//!   the node records it spent, and the same proof again is a client without one.
+//!   the node records it spent, and the same proof again is a client without one. A central
+//!   Redis room records it too, in the visit's own call, for the whole fleet
+//!   ([`spent_elsewhere`] answers a proof it found spent).
 //! - Without a valid proof, the client gets the challenge answer: the seed for its ticket, no
 //!   place. A browser that runs no script is not locked out: [`no_script_wait_ms`] after its
 //!   ticket's first challenge ([`first_challenge`], which the first challenge answer writes
@@ -19,7 +21,8 @@ use smart_limit_core::challenge::{
     encode_seed, first_challenge, no_script_wait_ms, seed, spent_key, spent_until, verify,
     GRACE_BITS, MIN_BITS, SEED_CHARS,
 };
-use smart_limit_core::ticket::Ticket;
+use smart_limit_core::redis::SpentProof;
+use smart_limit_core::ticket::{Keyring, Ticket};
 
 use crate::request::RequestExt;
 use crate::store::Zone;
@@ -31,9 +34,9 @@ const MAX_PROOF: usize = SEED_CHARS + 1 + smart_limit_core::challenge::MAX_NONCE
 
 /// What the gate says of a waiting ticket.
 pub enum Gate {
-    /// It may take its place (`spent`: with a proof, recorded spent under this key, whose
-    /// cookie is to be deleted).
-    Pass { spent: Option<u64> },
+    /// It may take its place (`spent`: with a proof, recorded spent on this node under this
+    /// key, whose cookie is to be deleted; the central room records it too).
+    Pass { spent: Option<SpentProof> },
     /// The challenge answer: solve this seed (base64url) at this difficulty.
     Challenge(Challenge),
 }
@@ -70,31 +73,55 @@ pub fn gate(r: &Request, zone: &Zone, t: &Ticket, now: u64) -> Gate {
     if let Some(proof) = proof_of(r, zone) {
         let min = bits.saturating_sub(GRACE_BITS).max(MIN_BITS);
         let key = spent_key(bound);
-        let fresh = |solved| zone.spend_proof(key, spent_until(since, solved), now);
+        let until = |solved| spent_until(since, solved);
         match verify(keys, room, bound, &proof, min) {
-            Ok(solved) if fresh(solved) => return Gate::Pass { spent: Some(key) },
+            Ok(solved) if zone.spend_proof(key, until(solved), now) => {
+                let ttl_ms = until(solved).saturating_sub(now);
+                return Gate::Pass {
+                    spent: Some(SpentProof { key, ttl_ms }),
+                };
+            }
             // A proof that does not verify, or one spent already: a client without one.
             _ => zone.count(|c| c.proofs_refused += 1),
         }
     }
-    let waited = now.saturating_sub(since);
-    let wait = no_script_wait_ms(bits);
     let no_script = zone.params.challenge_noscript;
-    if no_script && waited >= wait {
+    if no_script && now.saturating_sub(since) >= no_script_wait_ms(bits) {
         return Gate::Pass { spent: None };
     }
+    Gate::Challenge(challenge(zone, keys, t, bits, now))
+}
+
+/// The challenge answer for `t` again: its proof took this node's gate, but the central room
+/// found it spent already (on another node, or by a place since gone).
+pub fn spent_elsewhere(zone: &Zone, t: &Ticket, now: u64) -> Option<Challenge> {
+    zone.count(|c| c.proofs_refused += 1);
+    let bits = zone.challenge_bits(now)?;
+    Some(challenge(zone, zone.keys.as_ref()?, t, bits, now))
+}
+
+/// The challenge answer: the ticket's seed at `bits`, and how long until its no-script wait
+/// from its first challenge is over.
+fn challenge(zone: &Zone, keys: &Keyring, t: &Ticket, bits: u8, now: u64) -> Challenge {
+    let first = first_challenge(t.issued_at, t.last_seen);
+    let waited = now.saturating_sub(first.unwrap_or(now));
+    let wait = no_script_wait_ms(bits);
     zone.count(|c| c.challenged += 1);
-    let text = encode_seed(&seed(keys, room, bound, bits));
+    let room = zone.params.name.as_str();
+    let text = encode_seed(&seed(keys, room, (t.sid, t.issued_at), bits));
     let mut out = [b'A'; SEED_CHARS];
     for (o, b) in out.iter_mut().zip(text.bytes()) {
         *o = b;
     }
-    Gate::Challenge(Challenge {
+    Challenge {
         seed: out,
         bits,
-        no_script_secs: no_script.then(|| (wait - waited).div_ceil(1000)),
+        no_script_secs: zone
+            .params
+            .challenge_noscript
+            .then(|| wait.saturating_sub(waited).div_ceil(1000)),
         first: first.is_none(),
-    })
+    }
 }
 
 /// The proof the request brings: the header, else the room's proof cookie.

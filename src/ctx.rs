@@ -114,8 +114,8 @@ pub enum Suspended {
 pub struct PendingDecision {
     /// The waiting ticket the client came with.
     pub held: Option<Ticket>,
-    /// The proof of work the visit spent (`challenge=pow`), by its key.
-    pub spent: Option<u64>,
+    /// The proof of work the visit spent (`challenge=pow`).
+    pub spent: Option<smart_limit_core::redis::SpentProof>,
     pub now: u64,
     pub dry: bool,
     pub call: InFlight<Result<Decision, StoreError>>,

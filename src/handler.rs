@@ -34,6 +34,7 @@ use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet;
 use smart_limit_core::page::{Template, ViewStatus, WaitView};
+use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
 use smart_limit_core::ticket::{self, Ticket};
@@ -118,9 +119,9 @@ fn handle(r: &mut Request) -> ngx_int_t {
         (Some(t), _) => {
             if !turn.dry {
                 match challenge::gate(r, zone, &t, now) {
-                    Gate::Pass { spent: Some(key) } => {
+                    Gate::Pass { spent: Some(proof) } => {
                         cookie::delete_proof(r, zone);
-                        turn.spent = Some(key);
+                        turn.spent = Some(proof);
                     }
                     Gate::Pass { spent: None } => {}
                     Gate::Challenge(c) => return challenged(r, &turn, &t, c),
@@ -171,7 +172,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
             }
         }
     };
-    match zone.visit(visit, now) {
+    match zone.visit(visit, turn.spent, now) {
         Answer::Now(result) => conclude(r, &turn, result),
         Answer::Later(future) => suspend(r, turn, future),
     }
@@ -391,7 +392,7 @@ struct Turn<'a> {
     held: Option<Ticket>,
     /// `challenge=pow`: the key of the proof this visit spent (given back when the visit
     /// gives no place, so that the client's work is not lost).
-    spent: Option<u64>,
+    spent: Option<SpentProof>,
 }
 
 impl Turn<'_> {
@@ -449,8 +450,15 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
             ..
         })
     );
-    if let (Some(key), false) = (turn.spent, placed) {
-        turn.zone.unspend_proof(key);
+    let spent_elsewhere = matches!(
+        result,
+        Ok(Decision {
+            verdict: Verdict::Refuse(Refusal::ProofSpent { .. }),
+            ..
+        })
+    );
+    if let (Some(proof), false, false) = (turn.spent, placed, spent_elsewhere) {
+        turn.zone.unspend_proof(proof.key);
     }
     let decision = match result {
         Ok(d) => d,
@@ -477,6 +485,16 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
                 Outcome::Waiting
             });
             waiting(r, turn, &place, o)
+        }
+        // challenge=pow: the central room found the proof spent on the fleet already.
+        Verdict::Refuse(Refusal::ProofSpent { .. }) => {
+            let challenge = turn
+                .held
+                .and_then(|t| challenge::spent_elsewhere(turn.zone, &t, turn.now).zip(Some(t)));
+            match challenge {
+                Some((c, t)) => challenged(r, turn, &t, c),
+                None => INTERNAL_ERROR,
+            }
         }
         Verdict::Refuse(why) => {
             let o = shown(if turn.dry {
@@ -608,6 +626,7 @@ fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_
             match why {
                 Refusal::Closed => "room closed",
                 Refusal::LineFull { .. } => "no place left in the line",
+                Refusal::ProofSpent { .. } => "its proof of work was spent already",
             }
         );
         return DECLINED;

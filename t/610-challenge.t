@@ -222,3 +222,24 @@ B GET / Accept: application/json => 503; json.status == "waiting"; json.position
 C GET /strict/ Accept: application/json => 503; json.status == "challenge"; json.position == null
 --- no_error_log
 [error]
+
+=== TEST 12: central Redis, three nodes: a proof is spent once on the fleet (the room's own call records it), so once its place is gone it takes no other, even on a node that never saw it
+--- instances: 3
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=1m max_active=1 presence=3s flood=off challenge=pow challenge_bits=12 store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- steps
+sh 40: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --gone 4500 => /^challenged 2 foreign 2 placed 1 kept 1 second 2 replay challenge queue 2 elsewhere 1 queue 2 gone challenge$/
+# The holder's, B's and C's proofs, each recorded once for the fleet, with a TTL.
+sh redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'smart_limit:{shop}:spent:*' | wc -l => /^3$/
+sh for k in $(redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'smart_limit:{shop}:spent:*'); do redis-cli -p $TEST_NGINX_REDIS_PORT PTTL "$k"; done => /\A(?:[1-9]\d{3,4}\n){3}\z/
+--- no_error_log
+[error]

@@ -9,10 +9,10 @@ mod support;
 use support::{packed, start, Client};
 
 use smart_limit_core::redis::resp::Value;
-use smart_limit_core::redis::{self, Form, Script};
+use smart_limit_core::redis::{self, Form, Script, SpentProof};
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::rules::{Limits, Mode};
-use smart_limit_core::room::{Room, Verdict, Visit};
+use smart_limit_core::room::{Refusal, Room, Verdict, Visit};
 
 struct Mem(Vec<u64>);
 impl Mem {
@@ -522,4 +522,80 @@ fn the_events_table_refuses_a_write_from_a_stale_read() {
     let keys = c.cmd(&packed(&["KEYS", "test:*"]));
     let Value::Array(keys) = keys else { panic!() };
     assert_eq!(keys, vec![Value::Bulk(b"test:{shop}:events".to_vec())]);
+}
+
+/// challenge=pow on a central room: the visit that takes a new place with a proof records it
+/// spent in the same call, so the proof takes one place on the whole fleet. The ticket's own
+/// place answers it again (no second spend); once that place is gone, the same proof gets
+/// none (kind 6), on whichever node it comes back; another proof is not affected; a visit
+/// given no place (the line full) leaves its proof unspent.
+#[test]
+fn a_proof_takes_one_place_on_the_fleet() {
+    let Some(srv) = start() else { return };
+    let mut redis = Client::connect(srv.port).unwrap();
+    let script = Script::new("test", "spent", limits(1, None), 0);
+    let mut visit = |sid: u64, key: Option<u64>, now: u64| -> Verdict {
+        let v = Visit {
+            sid,
+            qnum: 0,
+            draw: 0,
+            flood_key: None,
+            arrival: 0,
+        };
+        let cmd = match key {
+            Some(key) => {
+                let spent = SpentProof {
+                    key,
+                    ttl_ms: 600_000,
+                };
+                script.visit_spending(Form::Text, &v, now, spent)
+            }
+            None => script.visit(Form::Text, &v, now),
+        };
+        let reply = redis.cmd(&cmd);
+        redis::visit_outcome(&reply, &v)
+            .unwrap_or_else(|e| panic!("visit({sid}): {e}: {reply:?}"))
+            .verdict
+    };
+    // The holder walks in (nobody waits); then the proof's client takes its place.
+    assert!(matches!(visit(1, None, T0), Verdict::Admit { .. }));
+    let q = place(visit(2, Some(0xab), T0 + 1));
+    // Its place again, the same proof with it: the same place.
+    assert_eq!(place(visit(2, Some(0xab), T0 + 2)), q);
+    // Absent for presence: the place is gone, and the proof may not take another.
+    assert_eq!(
+        visit(2, Some(0xab), T0 + 30_000),
+        Verdict::Refuse(Refusal::ProofSpent { queue_len: 0 })
+    );
+    // Another proof takes its place.
+    place(visit(3, Some(0xcd), T0 + 30_001));
+    let key = script.keys.spent(0xcd);
+    match redis.cmd(&packed(&["PTTL", &key])) {
+        Value::Int(ms) => assert!(ms > 0 && ms <= 600_000, "PTTL {ms}"),
+        other => panic!("PTTL {other:?}"),
+    }
+    // A walk-in with a spent proof gets nothing either.
+    let script2 = Script::new("test", "spent2", limits(5, None), 0);
+    let v = Visit {
+        sid: 9,
+        qnum: 0,
+        draw: 0,
+        flood_key: None,
+        arrival: 0,
+    };
+    let spent = SpentProof {
+        key: 0xef,
+        ttl_ms: 1000,
+    };
+    let first = redis.cmd(&script2.visit_spending(Form::Text, &v, T0, spent));
+    assert!(matches!(
+        redis::visit_outcome(&first, &v).unwrap().verdict,
+        Verdict::Admit { .. }
+    ));
+    let v10 = Visit { sid: 10, ..v };
+    let again = redis.cmd(&script2.visit_spending(Form::Text, &v10, T0 + 1, spent));
+    assert_eq!(
+        redis::visit_outcome(&again, &v10).unwrap().verdict,
+        Verdict::Refuse(Refusal::ProofSpent { queue_len: 0 })
+    );
 }

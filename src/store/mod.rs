@@ -15,6 +15,7 @@ use std::rc::Rc;
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
 use smart_limit_core::challenge::{Bits, Pressure};
+use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{Admission, Limits, Mode};
@@ -265,8 +266,15 @@ impl Zone {
             .unwrap_or(limits.mode)
     }
 
-    /// A client without a valid admitted ticket asks for its turn.
-    pub fn visit(&'static self, v: Visit, now: u64) -> Answer<Result<Decision, StoreError>> {
+    /// A client without a valid admitted ticket asks for its turn; `spent`: the proof of work
+    /// it brings to take a new place, which the central room records spent in the same call
+    /// (this node has recorded it already: `Zone::spend_proof`).
+    pub fn visit(
+        &'static self,
+        v: Visit,
+        spent: Option<SpentProof>,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>> {
         self.refresh_events(now);
         self.keep_events_fresh(now);
         if v.qnum != 0 {
@@ -278,7 +286,7 @@ impl Zone {
             return self.fleet_visit(fs, v, now);
         }
         match &self.redis {
-            Some(rs) => self.redis_visit(rs, v, now),
+            Some(rs) => self.redis_visit(rs, v, spent, now),
             None => Answer::Now(self.shm.with_room(|room| {
                 let verdict = self.room_visit(room, v, now);
                 self.remember(&verdict, v.sid, now);

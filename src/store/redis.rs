@@ -23,7 +23,7 @@ use core::cell::RefCell;
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
 use smart_limit_core::redis::resp::Value;
-use smart_limit_core::redis::{self, EventArgs, Form, Outcome, Script, TouchLog};
+use smart_limit_core::redis::{self, EventArgs, Form, Outcome, Script, SpentProof, TouchLog};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::zone::{OnError, ZoneParams};
@@ -77,6 +77,7 @@ impl Zone {
         &'static self,
         rs: &'static RedisStore,
         v: Visit,
+        spent: Option<SpentProof>,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
         // Flood control is paid in the script call, from the fleet's budget (a visit with a
@@ -98,7 +99,7 @@ impl Zone {
         Answer::Later(Box::pin(async move {
             let reply = rs
                 .client
-                .eval(|form| rs.script.visit_in(form, &v, 0, &limits, ev))
+                .eval(|form| rs.script.visit_full(form, &v, 0, (&limits, ev), spent))
                 .await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {

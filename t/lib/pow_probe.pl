@@ -4,6 +4,9 @@
 #
 #   perl t/lib/pow_probe.pl --nginx PORT[,PORT...] [--auto] [--settle MS] [--metrics /m]
 #
+# --gone MS (a fleet of three): then B stops polling for MS (past presence) and its first
+# ticket comes back with its proof on the node that gave the seed: prints " gone A".
+#
 # --settle MS: wait that long after the places are taken before reading positions (a synced
 # fleet's positions come from its picture, an interval old). With --metrics PATH (the nodes'
 # metrics location), count the nodes' syncs instead (t/lib/fleet_syncs.pl: every node twice,
@@ -33,9 +36,9 @@ use Digest::SHA qw(sha256);
 use MIME::Base64 qw(decode_base64);
 use Time::HiRes qw(time sleep);
 
-my ($ports, $auto, $settle, $metrics) = ('', 0, 0, '');
+my ($ports, $auto, $settle, $metrics, $gone) = ('', 0, 0, '', 0);
 GetOptions('nginx=s' => \$ports, 'auto' => \$auto, 'settle=i' => \$settle,
-           'metrics=s' => \$metrics)
+           'metrics=s' => \$metrics, 'gone=i' => \$gone)
     or die "bad arguments\n";
 my @nodes = split /,/, $ports;
 die "no --nginx port\n" unless @nodes;
@@ -212,5 +215,14 @@ if (@nodes > 1) {
         (undef, $bo) = get($other);
     }
     $line .= sprintf " elsewhere %s queue %s", answer_of($bo), field($bo, 'queue_length');
+    if ($gone) {
+        # B stops polling until its place is gone (past presence), then its first ticket comes
+        # back with the same proof on the node that gave the seed, which never saw the proof:
+        # only the fleet's record of spent proofs can refuse it.
+        sleep $gone / 1000;
+        my $seedless = { node => 1 % @nodes, cookie => $b_first };
+        my (undef, $bg) = get($seedless, proof => $bproof);
+        $line .= sprintf " gone %s", answer_of($bg);
+    }
 }
 print "$line\n";

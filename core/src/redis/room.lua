@@ -11,6 +11,10 @@
 --   KEYS[2] PREFIX:{ROOM}:line    sorted set: waiting SID scored by its queue number
 --   KEYS[3] PREFIX:{ROOM}:seen    sorted set: waiting SID scored by its last sight (ms)
 --   KEYS[4] PREFIX:{ROOM}:active  sorted set: admitted SID scored by its last sight (ms)
+--   KEYS[#KEYS] PREFIX:{ROOM}:spent:HASH  visit only, with ARGV[17] (challenge=pow, [S19]): the
+--                                 proof the client spends to take a new place, recorded here
+--                                 (SET NX, PX ARGV[17]) in the same call, so a proof takes one
+--                                 place on the whole fleet; a proof found spent gets no place.
 --   KEYS[5] PREFIX:{ROOM}:flood:HASH  visit only, when the client pays for its place from its
 --                                 address's budget (flood control, [S15]): a string holding
 --                                 the GCRA bucket's theoretical arrival time (us). HASH is the
@@ -47,6 +51,8 @@
 --   [15] its phase: 0 none, 1 pre-queue open, 2 running  [16] pre-queue: this client's
 --       lottery key (1 .. LOTTERY_SPAN - 1, drawn by the node from the operating system's
 --       randomness; 0 = arrival order, shuffle=off)
+--   [17] visit with a spent proof: its TTL in ms (the last key is then the proof's; ARGV 14
+--       to 16 are sent, "0" 0 0 without an event)
 --
 -- Events ([S18]): the first visit of an event's pre-queue notes where the pre-queue begins
 -- (`ev_base`, the tail then) and moves the tail LOTTERY_SPAN on. A client joining during the
@@ -63,7 +69,7 @@
 --   visit:  {kind, qnum, position, queue_len, admit_interval_ms, active, joined, expired, mode,
 --            version}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
 --            5 = throttled (flood control: no place; the second element is then the ms until
---            the address may take one)
+--            the address may take one), 6 = the proof brought was spent already (no place)
 --   touch:  {active, version}   revoke: {removed, active, version}   mode: {code}
 
 -- Redis < 5 needs this before writing after TIME; Redis 7 and Valkey ignore it.
@@ -176,6 +182,11 @@ local draw = tonumber(ARGV[10]) or 0
 local flood_key = KEYS[5]
 local flood_interval = tonumber(ARGV[12]) or 0
 local flood_burst = tonumber(ARGV[13]) or 0
+local spent_ttl = tonumber(ARGV[17]) or 0
+local spent_key = nil
+if spent_ttl > 0 and #KEYS > 4 then
+  spent_key = KEYS[#KEYS]
+end
 
 local st = redis.call('HMGET', K_STATE, 'tail', 'minute', 'adm', 'last_admit', 'interval',
   'active', 'ttl_at', 'mode', 'ev', 'ev_base')
@@ -380,6 +391,21 @@ local function throttled(wait_ms, waiting)
   return {5, wait_ms, 0, waiting, interval, active, 0, expired, override, version}
 end
 
+-- challenge=pow: the visit's proof is spent here, once for the fleet, as the place is taken
+-- (after flood control and the line's cap, so a visit given no place keeps its proof).
+-- False: spent already, by this ticket on another node or at an earlier place since gone.
+local function spend_proof()
+  if not spent_key then
+    return true
+  end
+  return redis.call('SET', spent_key, '1', 'NX', 'PX', ntos(spent_ttl)) ~= false
+end
+
+local function proof_spent(waiting)
+  save()
+  return {6, 0, 0, waiting, interval, active, 0, expired, override, version}
+end
+
 local waiting = redis.call('ZCARD', K_LINE)
 if not held then
   -- [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
@@ -390,6 +416,9 @@ if not held then
     if wait_ms > 0 then
       return throttled(wait_ms, waiting)
     end
+    if not spend_proof() then
+      return proof_spent(waiting)
+    end
     return admit(false)
   end
   local wait_ms = pay_flood()
@@ -399,6 +428,9 @@ if not held then
   if max_line > 0 and waiting >= max_line then
     save()
     return {4, 0, 0, waiting, interval, active, 0, expired, override, version}
+  end
+  if not spend_proof() then
+    return proof_spent(waiting)
   end
   local q = tail
   if lottery then

@@ -26,6 +26,8 @@ pub struct Keys {
     pub active: String,
     /// Start of the flood-control buckets' names (see [`Keys::flood`]).
     flood_base: String,
+    /// Start of the spent proofs' names (see [`Keys::spent`]).
+    spent_base: String,
 }
 
 impl Keys {
@@ -39,7 +41,15 @@ impl Keys {
             seen: format!("{base}:seen"),
             active: format!("{base}:active"),
             flood_base: format!("{base}:flood:"),
+            spent_base: format!("{base}:spent:"),
         }
+    }
+
+    /// A proof of work spent on the fleet (`challenge=pow`, [S19]), by its key
+    /// (`challenge::spent_key`): a string that expires when the proof would no longer be
+    /// needed. Under the room's hash tag, so the visit's own call records it.
+    pub fn spent(&self, key: u64) -> String {
+        format!("{}{key:016x}", self.spent_base)
     }
 
     /// The flood-control bucket of one client key ([S15]), by the key's hash (seeded alike on
@@ -84,7 +94,8 @@ impl Script {
 
     /// A call of the room script, with ARGV 9 and 10 as given; `flood`: the visit pays for a
     /// place from this client key's bucket (a fifth key, and the rate as ARGV 12 and 13);
-    /// `ev`: a visit while a scheduled event is in force (ARGV 14 to 16).
+    /// `ev`: a visit while a scheduled event is in force (ARGV 14 to 16); `spent`: the proof
+    /// the visit spends to take a new place (the last key, its TTL as ARGV 17).
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
@@ -93,17 +104,20 @@ impl Script {
         now: u64,
         sid: u64,
         [a9, a10]: [u64; 2],
-        flood: Option<(u64, Rate)>,
+        (flood, spent): (Option<(u64, Rate)>, Option<SpentProof>),
         (l, ev): (&Limits, Option<EventArgs>),
     ) -> Vec<u8> {
         let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
-        cmd.arg(if flood.is_some() { 5 } else { 4 })
+        cmd.arg(4 + usize::from(flood.is_some()) + usize::from(spent.is_some()))
             .arg(&self.keys.state)
             .arg(&self.keys.line)
             .arg(&self.keys.seen)
             .arg(&self.keys.active);
         if let Some((key, _)) = flood {
             cmd.arg(self.keys.flood(key));
+        }
+        if let Some(s) = spent {
+            cmd.arg(self.keys.spent(s.key));
         }
         cmd.arg(op)
             .arg(now)
@@ -118,9 +132,19 @@ impl Script {
             .arg(self.max_line);
         let (interval_us, burst) = flood.map_or((0, 0), |(_, r)| (r.interval_us, r.burst));
         cmd.arg(interval_us).arg(burst);
-        if let Some(ev) = ev {
-            let phase = if ev.started { 2 } else { 1 };
-            cmd.arg(ev.id).arg(phase).arg(ev.key);
+        match ev {
+            Some(ev) => {
+                let phase = if ev.started { 2 } else { 1 };
+                cmd.arg(ev.id).arg(phase).arg(ev.key);
+            }
+            // (ARGV 17 follows: no event is "0" 0 0.)
+            None if spent.is_some() => {
+                cmd.arg(0).arg(0).arg(0);
+            }
+            None => {}
+        }
+        if let Some(s) = spent {
+            cmd.arg(s.ttl_ms.max(1));
         }
         cmd.get_packed_command()
     }
@@ -129,6 +153,11 @@ impl Script {
     /// budget in the same call, when the room has flood control: one round trip still.
     pub fn visit(&self, form: Form, v: &Visit, now: u64) -> Vec<u8> {
         self.visit_in(form, v, now, &self.limits, None)
+    }
+
+    /// A visit that spends proof `spent` to take a new place (see [`SpentProof`]).
+    pub fn visit_spending(&self, form: Form, v: &Visit, now: u64, spent: SpentProof) -> Vec<u8> {
+        self.visit_full(form, v, now, (&self.limits, None), Some(spent))
     }
 
     /// A visit under `limits` (a scheduled event's, see `store::Zone::limits_in`) while the
@@ -141,24 +170,69 @@ impl Script {
         limits: &Limits,
         ev: Option<EventArgs>,
     ) -> Vec<u8> {
+        self.visit_full(form, v, now, (limits, ev), None)
+    }
+
+    /// A visit under `limits` and event `ev`, spending `spent` for a new place.
+    pub fn visit_full(
+        &self,
+        form: Form,
+        v: &Visit,
+        now: u64,
+        (limits, ev): (&Limits, Option<EventArgs>),
+        spent: Option<SpentProof>,
+    ) -> Vec<u8> {
         let flood = v.flood_key.zip(limits.flood);
         let a = [v.qnum, u64::from(v.draw)];
-        self.call(form, "visit", now, v.sid, a, flood, (limits, ev))
+        self.call(form, "visit", now, v.sid, a, (flood, spent), (limits, ev))
     }
 
     pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(form, "touch", now, sid, [0, 0], None, (&self.limits, None))
+        self.call(
+            form,
+            "touch",
+            now,
+            sid,
+            [0, 0],
+            (None, None),
+            (&self.limits, None),
+        )
     }
 
     pub fn revoke(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(form, "revoke", now, sid, [0, 0], None, (&self.limits, None))
+        self.call(
+            form,
+            "revoke",
+            now,
+            sid,
+            [0, 0],
+            (None, None),
+            (&self.limits, None),
+        )
     }
 
     /// Sets the room-wide mode override (None: back to each node's configured mode).
     pub fn set_mode(&self, form: Form, mode: Option<Mode>) -> Vec<u8> {
         let code = u64::from(mode.map_or(0, Mode::code));
-        self.call(form, "mode", 0, 1, [code, 0], None, (&self.limits, None))
+        self.call(
+            form,
+            "mode",
+            0,
+            1,
+            [code, 0],
+            (None, None),
+            (&self.limits, None),
+        )
     }
+}
+
+/// A proof of work a visit brings to take a new place (`challenge=pow`): the room script
+/// records it spent (SET NX, for `ttl_ms`) in the same call, and refuses the place when it was
+/// spent already, on any node ([`Refusal::ProofSpent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpentProof {
+    pub key: u64,
+    pub ttl_ms: u64,
 }
 
 /// The queue numbers an event's pre-queue reserves for its members' lottery keys (`room.lua`,
@@ -256,6 +330,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
             queue_len,
         },
         5 => return Err(ReplyError::Shape("a throttle without a wait")),
+        6 => Verdict::Refuse(Refusal::ProofSpent { queue_len }),
         _ => return Err(ReplyError::Shape("unknown verdict")),
     };
     Ok(Outcome {

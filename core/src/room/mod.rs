@@ -133,6 +133,9 @@ pub enum Refusal {
     LineFull { queue_len: u64 },
     /// The room is closed (mode `reject`).
     Closed,
+    /// `challenge=pow`: the proof the client brought was spent already on the fleet (the
+    /// central room records each spent proof; see `redis::SpentProof`).
+    ProofSpent { queue_len: u64 },
 }
 
 /// What became of a request on a valid admitted ticket.
