@@ -4,7 +4,8 @@
 //! Within one place (see [`places`]), each waiting answer is compared with the latest earlier
 //! one that was done before it was sent: two answers in flight at once may have been decided in
 //! either order. A lottery's positions before its start are provisional (the draw reorders
-//! them), so no comparison starts before the start (for sync, before the fleet has heard).
+//! them), so no comparison starts before the start (for sync, before the fleet has heard; for
+//! shared memory, before its draw is through).
 
 use crate::history::{Mode, Order, Outcome, Req};
 
@@ -27,13 +28,20 @@ pub struct Positions {
     pub compared: u64,
 }
 
+/// Shared memory draws the pre-queue's order from the start on, 64 places a decision
+/// (docs/reference.md, `smart_limit_event`): a position told in the first decisions, before
+/// the draw reached the place, may still change. The pre-queue comes back within 4 s of the
+/// start (the module's spread), which is when those decisions are taken.
+const SHM_DRAW_MS: u64 = 4000;
+
 /// The moment from which positions are final: a lottery's start (plus, for sync, the time the
-/// nodes take to hear of the draw).
+/// nodes take to hear of the draw; for shared memory, the time its draw takes).
 fn final_from(h: &History) -> u64 {
     match (h.run.order, h.run.start_ms) {
         (Order::Lottery, Some(s)) if h.run.mode == Mode::Sync => {
             s.saturating_add(h.run.sync_ms.saturating_mul(2).saturating_add(1000))
         }
+        (Order::Lottery, Some(s)) if h.run.mode == Mode::Shm => s.saturating_add(SHM_DRAW_MS),
         (Order::Lottery, Some(s)) => s,
         _ => 0,
     }

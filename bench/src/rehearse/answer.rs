@@ -40,7 +40,9 @@ pub fn read(res: &Response, cookie_prefix: &str) -> Read {
         200..=299 => Outcome::Admitted,
         307 | 302 | 303 => Outcome::New,
         429 => Outcome::Throttled,
-        503 if pos.is_some() => Outcome::Waiting,
+        // (An event's pre-queue holds a place without a position: the place is held all the
+        // same, and its arrival is this answer's, not the first position's after the start.)
+        503 if pos.is_some() || prequeue(&body) => Outcome::Waiting,
         _ => Outcome::Other,
     };
     Read {
@@ -51,6 +53,11 @@ pub fn read(res: &Response, cookie_prefix: &str) -> Read {
         refresh_ms,
         ticket,
     }
+}
+
+/// An event's pre-queue answer: JSON `"status":"prequeue"`, or the built-in page's countdown.
+fn prequeue(body: &str) -> bool {
+    body.contains("\"status\":\"prequeue\"") || body.contains("id=\"countdown\"")
 }
 
 fn leading_number(s: &str) -> Option<u64> {
@@ -124,6 +131,19 @@ mod tests {
             (Outcome::Waiting, Some(7), Some(31))
         );
         assert_eq!(r.ticket, None);
+    }
+
+    #[test]
+    fn a_prequeue_place_is_a_waiting_one_without_a_position() {
+        let json = r#"{"status":"prequeue","room":"shop","position":null,"refresh_seconds":9,"queue_length":40,"starts_at":1}"#;
+        let r = read(&res(503, json, &[]), "x=");
+        assert_eq!(
+            (r.outcome, r.pos, r.qlen),
+            (Outcome::Waiting, None, Some(40))
+        );
+        let page = "<div class=\"pos\"><div class=\"pos-num\" id=\"countdown\"></div></div>";
+        assert_eq!(read(&res(503, page, &[]), "x=").outcome, Outcome::Waiting);
+        assert_eq!(read(&res(503, "busy", &[]), "x=").outcome, Outcome::Other);
     }
 
     #[test]

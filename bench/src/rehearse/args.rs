@@ -36,6 +36,7 @@ The room's settings (written to the history for the checker)
                           the flags below given as well win
   --mode shm|redis|sync  --max-active N  --session S | --grant S  --active-window S
   --presence S  --timeout MS  --sync S  --refresh S  --order fifo|lottery  --start S
+  --start-at UNIX_SECONDS  the event's start as the nodes have it (instead of --start)
 ";
 
 /// A scheduled fault.
@@ -179,6 +180,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--sync" => a.run.sync_ms = secs(val()?, "--sync")?,
             "--refresh" => a.run.refresh_ms = secs(val()?, "--refresh")?.max(100),
             "--start" => a.run.start_ms = Some(secs(val()?, "--start")?),
+            "--start-at" => a.run.start_ms = Some(start_at(val()?)?),
             "--control" => control = Some(val()?.to_string()),
             other => return Err(format!("unknown option '{other}'")),
         }
@@ -206,6 +208,17 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
     }
     a.run.nodes = a.nodes.iter().filter(|(_, t)| *t == 0).count() as u32;
     Ok(a)
+}
+
+/// `--start-at UNIX_SECONDS`: an event's start as the nodes were configured with it, in ms
+/// since the run's start (now: the driver starts the run as soon as its arguments are read).
+fn start_at(v: &str) -> Result<u64, String> {
+    let at: u64 = num(v, "--start-at")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_millis() as u64;
+    Ok(at.saturating_mul(1000).saturating_sub(now))
 }
 
 /// `T:WHAT[:NODE]:COMMAND` (the command may hold colons).

@@ -225,6 +225,20 @@ fn positions_before_a_lottery_are_provisional() {
     assert!(f.clean(), "{:?}", f.violations().collect::<Vec<_>>());
 }
 
+/// Shared memory draws the pre-queue from the start on, 64 places a decision: a position told
+/// in the start's first seconds may predate the draw; one told later may not grow.
+#[test]
+fn a_shared_memory_draw_takes_the_start_s_first_seconds() {
+    let mut r = run(Mode::Shm, 3);
+    r.order = Order::Lottery;
+    r.start_ms = Some(5000);
+    r.presence_ms = 20_000;
+    let drawing = history(r.clone(), vec![wait(1, 5001, 3), wait(1, 7000, 9)]);
+    assert!(findings(&drawing).clean());
+    let drawn = history(r, vec![wait(1, 9100, 3), wait(1, 11_000, 9)]);
+    assert_eq!(rules(&findings(&drawn)), vec![Rule::PositionGrew]);
+}
+
 #[test]
 fn a_new_place_after_a_lapse_may_be_further_back() {
     // Not seen for more than presence: the place lapsed and the next one is at the tail.
