@@ -185,7 +185,7 @@ B GET / Accept: text/html => 503; body =~ /\A<h1>mine shop challenge 8<\/h1><p i
 C GET /plain/ Accept: text/html => 503; body =~ /Checking your browser/; body =~ /new Worker/; body !~ /<h1>plain/
 C GET /plain/ Accept: application/json => 503; json.status == "challenge"
 --- error_log
-smart_limit_page has no {{challenge_script}} but zone "shop" has challenge=pow
+smart_limit_page has no \{\{challenge_script\}\} but zone "shop" has challenge=pow
 
 === TEST 11: the no-script wait counts from the ticket's first challenge, not its issue (a ticket minted ahead is challenged); challenge_noscript=off closes that path
 --- http_config
