@@ -443,21 +443,18 @@ fn suspend(
 
 /// Turns the room's answer into the request's fate.
 fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) -> ngx_int_t {
-    let placed = matches!(
+    // The proof stays spent when the visit gave a place, or when the fleet had it spent
+    // already; otherwise the client keeps its work for its next visit.
+    let stays_spent = matches!(
         result,
         Ok(Decision {
-            verdict: Verdict::Admit { .. } | Verdict::Wait(_),
+            verdict: Verdict::Admit { .. }
+                | Verdict::Wait(_)
+                | Verdict::Refuse(Refusal::ProofSpent { .. }),
             ..
         })
     );
-    let spent_elsewhere = matches!(
-        result,
-        Ok(Decision {
-            verdict: Verdict::Refuse(Refusal::ProofSpent { .. }),
-            ..
-        })
-    );
-    if let (Some(proof), false, false) = (turn.spent, placed, spent_elsewhere) {
+    if let (Some(proof), false) = (turn.spent, stays_spent) {
         turn.zone.unspend_proof(proof.key);
     }
     let decision = match result {
@@ -487,15 +484,13 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
             waiting(r, turn, &place, o)
         }
         // challenge=pow: the central room found the proof spent on the fleet already.
-        Verdict::Refuse(Refusal::ProofSpent { .. }) => {
-            let challenge = turn
-                .held
-                .and_then(|t| challenge::spent_elsewhere(turn.zone, &t, turn.now).zip(Some(t)));
-            match challenge {
-                Some((c, t)) => challenged(r, turn, &t, c),
+        Verdict::Refuse(Refusal::ProofSpent { .. }) => match turn.held {
+            Some(t) => match challenge::spent_elsewhere(turn.zone, &t, turn.now) {
+                Some(c) => challenged(r, turn, &t, c),
                 None => INTERNAL_ERROR,
-            }
-        }
+            },
+            None => INTERNAL_ERROR,
+        },
         Verdict::Refuse(why) => {
             let o = shown(if turn.dry {
                 Outcome::RejectedDryRun

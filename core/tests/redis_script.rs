@@ -447,7 +447,7 @@ fn the_prequeue_is_ordered_by_lottery_keys() {
             flood_key: None,
             arrival: now,
         };
-        let reply = c.cmd(&script.visit_in(Form::Text, &v, now, l, ev));
+        let reply = c.cmd(&script.visit_in(Form::Text, &v, now, (l, ev), None));
         redis::visit_outcome(&reply, &v).unwrap().verdict
     };
     let pos = |v: Verdict| match v {
@@ -548,7 +548,7 @@ fn a_proof_takes_one_place_on_the_fleet() {
                     key,
                     ttl_ms: 600_000,
                 };
-                script.visit_spending(Form::Text, &v, now, spent)
+                script.visit_in(Form::Text, &v, now, (&script.limits, None), Some(spent))
             }
             None => script.visit(Form::Text, &v, now),
         };
@@ -587,13 +587,20 @@ fn a_proof_takes_one_place_on_the_fleet() {
         key: 0xef,
         ttl_ms: 1000,
     };
-    let first = redis.cmd(&script2.visit_spending(Form::Text, &v, T0, spent));
+    let first =
+        redis.cmd(&script2.visit_in(Form::Text, &v, T0, (&script2.limits, None), Some(spent)));
     assert!(matches!(
         redis::visit_outcome(&first, &v).unwrap().verdict,
         Verdict::Admit { .. }
     ));
     let v10 = Visit { sid: 10, ..v };
-    let again = redis.cmd(&script2.visit_spending(Form::Text, &v10, T0 + 1, spent));
+    let again = redis.cmd(&script2.visit_in(
+        Form::Text,
+        &v10,
+        T0 + 1,
+        (&script2.limits, None),
+        Some(spent),
+    ));
     assert_eq!(
         redis::visit_outcome(&again, &v10).unwrap().verdict,
         Verdict::Refuse(Refusal::ProofSpent { queue_len: 0 })

@@ -99,7 +99,7 @@ impl Zone {
         Answer::Later(Box::pin(async move {
             let reply = rs
                 .client
-                .eval(|form| rs.script.visit_full(form, &v, 0, (&limits, ev), spent))
+                .eval(|form| rs.script.visit_in(form, &v, 0, (&limits, ev), spent))
                 .await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {

@@ -152,29 +152,12 @@ impl Script {
     /// A visit. A client with a flood key (taking its place) pays for it from its address's
     /// budget in the same call, when the room has flood control: one round trip still.
     pub fn visit(&self, form: Form, v: &Visit, now: u64) -> Vec<u8> {
-        self.visit_in(form, v, now, &self.limits, None)
-    }
-
-    /// A visit that spends proof `spent` to take a new place (see [`SpentProof`]).
-    pub fn visit_spending(&self, form: Form, v: &Visit, now: u64, spent: SpentProof) -> Vec<u8> {
-        self.visit_full(form, v, now, (&self.limits, None), Some(spent))
+        self.visit_in(form, v, now, (&self.limits, None), None)
     }
 
     /// A visit under `limits` (a scheduled event's, see `store::Zone::limits_in`) while the
-    /// event `ev` is in force.
+    /// event `ev` is in force, spending `spent` if it takes a new place (see [`SpentProof`]).
     pub fn visit_in(
-        &self,
-        form: Form,
-        v: &Visit,
-        now: u64,
-        limits: &Limits,
-        ev: Option<EventArgs>,
-    ) -> Vec<u8> {
-        self.visit_full(form, v, now, (limits, ev), None)
-    }
-
-    /// A visit under `limits` and event `ev`, spending `spent` for a new place.
-    pub fn visit_full(
         &self,
         form: Form,
         v: &Visit,
@@ -187,42 +170,24 @@ impl Script {
         self.call(form, "visit", now, v.sid, a, (flood, spent), (limits, ev))
     }
 
+    /// A call that is not a visit: no flood bucket, no proof, no event, the room's limits.
+    fn other(&self, form: Form, op: &str, now: u64, sid: u64, a: [u64; 2]) -> Vec<u8> {
+        let plain = (None, None);
+        self.call(form, op, now, sid, a, plain, (&self.limits, None))
+    }
+
     pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(
-            form,
-            "touch",
-            now,
-            sid,
-            [0, 0],
-            (None, None),
-            (&self.limits, None),
-        )
+        self.other(form, "touch", now, sid, [0, 0])
     }
 
     pub fn revoke(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
-        self.call(
-            form,
-            "revoke",
-            now,
-            sid,
-            [0, 0],
-            (None, None),
-            (&self.limits, None),
-        )
+        self.other(form, "revoke", now, sid, [0, 0])
     }
 
     /// Sets the room-wide mode override (None: back to each node's configured mode).
     pub fn set_mode(&self, form: Form, mode: Option<Mode>) -> Vec<u8> {
         let code = u64::from(mode.map_or(0, Mode::code));
-        self.call(
-            form,
-            "mode",
-            0,
-            1,
-            [code, 0],
-            (None, None),
-            (&self.limits, None),
-        )
+        self.other(form, "mode", 0, 1, [code, 0])
     }
 }
 

@@ -34,6 +34,15 @@ fn run(mode: Mode, max_active: u64) -> Run {
     }
 }
 
+/// A shared-memory room of `max_active` whose event starts at `start_ms` (a lottery).
+fn lottery(max_active: u64, start_ms: u64) -> Run {
+    Run {
+        order: Order::Lottery,
+        start_ms: Some(start_ms),
+        ..run(Mode::Shm, max_active)
+    }
+}
+
 fn status(o: Outcome) -> u16 {
     match o {
         Outcome::New => 307,

@@ -150,9 +150,7 @@ fn inversion_tolerance_is_honoured() {
 
 #[test]
 fn lottery_draws_the_pre_queue_then_fifo() {
-    let mut r = run(Mode::Shm, 10);
-    r.order = Order::Lottery;
-    r.start_ms = Some(5000);
+    let mut r = lottery(10, 5000);
     r.presence_ms = 10_000;
     // 1 and 2 arrive before the start: any order between them.
     let base = vec![
@@ -217,10 +215,10 @@ fn sync_positions_are_estimates_within_the_documented_bound() {
 
 #[test]
 fn positions_before_a_lottery_are_provisional() {
-    let mut r = run(Mode::Shm, 3);
-    r.order = Order::Lottery;
-    r.start_ms = Some(5000);
-    let h = history(r, vec![wait(1, 100, 1), wait(1, 1100, 2), wait(1, 5100, 7)]);
+    let h = history(
+        lottery(3, 5000),
+        vec![wait(1, 100, 1), wait(1, 1100, 2), wait(1, 5100, 7)],
+    );
     let f = findings(&h);
     assert!(f.clean(), "{:?}", f.violations().collect::<Vec<_>>());
 }
@@ -229,9 +227,7 @@ fn positions_before_a_lottery_are_provisional() {
 /// in the start's first seconds may predate the draw; one told later may not grow.
 #[test]
 fn a_shared_memory_draw_takes_the_start_s_first_seconds() {
-    let mut r = run(Mode::Shm, 3);
-    r.order = Order::Lottery;
-    r.start_ms = Some(5000);
+    let mut r = lottery(3, 5000);
     r.presence_ms = 20_000;
     let drawing = history(r.clone(), vec![wait(1, 5001, 3), wait(1, 7000, 9)]);
     assert!(findings(&drawing).clean());
