@@ -106,7 +106,7 @@ fn challenge(zone: &Zone, keys: &Keyring, t: &Ticket, bits: u8, now: u64) -> Cha
     let first = first_challenge(t.issued_at, t.last_seen);
     let waited = now.saturating_sub(first.unwrap_or(now));
     let wait = no_script_wait_ms(bits);
-    zone.count(|c| c.challenged += 1);
+    zone.challenge_given();
     let room = zone.params.name.as_str();
     let text = encode_seed(&seed(keys, room, (t.sid, t.issued_at), bits));
     let mut out = [b'A'; SEED_CHARS];

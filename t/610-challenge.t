@@ -245,3 +245,47 @@ sh redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'smart_limit:{shop}:spen
 sh for k in $(redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'smart_limit:{shop}:spent:*'); do redis-cli -p $TEST_NGINX_REDIS_PORT PTTL "$k"; done => /\A(?:[1-9]\d{3,4}\n){3}\z/
 --- no_error_log
 [error]
+
+=== TEST 13: challenge_bits=auto on central Redis is the fleet's: a flood on one node raises the bits of the other, which saw none (the room script counts every node's challenges and looks once a second)
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=4m max_active=1 flood=off challenge=pow store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- timeout: 60
+--- steps
+# 300 challenges on node 0 and no admission: up to (300 + 1) / (0 + 1) clients asking per
+# client let in, 7 doublings, the most auto gives (22 bits); a look that saw only some of them
+# fewer. Node 1 alone would stay at 16.
+sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto --quiet-node => /^calm 16 flood (?:19|2[0-2]) quiet (?:19|2[0-2])$/
+sh redis-cli -p $TEST_NGINX_REDIS_PORT HGET 'smart_limit:{shop}:state' pr_d => /\A[3-9]\n\z/
+--- no_error_log
+[error]
+
+=== TEST 14: challenge_bits=auto on sync= is the fleet's: the same, from the picture (the nodes report their challenges with their syncs)
+--- instances: 2
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_zone shop size=4m max_active=1 flood=off challenge=pow store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms;
+--- config
+    location / { smart_limit shop; root html; }
+    location = /m { smart_limit_metrics; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> index.html
+origin
+--- timeout: 60
+--- steps
+until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
+sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto --quiet-node => /^calm 16 flood (?:19|2[0-2]) quiet (?:19|2[0-2])$/
+--- no_error_log
+[error]

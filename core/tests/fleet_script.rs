@@ -371,6 +371,8 @@ fn random_syncs_and_draws_match_the_model() {
         }
         let mut r = Report {
             polls: next(50),
+            asked: next(8),
+            challenged: next(12),
             ..Report::default()
         };
         for _ in 0..next(6) {
@@ -699,4 +701,81 @@ fn without_flood_control_nothing_is_charged() {
     assert_eq!(p.flood, []);
     let keys = t.redis.cmd(&packed(&["KEYS", "test:{no-flood}:flood*"]));
     assert_eq!(keys, Value::Array(vec![]));
+}
+
+/// `challenge_bits=auto`: the script sums every node's newcomers and admissions per interval
+/// and the first sync of the next interval looks (challenge::Pressure's rule), so both nodes
+/// are told the same doublings all interval. Interval 1: 9 + 9 newcomers, 1 admission: ratio
+/// 0.25 x 1 + 0.75 x 19 / 2 = 7.375, 2 doublings from interval 2 on; a quiet interval 2
+/// brings it to 2.59 (1); the line gone, 0.
+#[test]
+fn the_fleets_pressure_is_summed_over_nodes_and_told_to_each() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "pressure", cfg(2));
+    let now = BASE + 60_000;
+    let mut r1 = waiters(&[(1, 1), (2, 2), (3, 3)]);
+    r1.asked = 9;
+    assert_eq!(t.sync(1, now, &r1).pressure, 0, "no interval looked at yet");
+    let mut r2 = waiters(&[(4, 4), (5, 5)]);
+    r2.asked = 9;
+    r2.admitted = vec![sighting(1, now)];
+    assert_eq!(t.sync(2, now + 100, &r2).pressure, 0);
+    let p1 = t.sync(1, now + 1000, &waiters(&[(2, 2), (3, 3)]));
+    let p2 = t.sync(2, now + 1100, &waiters(&[(4, 4), (5, 5)]));
+    assert_eq!((p1.pressure, p2.pressure), (2, 2));
+    assert_eq!(t.sync(1, now + 2000, &Report::default()).pressure, 1);
+    // Challenges count as clients asking when they outnumber the places taken (scripts that
+    // do not solve): 20 challenges, 2 places: 0.25 x 2.59 + 0.75 x 21 = 16.4, 4 doublings.
+    let mut r = waiters(&[(2, 2)]);
+    (r.asked, r.challenged) = (2, 20);
+    t.sync(2, now + 2100, &r);
+    assert_eq!(t.sync(1, now + 3000, &Report::default()).pressure, 4);
+    // Everyone in line leaves (absent for presence): nobody waits, no pressure.
+    let mut at = now + 4000;
+    while t.sync(1, at, &Report::default()).queue_len > 0 {
+        assert!(at < now + 20_000, "the line never emptied");
+        at += 1000;
+    }
+    assert_eq!(t.sync(2, at + 1000, &Report::default()).pressure, 0);
+}
+
+/// With an interval shorter than a second the fleet looks once a second, as one node does:
+/// the sums of five 200 ms intervals make one look, and its doublings stand until the next.
+#[test]
+fn the_fleets_pressure_looks_once_a_second_whatever_the_interval() {
+    let Some(srv) = start() else { return };
+    let c = FleetConfig {
+        interval_ms: 200,
+        ..cfg(2)
+    };
+    let mut t = Twin::new(srv.port, "pressure200", c);
+    let now = BASE + 60_000;
+    let mut seqs = [0u64; 3];
+    let mut sync = |t: &mut Twin, node: usize, at: u64, r: &Report| {
+        seqs[node] += 1;
+        let f = Fence {
+            node_id: node as u64,
+            generation: 1,
+            window: at / 200 * 200,
+            seq: seqs[node],
+        };
+        match t.sync_fenced(f, at, r) {
+            SyncAnswer::Picture(p) => p.pressure,
+            SyncAnswer::Stale => panic!("stale"),
+        }
+    };
+    sync(&mut t, 1, now, &waiters(&[(1, 1), (2, 2)]));
+    let mut seen = Vec::new();
+    for i in 1..=12u64 {
+        let mut r = Report::default();
+        // 10 challenges an interval for the first second.
+        if i <= 5 {
+            r.challenged = 10;
+        }
+        seen.push(sync(&mut t, 1 + (i % 2) as usize, now + i * 200, &r));
+    }
+    // No look within the first second (intervals 1-4: 40 challenges summed); the look at 1 s:
+    // 0.25 + 0.75 x 41 = 31, 4 doublings, until the look at 2 s (interval 5's 10:
+    // 0.25 x 31 + 0.75 x 11 = 16, 4 again). A look each interval would have seen 10 at a time.
+    assert_eq!(seen, [0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4], "{seen:?}");
 }

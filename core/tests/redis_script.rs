@@ -606,3 +606,54 @@ fn a_proof_takes_one_place_on_the_fleet() {
         Verdict::Refuse(Refusal::ProofSpent { queue_len: 0 })
     );
 }
+
+/// `challenge_bits=auto` on a Redis room: the script counts the whole fleet's newcomers and
+/// admissions and looks once a second, so every node reads the same doublings; a node that
+/// does not ask gets none. Room of 1: one walks in, 8 more join over the first second
+/// (ratio 0.25 x 1 + 0.75 x (9 + 1) / (1 + 1) = 4: 2 doublings); a quiet second after the
+/// next joiner brings it down to 1 (2.5), another to 0 (1.375); 30 challenges told in the
+/// next second (scripts that do not solve: they ask, and take no place) bring it to 4
+/// (0.25 x 1.375 + 0.75 x 31 = 23.6).
+#[test]
+fn the_fleets_pressure_is_one_figure_for_every_node() {
+    let Some(srv) = start() else { return };
+    let mut redis = Client::connect(srv.port).unwrap();
+    let a = Script::new("test", "pressure", limits(1, None), 0).with_pressure(true);
+    let b = Script::new("test", "pressure", limits(1, None), 0).with_pressure(true);
+    let plain = Script::new("test", "pressure", limits(1, None), 0);
+    let mut told = |s: &Script, sid: u64, now: u64, challenges: u64| -> (Verdict, Option<u8>) {
+        let v = Visit {
+            sid,
+            qnum: 0,
+            draw: 0,
+            flood_key: None,
+            arrival: 0,
+        };
+        let le = (&s.limits, None);
+        let reply = redis.cmd(&s.visit_telling(Form::Text, &v, now, le, None, challenges));
+        let o = redis::visit_outcome(&reply, &v)
+            .unwrap_or_else(|e| panic!("visit({sid}): {e}: {reply:?}"));
+        (o.verdict, o.pressure)
+    };
+    let mut visit = |s: &Script, sid: u64, now: u64| told(s, sid, now, 0);
+    let (first, d) = visit(&a, 1, T0);
+    assert!(matches!(first, Verdict::Admit { .. }));
+    assert_eq!(d, Some(0), "the first look: nobody waits");
+    for sid in 2..=9 {
+        let node = if sid % 2 == 0 { &a } else { &b };
+        let (v, d) = visit(node, sid, T0 + sid * 10);
+        place(v);
+        assert_eq!(d, Some(0), "no look within the second");
+    }
+    assert_eq!(visit(&b, 10, T0 + 1000).1, Some(2));
+    assert_eq!(
+        visit(&a, 2, T0 + 1001).1,
+        Some(2),
+        "the other node reads the same"
+    );
+    assert_eq!(visit(&plain, 3, T0 + 1002).1, None);
+    assert_eq!(visit(&a, 4, T0 + 2000).1, Some(1));
+    assert_eq!(visit(&b, 5, T0 + 3000).1, Some(0));
+    assert_eq!(told(&a, 6, T0 + 3500, 30).1, Some(0));
+    assert_eq!(told(&b, 7, T0 + 4000, 0).1, Some(4));
+}

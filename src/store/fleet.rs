@@ -33,6 +33,7 @@ use core::task::Poll;
 use core::time::Duration;
 
 use ngx::ffi::ngx_conf_t;
+use smart_limit_core::challenge::FLEET_FRESH_MS;
 use smart_limit_core::fleet::MAX_SYNCS_PER_INTERVAL;
 use smart_limit_core::fleet::{
     draw_reply, picture_reply, Drawn, Fence, FleetConfig, FleetNode, FleetScript, FleetSnapshot,
@@ -466,6 +467,17 @@ impl Zone {
     pub fn fleet_snapshot(&self, now: u64) -> Option<FleetSnapshot> {
         self.fleet.as_ref()?;
         self.shm.with_fleet(|_, node| node.snapshot(now)).ok()
+    }
+
+    /// `sync=` with `challenge_bits=auto`: the fleet's pressure in the picture, in doublings,
+    /// while the picture is fresh (at most three intervals old, and [`FLEET_FRESH_MS`]); a
+    /// node without one (Redis away) falls back on its own view.
+    pub fn fleet_pressure(&self, now: u64) -> Option<u8> {
+        let fs = self.fleet.as_ref()?;
+        let s = self.fleet_snapshot(now)?;
+        let fresh = fs.cfg.interval_ms.saturating_mul(3).max(FLEET_FRESH_MS);
+        s.pressure
+            .filter(|_| s.sync_age_ms.is_some_and(|age| age <= fresh))
     }
 
     /// The fleet's picture came back for the sync of `seq`: the node decides by it (unless a

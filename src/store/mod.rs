@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
-use smart_limit_core::challenge::{Bits, Pressure};
+use smart_limit_core::challenge::{bits_of, Bits, Pressure};
 use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
@@ -405,22 +405,34 @@ impl Zone {
     }
 
     /// `challenge=pow`: the difficulty in force at `now` (None: no challenge). `auto` follows
-    /// the room's pressure (see [`Pressure`]), from its counters.
+    /// the room's pressure (see [`Pressure`]): on a Redis room, at least the fleet's (the
+    /// script's last look at every node's arrivals, from the central room's last reply or the
+    /// synced room's picture), so a flood spread over the fleet, or aimed at its calmest
+    /// node, raises every node alike; and at least this node's own view from its counters,
+    /// which sees a flood of its own at once, before the fleet is told.
     pub fn challenge_bits(&self, now: u64) -> Option<u8> {
         match self.params.challenge? {
             Bits::Fixed(n) => Some(n),
             Bits::Auto => {
-                let mut p = self.pressure.try_borrow_mut().ok()?;
-                // (The room is read once a look, not on every challenge.)
-                if !p.due(now) {
-                    return Some(p.current());
-                }
-                let s = self.snapshot(now).ok()?;
-                let c = &s.counters;
-                let asked = c.queued.max(c.challenged);
-                Some(p.bits(now, asked, c.admitted, s.queue_len))
+                let fleet = self.pressure.try_borrow().ok()?.fleet_bits(now);
+                let fleet = fleet.or_else(|| self.fleet_pressure(now).map(bits_of));
+                let own = self.own_bits(now)?;
+                Some(fleet.map_or(own, |f| f.max(own)))
             }
         }
+    }
+
+    /// `challenge_bits=auto` from this node's counters alone.
+    fn own_bits(&self, now: u64) -> Option<u8> {
+        let mut p = self.pressure.try_borrow_mut().ok()?;
+        // (The room is read once a look, not on every challenge.)
+        if !p.due(now) {
+            return Some(p.current());
+        }
+        let s = self.snapshot(now).ok()?;
+        let c = &s.counters;
+        let asked = c.queued.max(c.challenged);
+        Some(p.bits(now, asked, c.admitted, s.queue_len))
     }
 
     /// Whether a newcomer would be let in at once (nobody waits, there is room, no pre-queue):
@@ -464,6 +476,23 @@ impl Zone {
     /// Counts in the room's counters.
     pub fn count(&self, f: impl FnOnce(&mut smart_limit_core::room::Counters)) {
         let _ = self.shm.with_room(|room| f(room.counters_mut()));
+    }
+
+    /// A challenge given: counted for metrics and `challenge_bits=auto` on this node, and for
+    /// the fleet's pressure (a synced node's next sync reports it; on a central Redis room,
+    /// the worker's next visit tells it).
+    pub fn challenge_given(&self) {
+        self.count(|c| c.challenged += 1);
+        if self.params.challenge != Some(Bits::Auto) {
+            return;
+        }
+        if self.fleet.is_some() {
+            let _ = self.shm.with_fleet(|_, node| node.challenged());
+        } else if self.redis.is_some() {
+            if let Ok(mut p) = self.pressure.try_borrow_mut() {
+                p.challenged();
+            }
+        }
     }
 
     pub fn count_bypass(&self) {

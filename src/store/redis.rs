@@ -22,6 +22,7 @@ use core::cell::RefCell;
 
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
+use smart_limit_core::challenge::Bits;
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{self, EventArgs, Form, Outcome, Script, SpentProof, TouchLog};
 use smart_limit_core::room::rules::{Limits, Mode};
@@ -62,7 +63,8 @@ impl RedisStore {
         )?;
         Ok(RedisStore {
             client: Client::new(cfg),
-            script: Script::new(&params.prefix, &params.name, limits, params.max_line),
+            script: Script::new(&params.prefix, &params.name, limits, params.max_line)
+                .with_pressure(params.challenge == Some(Bits::Auto)),
             touches: RefCell::new(TouchLog::default()),
         })
     }
@@ -96,15 +98,23 @@ impl Zone {
                 _ => 0,
             },
         });
+        let told = match (rs.script.pressure, self.pressure.try_borrow_mut()) {
+            (true, Ok(mut p)) => p.take_untold(),
+            _ => 0,
+        };
         Answer::Later(Box::pin(async move {
+            let le = (&limits, ev);
             let reply = rs
                 .client
-                .eval(|form| rs.script.visit_in(form, &v, 0, (&limits, ev), spent))
+                .eval(|form| rs.script.visit_telling(form, &v, 0, le, spent, told))
                 .await;
             let now = now_ms();
             match reply.map(|value| redis::visit_outcome(&value, &v)) {
                 Ok(Ok(o)) => {
                     rs.client.reply_was_good();
+                    if let (Some(d), Ok(mut p)) = (o.pressure, self.pressure.try_borrow_mut()) {
+                        p.note_fleet(now, d);
+                    }
                     self.mirror(rs, &o, v.sid, now);
                     self.remember(&o.verdict, v.sid, now);
                     Ok(o.verdict.into())

@@ -25,6 +25,12 @@
 # --auto (challenge_bits=auto): a client waits (the line is not empty); then 300 new clients
 # ask for places at once, none solving; the bits given rise; then the probe asks once a
 # second until they are back down. Prints "calm N flood M after A in S s".
+#
+# --auto --quiet-node (a fleet of two): the same flood, all on node 0; the waiting client
+# polls node 0 a second later (a central room hears of node 0's challenges with that node's
+# next visit) and node 1 a second after that (it reads the fleet's pressure from its own
+# call); then a newcomer on node 1, which saw no flood itself, is challenged. Prints "calm N
+# flood M quiet Q".
 
 use strict;
 use warnings;
@@ -36,9 +42,9 @@ use Digest::SHA qw(sha256);
 use MIME::Base64 qw(decode_base64);
 use Time::HiRes qw(time sleep);
 
-my ($ports, $auto, $settle, $metrics, $gone) = ('', 0, 0, '', 0);
+my ($ports, $auto, $settle, $metrics, $gone, $quiet_node) = ('', 0, 0, '', 0, 0);
 GetOptions('nginx=s' => \$ports, 'auto' => \$auto, 'settle=i' => \$settle,
-           'metrics=s' => \$metrics, 'gone=i' => \$gone)
+           'metrics=s' => \$metrics, 'gone=i' => \$gone, 'quiet-node' => \$quiet_node)
     or die "bad arguments\n";
 my @nodes = split /,/, $ports;
 die "no --nginx port\n" unless @nodes;
@@ -132,16 +138,37 @@ if ($auto) {
     die "no challenge: $body\n" unless $seed;
     my (undef, $placed) = get($w, proof => solve($seed, $calm));
     die "not placed: $placed\n" unless field($placed, 'status') eq 'waiting';
+    if ($quiet_node) {
+        # Node 0, which takes the flood, learns of the line (its own view needs someone
+        # waiting: a central node knows the line from its last reply).
+        $w->{node} = 0;
+        my (undef, $b) = get($w);
+        die "the waiter on node 0: $b\n" unless field($b, 'status') eq 'waiting';
+    }
     # 300 newcomers at once, none solving: each is challenged, nobody is let in.
     my $flood = 0;
     for my $round (1 .. 3) {
         for my $i (1 .. 100) {
-            my $c = arrive($i);
+            my $c = arrive($quiet_node ? 0 : $i);
             my (undef, $b) = get($c);
             my (undef, $bits) = challenge_of($b);
             $flood = $bits if ($bits // 0) > $flood;
         }
         sleep 0.5;
+    }
+    if ($quiet_node) {
+        die "--quiet-node needs two nodes\n" unless @nodes == 2;
+        for my $node (0, 1) {
+            sleep 1.1;
+            $w->{node} = $node;
+            my ($st, $b) = get($w);
+            die "the waiter's poll on node $node: $st $b\n" unless field($b, 'status') eq 'waiting';
+        }
+        my (undef, $b) = get(arrive(1));
+        my (undef, $quiet) = challenge_of($b);
+        die "no challenge on node 1: $b\n" unless $quiet;
+        printf "calm %d flood %d quiet %d\n", $calm, $flood, $quiet;
+        exit 0;
     }
     my $t0 = time;
     my $after = $flood;

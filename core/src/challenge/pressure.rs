@@ -3,8 +3,13 @@
 
 use super::{AUTO_MAX_BITS, AUTO_MIN_BITS};
 
-/// How often the pressure is looked at (ms); between looks the difficulty stays.
+/// How often the pressure is looked at (ms); between looks the difficulty stays. The room
+/// scripts look as often (`LOOK_MS` in `redis/room.lua`).
 pub const LOOK_MS: u64 = 1000;
+
+/// How long the fleet's pressure from a reply stands (ms): past it (the worker has not asked
+/// Redis since, or Redis is away) the worker's own view decides again.
+pub const FLEET_FRESH_MS: u64 = 3 * LOOK_MS;
 
 /// One worker's view of a room's pressure, from the room's counters (every worker reads the
 /// same counters, so every worker comes to about the same difficulty).
@@ -16,6 +21,10 @@ pub struct Pressure {
     /// Clients asking for a place per client let in, smoothed over a few looks.
     ratio: f64,
     bits: u8,
+    /// The fleet's pressure from the last reply that carried it: when, and its doublings.
+    fleet: Option<(u64, u8)>,
+    /// Challenges this worker gave that the central room has not been told of yet.
+    untold: u64,
 }
 
 impl Default for Pressure {
@@ -26,6 +35,8 @@ impl Default for Pressure {
             admitted: 0,
             ratio: 1.0,
             bits: AUTO_MIN_BITS,
+            fleet: None,
+            untold: 0,
         }
     }
 }
@@ -67,13 +78,50 @@ impl Pressure {
         self.at = now;
         self.asked = asked;
         self.admitted = admitted;
-        let span = f64::from(AUTO_MAX_BITS - AUTO_MIN_BITS);
-        let extra = self.ratio.max(1.0).log2().floor().clamp(0.0, span) as u8;
         self.bits = if queue_len == 0 {
             AUTO_MIN_BITS
         } else {
-            AUTO_MIN_BITS + extra
+            bits_of(doublings(self.ratio))
         };
         self.bits
     }
+
+    /// A challenge given (a central Redis room tells the fleet with the worker's next visit).
+    pub fn challenged(&mut self) {
+        self.untold = self.untold.saturating_add(1);
+    }
+
+    /// The challenges to tell the central room with this visit (counted as told).
+    pub fn take_untold(&mut self) -> u64 {
+        core::mem::take(&mut self.untold)
+    }
+
+    /// A reply of the room's script carried the fleet's pressure (Redis rooms): `doublings`,
+    /// from the script's last look at the whole fleet's arrivals and admissions.
+    pub fn note_fleet(&mut self, now: u64, doublings: u8) {
+        self.fleet = Some((now, doublings));
+    }
+
+    /// The difficulty from the fleet's pressure, while the last figure is fresh
+    /// ([`FLEET_FRESH_MS`]): the same on every node, since every node reads the same look.
+    pub fn fleet_bits(&self, now: u64) -> Option<u8> {
+        let (at, d) = self.fleet?;
+        (now >= at && now - at <= FLEET_FRESH_MS).then(|| bits_of(d))
+    }
+}
+
+/// How many times clients asking for a place doubled those let in: `floor(log2(ratio))`,
+/// by halving (as the room script counts it, so both give the same number), at most 31.
+pub fn doublings(ratio: f64) -> u8 {
+    let (mut r, mut d) = (ratio, 0u8);
+    while r >= 2.0 && d < 31 {
+        r /= 2.0;
+        d += 1;
+    }
+    d
+}
+
+/// [`AUTO_MIN_BITS`] and one bit per doubling, up to [`AUTO_MAX_BITS`].
+pub fn bits_of(doublings: u8) -> u8 {
+    AUTO_MIN_BITS + doublings.min(AUTO_MAX_BITS - AUTO_MIN_BITS)
 }

@@ -145,6 +145,32 @@ fn auto_rises_under_a_flood_and_falls_after() {
 }
 
 #[test]
+fn doublings_count_whole_doublings_by_halving() {
+    let cases = [(0.5, 0), (1.0, 0), (1.99, 0), (2.0, 1), (3.99, 1), (4.0, 2), (1e12, 31)];
+    for (ratio, d) in cases {
+        assert_eq!(doublings(ratio), d, "{ratio}");
+    }
+    assert_eq!(doublings(f64::NAN), 0);
+}
+
+/// A Redis room: the fleet's figure from the script's last reply decides while it is fresh,
+/// whatever this worker's own counters say; once stale, the worker's own view again.
+#[test]
+fn the_fleets_pressure_decides_while_fresh() {
+    let mut p = Pressure::default();
+    let t = 1_000_000;
+    assert_eq!(p.fleet_bits(t), None);
+    p.note_fleet(t, 3);
+    assert_eq!(p.fleet_bits(t), Some(AUTO_MIN_BITS + 3));
+    assert_eq!(p.fleet_bits(t + FLEET_FRESH_MS), Some(AUTO_MIN_BITS + 3));
+    assert_eq!(p.fleet_bits(t + FLEET_FRESH_MS + 1), None);
+    // (A clock that went back: not fresh.)
+    assert_eq!(p.fleet_bits(t - 1), None);
+    p.note_fleet(t, 200);
+    assert_eq!(p.fleet_bits(t), Some(AUTO_MAX_BITS));
+}
+
+#[test]
 fn a_user_key_names_one_session_per_room() {
     let k = keys();
     let alice = k.user_sid("shop", b"alice");

@@ -10,7 +10,7 @@ use super::{Sample, Sighting, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5405; // "SLFLEET", version 5 (4 + the flood tables)
+const MAGIC: u64 = 0x534c_464c_4545_5406; // "SLFLEET", version 6 (5 + the pressure)
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -52,6 +52,12 @@ pub(super) struct Header {
     pub(super) n_active: u64,
     pub(super) n_admitted: u64,
     pub(super) n_waiters: u64,
+    /// Newcomers that took a place here, and challenges given here, since the last report
+    /// (the fleet's pressure).
+    pub(super) n_asked: u64,
+    pub(super) n_challenged: u64,
+    /// The picture's pressure: 1 + its doublings (0: no picture yet).
+    pub(super) pressure: u64,
     /// Bumped when the batches are taken (entries of the sent table point into one batch).
     pub(super) batch_seq: u32,
     /// What a poll of a client whose turn it is weighs in `polls` (a poll of any other

@@ -163,6 +163,9 @@ pub struct RoomPicture {
     pub leaving: u64,
     /// The line holds `max_line` waiters: no new place until it shortens.
     pub full: bool,
+    /// The fleet's pressure at the interval's look, in doublings (`challenge_bits=auto`:
+    /// `challenge::Pressure`'s rule over the whole fleet).
+    pub pressure: u8,
     pub samples: Vec<Sample>,
     /// Client keys over the fleet's flood budget (at most [`FLOOD_ANSWER_CAP`]).
     pub flood: Vec<FloodOver>,
@@ -206,6 +209,10 @@ pub struct WaiterSighting {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Report {
     pub polls: u64,
+    /// Newcomers that took a place here, and challenges given here, since the last sync
+    /// (the fleet's pressure).
+    pub asked: u64,
+    pub challenged: u64,
     /// Admitted sessions seen (each at most once an interval).
     pub active: Vec<Sighting>,
     /// Sessions this node admitted since its last sync.
@@ -344,6 +351,8 @@ pub struct FleetSnapshot {
     pub syncs: u64,
     pub sync_failures: u64,
     pub sync_age_ms: Option<u64>,
+    /// The fleet's pressure in the picture, in doublings (None: no picture yet).
+    pub pressure: Option<u8>,
 }
 
 // ------------------------------------------------------------------------------ Redis

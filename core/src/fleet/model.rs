@@ -139,8 +139,63 @@ pub struct FleetModel {
     queue_len: u64,
     /// Flood control's buckets and the keys over their budget.
     flood: FloodModel,
+    pressure: PressureSums,
     /// Script calls made (syncs and draws).
     pub calls: u64,
+}
+
+/// The script's sums for the fleet's pressure (script.lua, "The fleet's pressure": "pr_win",
+/// "pr_in", "pr_out", "pr_r", "pr_d"), in the same arithmetic.
+#[derive(Debug, Clone, Copy)]
+struct PressureSums {
+    win: u64,
+    asked: u64,
+    challenged: u64,
+    admitted: u64,
+    ratio_ppm: u64,
+    doublings: u8,
+}
+
+impl Default for PressureSums {
+    fn default() -> Self {
+        PressureSums {
+            win: 0,
+            asked: 0,
+            challenged: 0,
+            admitted: 0,
+            ratio_ppm: 1_000_000,
+            doublings: 0,
+        }
+    }
+}
+
+impl PressureSums {
+    /// A sync of `window` reporting `r`'s newcomers and challenges and `admitted` admissions:
+    /// the first of an interval a look (a second, or the interval if longer) after the last
+    /// looks at the sums. The doublings in the picture.
+    fn sync(&mut self, (window, interval): (u64, u64), queue_len: u64, r: &Report, admitted: u64) -> u8 {
+        let look = crate::challenge::LOOK_MS.max(interval);
+        if self.win == 0 || window >= self.win.saturating_add(look) {
+            if self.win != 0 {
+                let asked = self.asked.max(self.challenged);
+                let ratio = 0.75 * (asked + 1) as f64 / (self.admitted + 1) as f64;
+                self.ratio_ppm = (0.25 * self.ratio_ppm as f64 + ratio * 1e6).floor() as u64;
+                self.doublings = if queue_len > 0 {
+                    crate::challenge::doublings(self.ratio_ppm as f64 / 1e6)
+                } else {
+                    0
+                };
+            }
+            self.win = window;
+            self.asked = 0;
+            self.challenged = 0;
+            self.admitted = 0;
+        }
+        self.asked += r.asked;
+        self.challenged += r.challenged;
+        self.admitted += admitted;
+        self.doublings
+    }
 }
 
 impl FleetModel {
@@ -157,6 +212,7 @@ impl FleetModel {
             hold: 0,
             hold_until: 0,
             hold_wait: Vec::new(),
+            pressure: PressureSums::default(),
             nodes: HashMap::new(),
             active: BySight::default(),
             present: BySight::default(),
@@ -419,6 +475,9 @@ impl FleetModel {
             left.min(free_now)
         };
         me.grant = quota;
+        let pressure =
+            self.pressure
+                .sync((f.window, cfg.interval_ms), queue_len, r, r.admitted.len() as u64);
         let places = cfg.max_active as i128 - active as i128 + expiring as i128;
         let cursor = if places <= 0 {
             0
@@ -440,6 +499,7 @@ impl FleetModel {
             expiring,
             leaving,
             full,
+            pressure,
             samples: self.samples(queue_len),
             flood,
         })

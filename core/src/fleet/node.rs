@@ -257,6 +257,7 @@ impl<'m> FleetNode<'m> {
         let Waiter { sid, arrival, .. } = w;
         if w.new_place {
             self.fresh_took(arrival);
+            self.hdr.n_asked += 1;
         }
         let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
             Sight::New(at) => (true, at),

@@ -33,6 +33,8 @@ impl<'m> FleetNode<'m> {
         let waiters = take(self.waiters, &mut h.n_waiters, &mut wcap);
         let r = Report {
             polls: core::mem::take(&mut h.polls),
+            asked: core::mem::take(&mut h.n_asked),
+            challenged: core::mem::take(&mut h.n_challenged),
             active,
             admitted,
             waiters,
@@ -49,6 +51,11 @@ impl<'m> FleetNode<'m> {
         r
     }
 
+    /// A challenge given here (`challenge_bits=auto`): reported with the next sync.
+    pub fn challenged(&mut self) {
+        self.hdr.n_challenged = self.hdr.n_challenged.saturating_add(1);
+    }
+
     /// Sightings a capped report left in the batches (another sync should follow soon).
     pub fn backlog(&self) -> bool {
         self.hdr.n_active + self.hdr.n_admitted + self.hdr.n_waiters > 0
@@ -59,6 +66,8 @@ impl<'m> FleetNode<'m> {
     pub fn give_back(&mut self, r: &Report) {
         let h = &mut *self.hdr;
         h.polls += r.polls;
+        h.n_asked += r.asked;
+        h.n_challenged += r.challenged;
         for &e in &r.admitted {
             if !record(None, 0, self.admitted, &mut h.n_admitted, true, e, |_| {
                 false
@@ -121,6 +130,7 @@ impl<'m> FleetNode<'m> {
         h.free = p.free;
         h.expiring = p.expiring;
         h.leaving = p.leaving;
+        h.pressure = u64::from(p.pressure) + 1;
         h.pool_empty_window = 0;
         h.syncs += 1;
         let n = p.samples.len().min(MAX_SAMPLES);
@@ -217,6 +227,11 @@ impl<'m> FleetNode<'m> {
             sync_failures: self.hdr.sync_failures,
             sync_age_ms: (self.hdr.synced_at_ms != 0)
                 .then(|| now.saturating_sub(self.hdr.synced_at_ms)),
+            pressure: self
+                .hdr
+                .pressure
+                .checked_sub(1)
+                .map(|d| u8::try_from(d).unwrap_or(u8::MAX)),
         }
     }
 }

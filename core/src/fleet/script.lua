@@ -10,7 +10,8 @@
 --                               allocation: its base, the polls it is shared by, what was
 --                               given out), "heard" / "hold" / "hold_until" / "hold_wait"
 --                               (the last call; after a silence: when it began, until when
---                               expiry is held at that time, for which nodes), and one
+--                               expiry is held at that time, for which nodes), "pr_win" /
+--                               "pr_in" / "pr_out" / "pr_r" / "pr_d" (the pressure), and one
 --                               field per node, "n:<id>":
 --                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
@@ -35,7 +36,8 @@
 --   admitted since the last sync, "sid:age_ms"  [18] waiting sessions seen,
 --   "sid:arrival_ms:age_ms"  [19] flood control: the budget's interval in us (0: none)
 --   [20] its burst  [21] places each reported client key took on the node since it last
---   reported it ("n n ...", one per KEYS[6..])
+--   reported it ("n n ...", one per KEYS[6..])  [22] newcomers that took a place on the node
+--   since its last sync, [23] challenges it gave since (the fleet's pressure, below)
 --   draw only: [15] places wanted
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
 -- sequence) is not newer than the last one this node's entry saw is stale (a stalled ex-leader,
@@ -45,7 +47,8 @@
 --   sync: {fleet_active, queue_len, cursor_ms (-1: everyone), quota, nodes, window, free,
 --          expiring (active sessions whose window ends within the interval), leaving (... within
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
---          longer), full (1: the line holds max_line), {flood: pairs (client key in hex,
+--          longer), full (1: the line holds max_line), pressure (the fleet's doublings, below),
+--          {flood: pairs (client key in hex,
 --          retry_ms) of keys over their budget}, then pairs (rank, arrival_ms) sampled along
 --          the line, for positions}; {-1}: stale
 --   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
@@ -407,6 +410,39 @@ me.grant = quota
 redis.call('HSET', K_FLEET, 'win', digits(window), 'free', digits(free_w), 'polls',
   digits(polls_w), 'given', digits(given_w))
 
+-- The fleet's pressure (challenge_bits=auto, [S19]; the central room's in redis/room.lua):
+-- the newcomers that took a place on every node (ARGV[22]) and the challenges they gave
+-- (ARGV[23]: the larger of the two sums is the clients that asked) against the admissions the
+-- nodes report, summed from one look to the next: once a second (LOOK_MS, as on one node and in
+-- the central room) or once an interval if longer, the first sync of a new interval looks at
+-- the sums, a quarter of the ratio before carried over (challenge::Pressure's rule), and the
+-- doublings it finds (0 while nobody waits) go in every picture until the next look: every
+-- node asks the same difficulty. A node's counts reach the sums with its sync, so a look may
+-- see some of them an interval late; over a few looks every one counts.
+local pr = redis.call('HMGET', K_FLEET, 'pr_win', 'pr_in', 'pr_out', 'pr_r', 'pr_d', 'pr_ch')
+local pr_win, pr_in, pr_out = number(pr[1]), number(pr[2]), number(pr[3])
+local pr_r, pr_d, pr_ch = tonumber(pr[4]) or 1000000, number(pr[5]), number(pr[6])
+local LOOK_MS = 1000
+if pr_win == 0 or window >= pr_win + math.max(interval, LOOK_MS) then
+  if pr_win ~= 0 then
+    pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)
+    pr_d = 0
+    if queue_len > 0 then
+      local r = pr_r / 1000000
+      while r >= 2 and pr_d < 31 do
+        r = r / 2
+        pr_d = pr_d + 1
+      end
+    end
+  end
+  pr_win, pr_in, pr_out, pr_ch = window, 0, 0, 0
+end
+pr_in = pr_in + number(ARGV[22])
+pr_ch = pr_ch + number(ARGV[23])
+pr_out = pr_out + #admitted
+redis.call('HSET', K_FLEET, 'pr_win', digits(pr_win), 'pr_in', digits(pr_in), 'pr_out',
+  digits(pr_out), 'pr_r', digits(pr_r), 'pr_d', digits(pr_d), 'pr_ch', digits(pr_ch))
+
 -- The cursor: waiters who arrived no later than it may be admitted wherever they poll: the
 -- oldest the free places (and those that free within the interval) can take, and beyond them
 -- up to BAND times as many, as long as those arrived within an interval of the last the places
@@ -476,7 +512,7 @@ end
 
 save()
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full,
-  over}
+  pr_d, over}
 -- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
 -- apart (a waiter near the head is told its place closely: it is called back by it) while the
 -- samples left can still reach the tail evenly spaced, then evenly.

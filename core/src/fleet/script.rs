@@ -139,7 +139,9 @@ impl FleetScript {
             .arg(waiters)
             .arg(interval_us)
             .arg(burst)
-            .arg(places);
+            .arg(places)
+            .arg(r.asked)
+            .arg(r.challenged);
         cmd.get_packed_command()
     }
 
@@ -153,7 +155,7 @@ impl FleetScript {
 
 /// Integers at the head of a sync's reply; then the flood answers (an array), then the
 /// samples.
-const HEAD: usize = 10;
+const HEAD: usize = 11;
 
 /// What a sync got back: the fleet's picture, or word that the script took a newer sync of
 /// this node already (this one changed nothing).
@@ -225,6 +227,7 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         expiring: n(7)?,
         leaving: n(8)?,
         full: n(9)? != 0,
+        pressure: u8::try_from(n(10)?).map_err(|_| ReplyError::Shape("bad pressure"))?,
         samples,
         flood,
     }))

@@ -73,6 +73,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         expiring: 0,
         leaving: 0,
         full: false,
+        pressure: 0,
         flood: Vec::new(),
         samples,
     };
@@ -121,6 +122,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             expiring: 0,
             leaving: 0,
             full: false,
+            pressure: 0,
             flood: Vec::new(),
             samples: vec![
                 Sample {
@@ -229,6 +231,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             expiring: 0,
             leaving: 0,
             full: false,
+            pressure: 0,
             flood: Vec::new(),
             samples: vec![],
         },
@@ -470,12 +473,12 @@ fn replies_are_checked() {
         v.extend(ints(samples));
         Value::Array(v)
     };
-    let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1];
+    let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 3];
     let Ok(SyncAnswer::Picture(p)) = picture_reply(&picture(&head, vec![], &[0, 10, 4, 30])) else {
         panic!("not a picture");
     };
     assert_eq!((p.cursor, p.quota, p.nodes, p.free), (u64::MAX, 2, 3, 4));
-    assert_eq!((p.expiring, p.leaving, p.full), (1, 2, true));
+    assert_eq!((p.expiring, p.leaving, p.full, p.pressure), (1, 2, true, 3));
     assert_eq!(p.samples.len(), 2);
     assert!(p.flood.is_empty());
     // Flood answers: a client key in 16 hex digits and its wait.
@@ -510,10 +513,14 @@ fn replies_are_checked() {
     assert_eq!(picture_reply(&arr(&[-1])), Ok(SyncAnswer::Stale));
     assert!(picture_reply(&arr(&[1, 2, 3])).is_err());
     // Without the flood answers' array (the reply of the script before it).
-    assert!(picture_reply(&arr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])).is_err());
-    assert!(picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 0, 10, 4, 30])).is_err());
+    assert!(picture_reply(&arr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])).is_err());
+    assert!(picture_reply(&arr(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 0, 0, 10, 4, 30])).is_err());
     assert!(picture_reply(&picture(&head, vec![], &[0, 10, 4])).is_err());
-    assert!(picture_reply(&picture(&[-1, 2, 3, 4, 5, 6, 7, 8, 9, 0], vec![], &[])).is_err());
+    assert!(picture_reply(&picture(&[-1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0], vec![], &[])).is_err());
+    // Without the pressure (the reply of the script before it), or a bad one.
+    assert!(picture_reply(&picture(&head[..10], vec![], &[])).is_err());
+    assert!(picture_reply(&picture(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 256], vec![], &[])).is_err());
+    assert!(picture_reply(&picture(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, -1], vec![], &[])).is_err());
     assert!(picture_reply(&Value::Error(b"NOSCRIPT x".to_vec())).is_err());
     assert_eq!(
         draw_reply(&arr(&[3, 9, 4])),
@@ -577,6 +584,7 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
             expiring: 0,
             leaving: 0,
             full: false,
+            pressure: 0,
             flood: Vec::new(),
             samples: vec![sample(0, 100), sample(9, 1000), sample(999, 100_000)],
         },

@@ -52,7 +52,9 @@
 --       lottery key (1 .. LOTTERY_SPAN - 1, drawn by the node from the operating system's
 --       randomness; 0 = arrival order, shuffle=off)
 --   [17] visit with a spent proof: its TTL in ms (the last key is then the proof's; ARGV 14
---       to 16 are sent, "0" 0 0 without an event)
+--       to 16 are sent, "0" 0 0 without an event); "0" when only ARGV[18] follows
+--   [18] visit: when the zone's challenge_bits is auto (the node asks for the fleet's
+--       pressure, below), 1 + the challenges the node's worker gave since its last visit
 --
 -- Events ([S18]): the first visit of an event's pre-queue notes where the pre-queue begins
 -- (`ev_base`, the tail then) and moves the tail LOTTERY_SPAN on. A client joining during the
@@ -67,9 +69,20 @@
 -- Replies (arrays of integers; `version` is the script's clock in microseconds, which orders
 -- the figures that several connections bring back):
 --   visit:  {kind, qnum, position, queue_len, admit_interval_ms, active, joined, expired, mode,
---            version}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
+--            version, pressure}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
 --            5 = throttled (flood control: no place; the second element is then the ms until
---            the address may take one), 6 = the proof brought was spent already (no place)
+--            the address may take one), 6 = the proof brought was spent already (no place);
+--            pressure: 0 without ARGV[18], else 1 + the fleet's doublings (below)
+--
+-- The fleet's pressure (challenge_bits=auto, [S19]): visits with ARGV[18] count, in the state,
+-- the newcomers that took a place or walked in (pr_in), the challenges the nodes gave (pr_ch)
+-- and the admissions (pr_out). Once a second (LOOK_MS), the first such visit looks: the ratio
+-- (asked + 1) / (pr_out + 1), asked the larger of pr_in and pr_ch (a newcomer is challenged
+-- once and takes its place once; a script that does not solve is only challenged), a quarter
+-- of the last look's carried over (pr_r, in millionths), gives the doublings pr_d (how many
+-- times the fleet's arrivals doubled its admissions; 0 while nobody waits), and the counters
+-- start again. Every node reads the same pr_d, so every node asks the same difficulty
+-- (challenge::Pressure::doublings is the rule, AUTO_MIN_BITS + doublings the bits).
 --   touch:  {active, version}   revoke: {removed, active, version}   mode: {code}
 
 -- Redis < 5 needs this before writing after TIME; Redis 7 and Valkey ignore it.
@@ -189,7 +202,7 @@ if spent_ttl > 0 and #KEYS > 4 then
 end
 
 local st = redis.call('HMGET', K_STATE, 'tail', 'minute', 'adm', 'last_admit', 'interval',
-  'active', 'ttl_at', 'mode', 'ev', 'ev_base')
+  'active', 'ttl_at', 'mode', 'ev', 'ev_base', 'pr_at', 'pr_in', 'pr_out', 'pr_r', 'pr_d', 'pr_ch')
 local tail = tonumber(st[1])
 local minute = tonumber(st[2]) or 0
 local adm = tonumber(st[3]) or 0
@@ -234,6 +247,39 @@ if ev_phase ~= 0 and string.match(ev_id, '^[1-9]%d*$') and st[9] ~= ev_id then
   dirty = true
 end
 local lottery = ev_phase == 1 and ev_base > 0 and ev_key >= 1 and ev_key < LOTTERY_SPAN
+
+-- The fleet's pressure (see the header): a look at most once a LOOK_MS.
+local LOOK_MS = 1000
+local asking = tonumber(ARGV[18]) or 0
+local pressure = asking >= 1
+local pr_at, pr_in, pr_out = tonumber(st[11]) or 0, tonumber(st[12]) or 0, tonumber(st[13]) or 0
+local pr_r, pr_d = tonumber(st[14]) or 1000000, tonumber(st[15]) or 0
+local pr_ch = tonumber(st[16]) or 0
+if pressure and (pr_at == 0 or now < pr_at or now - pr_at >= LOOK_MS) then
+  if pr_at ~= 0 and now >= pr_at then
+    pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)
+    pr_d = 0
+    if redis.call('EXISTS', K_LINE) == 1 then
+      local r = pr_r / 1000000
+      while r >= 2 and pr_d < 31 do
+        r = r / 2
+        pr_d = pr_d + 1
+      end
+    end
+  end
+  pr_at, pr_in, pr_out, pr_ch = now, 0, 0, 0
+  dirty = true
+end
+if asking > 1 then
+  pr_ch = pr_ch + asking - 1
+  dirty = true
+end
+local function pressure_figure()
+  if pressure then
+    return pr_d + 1
+  end
+  return 0
+end
 
 local this_minute = math.floor(now / 60000)
 if this_minute ~= minute then
@@ -281,6 +327,10 @@ local function save()
     redis.call('HSET', K_STATE, 'tail', ntos(tail), 'minute', ntos(minute), 'adm', ntos(adm),
       'last_admit', ntos(last_admit), 'interval', ntos(interval), 'active', ntos(active),
       'ttl_at', ntos(ttl_at))
+    if pressure then
+      redis.call('HSET', K_STATE, 'pr_at', ntos(pr_at), 'pr_in', ntos(pr_in), 'pr_out',
+        ntos(pr_out), 'pr_r', ntos(pr_r), 'pr_d', ntos(pr_d), 'pr_ch', ntos(pr_ch))
+    end
   end
   if renew then
     -- Also gives a state this call created its first TTL.
@@ -309,6 +359,9 @@ local function admit(from_line)
   end
   redis.call('PEXPIRE', K_ACTIVE, ACTIVE_TTL)
   adm = adm + 1
+  if pressure then
+    pr_out = pr_out + 1
+  end
   if from_line then
     if last_admit ~= 0 then
       local gap = math.max(now - last_admit, 1)
@@ -322,7 +375,8 @@ local function admit(from_line)
   end
   dirty = true
   save()
-  return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version}
+  return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version,
+    pressure_figure()}
 end
 
 -- Room::wait_answer: the position counts the present places ahead (ZRANK), in O(log n).
@@ -333,12 +387,13 @@ local function wait_answer(q, joined)
     position = (redis.call('ZRANK', K_LINE, sid) or 0) + 1
   end
   return {2, q, position, redis.call('ZCARD', K_LINE), interval, active, joined, expired,
-    override, version}
+    override, version, pressure_figure()}
 end
 
 if mode == REJECT then
   save()
-  return {3, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version}
+  return {3, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version,
+    pressure_figure()}
 end
 if mode == PASSTHROUGH then
   if held then
@@ -388,7 +443,8 @@ end
 -- Room::throttled: no place this time, the line as it is.
 local function throttled(wait_ms, waiting)
   save()
-  return {5, wait_ms, 0, waiting, interval, active, 0, expired, override, version}
+  return {5, wait_ms, 0, waiting, interval, active, 0, expired, override, version,
+    pressure_figure()}
 end
 
 -- challenge=pow: the visit's proof is spent here, once for the fleet, as the place is taken
@@ -403,7 +459,8 @@ end
 
 local function proof_spent(waiting)
   save()
-  return {6, 0, 0, waiting, interval, active, 0, expired, override, version}
+  return {6, 0, 0, waiting, interval, active, 0, expired, override, version,
+    pressure_figure()}
 end
 
 local waiting = redis.call('ZCARD', K_LINE)
@@ -419,6 +476,9 @@ if not held then
     if not spend_proof() then
       return proof_spent(waiting)
     end
+    if pressure then
+      pr_in = pr_in + 1
+    end
     return admit(false)
   end
   local wait_ms = pay_flood()
@@ -427,10 +487,14 @@ if not held then
   end
   if max_line > 0 and waiting >= max_line then
     save()
-    return {4, 0, 0, waiting, interval, active, 0, expired, override, version}
+    return {4, 0, 0, waiting, interval, active, 0, expired, override, version,
+    pressure_figure()}
   end
   if not spend_proof() then
     return proof_spent(waiting)
+  end
+  if pressure then
+    pr_in = pr_in + 1
   end
   local q = tail
   if lottery then

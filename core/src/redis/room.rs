@@ -75,6 +75,9 @@ pub struct Script {
     pub limits: Limits,
     /// Most places in the line (0: no cap).
     pub max_line: u64,
+    /// `challenge_bits=auto`: visits count the fleet's pressure and bring its doublings back
+    /// ([`Outcome::pressure`]).
+    pub pressure: bool,
 }
 
 impl Script {
@@ -84,7 +87,14 @@ impl Script {
             keys: Keys::new(prefix, room),
             limits,
             max_line,
+            pressure: false,
         }
+    }
+
+    /// Visits ask for the fleet's pressure (`challenge_bits=auto`).
+    pub fn with_pressure(mut self, on: bool) -> Script {
+        self.pressure = on;
+        self
     }
 
     /// `SCRIPT LOAD`, sent first on every new connection so `EVALSHA` finds the script.
@@ -95,7 +105,8 @@ impl Script {
     /// A call of the room script, with ARGV 9 and 10 as given; `flood`: the visit pays for a
     /// place from this client key's bucket (a fifth key, and the rate as ARGV 12 and 13);
     /// `ev`: a visit while a scheduled event is in force (ARGV 14 to 16); `spent`: the proof
-    /// the visit spends to take a new place (the last key, its TTL as ARGV 17).
+    /// the visit spends to take a new place (the last key, its TTL as ARGV 17); a visit of a
+    /// room with [`Script::pressure`] sends ARGV 18.
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
@@ -106,6 +117,7 @@ impl Script {
         [a9, a10]: [u64; 2],
         (flood, spent): (Option<(u64, Rate)>, Option<SpentProof>),
         (l, ev): (&Limits, Option<EventArgs>),
+        challenges: u64,
     ) -> Vec<u8> {
         let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
         cmd.arg(4 + usize::from(flood.is_some()) + usize::from(spent.is_some()))
@@ -132,19 +144,29 @@ impl Script {
             .arg(self.max_line);
         let (interval_us, burst) = flood.map_or((0, 0), |(_, r)| (r.interval_us, r.burst));
         cmd.arg(interval_us).arg(burst);
+        let pressure = self.pressure && op == "visit";
         match ev {
             Some(ev) => {
                 let phase = if ev.started { 2 } else { 1 };
                 cmd.arg(ev.id).arg(phase).arg(ev.key);
             }
-            // (ARGV 17 follows: no event is "0" 0 0.)
-            None if spent.is_some() => {
+            // (ARGV 17 or 18 follows: no event is "0" 0 0.)
+            None if spent.is_some() || pressure => {
                 cmd.arg(0).arg(0).arg(0);
             }
             None => {}
         }
-        if let Some(s) = spent {
-            cmd.arg(s.ttl_ms.max(1));
+        match spent {
+            Some(s) => {
+                cmd.arg(s.ttl_ms.max(1));
+            }
+            None if pressure => {
+                cmd.arg(0);
+            }
+            None => {}
+        }
+        if pressure {
+            cmd.arg(challenges.saturating_add(1));
         }
         cmd.get_packed_command()
     }
@@ -162,18 +184,33 @@ impl Script {
         form: Form,
         v: &Visit,
         now: u64,
+        le: (&Limits, Option<EventArgs>),
+        spent: Option<SpentProof>,
+    ) -> Vec<u8> {
+        self.visit_telling(form, v, now, le, spent, 0)
+    }
+
+    /// The same, telling the fleet's pressure ([`Script::pressure`]) of the `challenges` this
+    /// worker gave since its last visit.
+    pub fn visit_telling(
+        &self,
+        form: Form,
+        v: &Visit,
+        now: u64,
         (limits, ev): (&Limits, Option<EventArgs>),
         spent: Option<SpentProof>,
+        challenges: u64,
     ) -> Vec<u8> {
         let flood = v.flood_key.zip(limits.flood);
         let a = [v.qnum, u64::from(v.draw)];
-        self.call(form, "visit", now, v.sid, a, (flood, spent), (limits, ev))
+        let le = (limits, ev);
+        self.call(form, "visit", now, v.sid, a, (flood, spent), le, challenges)
     }
 
     /// A call that is not a visit: no flood bucket, no proof, no event, the room's limits.
     fn other(&self, form: Form, op: &str, now: u64, sid: u64, a: [u64; 2]) -> Vec<u8> {
         let plain = (None, None);
-        self.call(form, op, now, sid, a, plain, (&self.limits, None))
+        self.call(form, op, now, sid, a, plain, (&self.limits, None), 0)
     }
 
     pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
@@ -240,6 +277,9 @@ pub struct Outcome {
     pub mode_override: u32,
     /// The script's clock (µs): orders replies that come back on different connections.
     pub version: u64,
+    /// `challenge_bits=auto`: the fleet's pressure at the script's last look, in doublings
+    /// (None: the visit did not ask).
+    pub pressure: Option<u8>,
 }
 
 impl Outcome {
@@ -257,7 +297,7 @@ impl Outcome {
 /// The script's answer to a visit, as the verdict [`Room::visit`](crate::room::Room::visit)
 /// would give, plus the room's figures.
 pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
-    let x = ints(v, 10)?;
+    let x = ints(v, 11)?;
     let (kind, qnum, position) = (x[0], count(x[1])?, count(x[2])?);
     let queue_len = count(x[3])?;
     let interval_ms = count(x[4])?;
@@ -270,6 +310,10 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
     let expired = count(x[7])?;
     let mode_override = u32::try_from(x[8]).map_err(|_| ReplyError::Shape("bad mode"))?;
     let version = count(x[9])?;
+    let pressure = match count(x[10])? {
+        0 => None,
+        n => Some(u8::try_from(n - 1).map_err(|_| ReplyError::Shape("bad pressure"))?),
+    };
     let verdict = match kind {
         1 => Verdict::Admit { sid: visit.sid },
         2 => {
@@ -306,6 +350,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
         expired,
         mode_override,
         version,
+        pressure,
     })
 }
 

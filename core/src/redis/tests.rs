@@ -76,10 +76,10 @@ fn script_calls_are_well_formed() {
 #[test]
 fn replies_become_verdicts() {
     let v = visit();
-    let o = visit_outcome(&arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77]), &v).unwrap();
+    let o = visit_outcome(&arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77, 0]), &v).unwrap();
     assert_eq!(o.verdict, Verdict::Admit { sid: v.sid });
     assert_eq!((o.queue_len, o.active), (3, 4));
-    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78]), &v).unwrap();
+    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78, 0]), &v).unwrap();
     assert_eq!(
         o.verdict,
         Verdict::Wait(Place {
@@ -92,11 +92,11 @@ fn replies_become_verdicts() {
     );
     assert!(o.joined);
     assert_eq!(o.expired, 2);
-    let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79]), &v).unwrap();
+    let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79, 0]), &v).unwrap();
     assert_eq!(o.verdict, Verdict::Refuse(Refusal::Closed));
     assert_eq!(o.mode_override, 4);
     // Flood control: no place, the wait in the second element, the line as it is.
-    let o = visit_outcome(&arr(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80]), &v).unwrap();
+    let o = visit_outcome(&arr(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80, 0]), &v).unwrap();
     assert_eq!(
         o.verdict,
         Verdict::Throttled {
@@ -105,6 +105,10 @@ fn replies_become_verdicts() {
         }
     );
     assert!(!o.joined);
+    assert_eq!(o.pressure, None);
+    // challenge_bits=auto: 1 + the fleet's doublings.
+    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 0, 0, 0, 81, 4]), &v).unwrap();
+    assert_eq!(o.pressure, Some(3));
 }
 
 #[test]
@@ -117,14 +121,17 @@ fn bad_replies_are_errors() {
         Value::Bulk(b"1".to_vec()),
         arr(&[1, 0, 0]),
         arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0]),
-        arr(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
-        arr(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 1]),
-        arr(&[2, 5, -1, 1, 0, 0, 0, 0, 0, 1]),
-        arr(&[2, 5, 1, 1, 0, 0, 7, 0, 0, 1]),
-        arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, -1]),
-        arr(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 1]),
-        arr(&[5, -5, 0, 1, 0, 0, 0, 0, 0, 1]),
-        Value::Array(vec![Value::Bulk(b"1".to_vec()); 10]),
+        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1]),
+        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1, -1]),
+        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1, 257]),
+        arr(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]),
+        arr(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0]),
+        arr(&[2, 5, -1, 1, 0, 0, 0, 0, 0, 1, 0]),
+        arr(&[2, 5, 1, 1, 0, 0, 7, 0, 0, 1, 0]),
+        arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, -1, 0]),
+        arr(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0]),
+        arr(&[5, -5, 0, 1, 0, 0, 0, 0, 0, 1, 0]),
+        Value::Array(vec![Value::Bulk(b"1".to_vec()); 11]),
         Value::Error(b"WRONGTYPE Operation against a key".to_vec()),
     ];
     for b in bad {

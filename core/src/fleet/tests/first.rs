@@ -16,6 +16,7 @@ fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> Roo
         expiring: 0,
         leaving: 0,
         full: false,
+        pressure: 0,
         samples,
         flood: Vec::new(),
     }
