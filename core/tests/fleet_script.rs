@@ -12,7 +12,8 @@ mod support;
 use smart_limit_core::fleet::FleetModel;
 use smart_limit_core::fleet::{
     draw_reply, picture_reply, Fence, FleetConfig, FleetScript, FloodOver, FloodPlaces, Report,
-    RoomPicture, Sighting, SyncAnswer, WaiterSighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP,
+    RoomPicture, Sighting, SpentProof, SyncAnswer, WaiterSighting, FLOOD_ANSWER_CAP,
+    FLOOD_REPORT_CAP,
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{self, Form};
@@ -375,6 +376,13 @@ fn random_syncs_and_draws_match_the_model() {
             challenged: next(12),
             ..Report::default()
         };
+        for _ in 0..next(3) {
+            let key = next(40);
+            r.spent.push(SpentProof {
+                key,
+                ms: now + next(20_000),
+            });
+        }
         for _ in 0..next(6) {
             sid += 1;
             let arrival = now - BASE - next(30_000);
@@ -778,4 +786,51 @@ fn the_fleets_pressure_looks_once_a_second_whatever_the_interval() {
     // 0.25 + 0.75 x 41 = 31, 4 doublings, until the look at 2 s (interval 5's 10:
     // 0.25 x 31 + 0.75 x 11 = 16, 4 again). A look each interval would have seen 10 at a time.
     assert_eq!(seen, [0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4], "{seen:?}");
+}
+
+/// challenge=pow on a synced room: a node reports the proofs it took places with, and every
+/// other node is told of them with its next sync (once each, how long they stay spent), a node
+/// that joins later too, while the fleet keeps them (the nodes' staleness); the reporter is not
+/// told its own. Script and model alike.
+#[test]
+fn spent_proofs_reach_every_other_node_once() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "spent", cfg(5));
+    let now = BASE + 60_000;
+    let spent = |list: &[(u64, u64)]| Report {
+        spent: list
+            .iter()
+            .map(|&(key, ms)| SpentProof { key, ms })
+            .collect(),
+        ..Report::default()
+    };
+    let keys = |p: &RoomPicture| p.spent.iter().map(|s| (s.key, s.ms)).collect::<Vec<_>>();
+    // Node 1 took places with two proofs; the second stays spent 10 ms only.
+    let p = t.sync(1, now, &spent(&[(0xab, now + 30_000), (0xcd, now + 10)]));
+    assert!(p.spent.is_empty(), "not told its own: {:?}", p.spent);
+    let p = t.sync(2, now + 100, &spent(&[(0xef, now + 20_000)]));
+    assert_eq!(keys(&p), [(0xab, 29_900)], "the lapsed one is not told");
+    assert!(
+        t.sync(2, now + 200, &Report::default()).spent.is_empty(),
+        "once"
+    );
+    assert_eq!(
+        keys(&t.sync(1, now + 1000, &Report::default())),
+        [(0xef, 19_000)]
+    );
+    // Node 1 syncs, then node 2 reports in the same millisecond: node 1 hears of it next time
+    // (numbered entries, not times: the nodes' ticks are aligned, such ties are common).
+    t.sync(1, now + 1500, &Report::default());
+    t.sync(2, now + 1500, &spent(&[(0x12, now + 9_000)]));
+    assert_eq!(
+        keys(&t.sync(1, now + 1700, &Report::default())),
+        [(0x12, 7_300)]
+    );
+    // A node that joins later hears what the fleet keeps.
+    let p = t.sync(3, now + 2000, &Report::default());
+    assert_eq!(keys(&p), [(0xab, 28_000), (0xef, 18_000), (0x12, 7_000)]);
+    // After a minute (longer than the nodes' staleness here) the fleet forgets them.
+    let keep = cfg(5).stale_ms().max(60_000);
+    let p = t.sync(4, now + 100 + keep + 1, &Report::default());
+    assert!(p.spent.is_empty(), "{:?}", p.spent);
 }

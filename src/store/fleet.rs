@@ -40,7 +40,7 @@ use smart_limit_core::fleet::{
     FleetVerdict, Report, RoomPicture, SyncAnswer, Waiter,
 };
 use smart_limit_core::redis::resp::Value;
-use smart_limit_core::redis::{Form, ReplyError};
+use smart_limit_core::redis::{Form, ReplyError, SpentProof};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
@@ -152,6 +152,7 @@ impl Zone {
         &'static self,
         fs: &'static FleetStore,
         v: Visit,
+        spent: Option<SpentProof>,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
         // Flood control: paid here, once (the rest of the visit carries no key).
@@ -184,6 +185,13 @@ impl Zone {
                     (verdict, self.draw_to_send(fs, node, now, &cfg))
                 }
             };
+            // A proof that took a new place: the other nodes refuse it from their next
+            // picture on.
+            if let (Some(p), true) = (spent, w.new_place) {
+                if matches!(verdict, FleetVerdict::Admit | FleetVerdict::Wait { .. }) {
+                    node.spent_here(p.key, now.saturating_add(p.ttl_ms));
+                }
+            }
             match (verdict, draw) {
                 // Its turn, but the share is used up, and this visit sent the draw: the
                 // request waits for the pool's answer.
@@ -488,6 +496,10 @@ impl Zone {
         let applied = self.shm.with_fleet(|room, node| {
             if !node.apply(p, seq, now) {
                 return false;
+            }
+            // Proofs spent on other nodes: refused here from now on.
+            for s in &p.spent {
+                room.spend_proof(s.key, now.saturating_add(s.ms), now);
             }
             room.mirror_remote(
                 &Mirror {

@@ -267,8 +267,9 @@ impl Zone {
     }
 
     /// A client without a valid admitted ticket asks for its turn; `spent`: the proof of work
-    /// it brings to take a new place, which the central room records spent in the same call
-    /// (this node has recorded it already: `Zone::spend_proof`).
+    /// it brings to take a new place, which the central room records spent in the same call,
+    /// and a synced node reports with its next sync (this node has recorded it already:
+    /// `Zone::spend_proof`).
     pub fn visit(
         &'static self,
         v: Visit,
@@ -283,7 +284,7 @@ impl Zone {
             }
         }
         if let Some(fs) = &self.fleet {
-            return self.fleet_visit(fs, v, now);
+            return self.fleet_visit(fs, v, spent, now);
         }
         match &self.redis {
             Some(rs) => self.redis_visit(rs, v, spent, now),

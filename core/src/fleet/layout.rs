@@ -6,11 +6,12 @@ use core::mem::{align_of, size_of};
 
 use super::flood::{self, Over, Taken};
 use super::{FleetNode, NotAFleetNode};
-use super::{Sample, Sighting, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
+use super::{Sample, Sighting, SpentProof, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
+use super::SPENT_REPORT_CAP;
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5406; // "SLFLEET", version 6 (5 + the pressure)
+const MAGIC: u64 = 0x534c_464c_4545_5406; // "SLFLEET", version 6 (5 + the pressure, spent proofs)
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -78,7 +79,20 @@ pub(super) struct Header {
     /// report), sorted, the first [`FRESH_CAP`] of them: a newcomer's rank behind the line.
     pub(super) fresh_len: u64,
     pub(super) fresh: [u64; FRESH_CAP],
+    /// Proofs of work spent here since the last report (until when).
+    pub(super) spent_len: u64,
+    pub(super) spent: [SpentProof; SPENT_REPORT_CAP],
     leadership: Leadership,
+}
+
+impl Header {
+    /// A spent proof kept for the next report (none past [`SPENT_REPORT_CAP`]).
+    pub(super) fn keep_spent(&mut self, p: SpentProof) {
+        if let Some(slot) = self.spent.get_mut(self.spent_len as usize) {
+            *slot = p;
+            self.spent_len += 1;
+        }
+    }
 }
 
 /// A session reported recently (so it is not sent again too soon), and where its sighting

@@ -101,6 +101,13 @@ pub const FLOOD_REPORT_CAP: usize = 32;
 /// it, then the others the fleet knows, those refused longest first.
 pub const FLOOD_ANSWER_CAP: usize = 64;
 
+/// Spent proofs of work (`challenge=pow`) a node keeps for its next report, and reports at most
+/// (the script's SPENT_REPORT); past it, a proof is spent on this node only.
+pub const SPENT_REPORT_CAP: usize = 64;
+
+/// Proofs spent on other nodes one picture tells of at most (the script's SPENT_ANSWERS).
+pub const SPENT_ANSWER_CAP: usize = 256;
+
 /// What a sync needs to know of the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FleetConfig {
@@ -169,6 +176,18 @@ pub struct RoomPicture {
     pub samples: Vec<Sample>,
     /// Client keys over the fleet's flood budget (at most [`FLOOD_ANSWER_CAP`]).
     pub flood: Vec<FloodOver>,
+    /// Proofs of work spent on other nodes since this node's last sync (at most
+    /// [`SPENT_ANSWER_CAP`]): refused here from now on.
+    pub spent: Vec<SpentProof>,
+}
+
+/// A proof of work spent (`challenge=pow`, [S19]), by its key (`challenge::spent_key`): in a
+/// report, until when (the node's clock, ms); in a picture, for how long still (`ms`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SpentProof {
+    pub key: u64,
+    pub ms: u64,
 }
 
 /// Places a client key took on a node since the node last reported it (flood control).
@@ -222,6 +241,8 @@ pub struct Report {
     /// Client keys that took more than [`FLOOD_ALLOWANCE`] places since their last report (at
     /// most [`FLOOD_REPORT_CAP`]).
     pub flood: Vec<FloodPlaces>,
+    /// Proofs of work spent on this node since the last sync (`ms`: until when).
+    pub spent: Vec<SpentProof>,
 }
 
 /// A client without a valid admitted ticket, as the node sees it: its session, and its place in

@@ -12,7 +12,7 @@ use super::flood_model::FloodModel;
 #[cfg(test)]
 use super::Sighting;
 use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, Sample, SyncAnswer};
-use super::{KEEP_PPM, MAX_SAMPLES};
+use super::{SpentProof, KEEP_PPM, MAX_SAMPLES, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 use crate::room::gcra::Rate;
 use crate::util::fenwick;
 
@@ -20,6 +20,10 @@ use crate::util::fenwick;
 /// EXPIRE_MIN (the script's; the active set is trimmed whole).
 const EXPIRE_STEP: usize = 200;
 const EXPIRE_MIN: usize = 50;
+/// Lapsed spent proofs one sync removes at most (the script's SPENT_EXPIRE).
+const SPENT_EXPIRE: usize = 256;
+/// How long the fleet keeps a spent proof's entry at least (the script's SPENT_KEEP_MS).
+const SPENT_KEEP_MS: u64 = 60_000;
 const FIRST_RANKS: u64 = 32;
 /// The cursor's band: up to this many times the waiters the free places take.
 const BAND: u64 = 2;
@@ -140,6 +144,11 @@ pub struct FleetModel {
     /// Flood control's buckets and the keys over their budget.
     flood: FloodModel,
     pressure: PressureSums,
+    /// The spent proofs (the script's K_SPENT: number, member "HEX:UNTIL:NODE:AT", in order),
+    /// the last number ("spent_seq") and each node's cursor in them ("s:NODE").
+    spent: Vec<(u64, String)>,
+    spent_seq: u64,
+    spent_told: HashMap<u64, u64>,
     /// Script calls made (syncs and draws).
     pub calls: u64,
 }
@@ -213,6 +222,9 @@ impl FleetModel {
             hold_until: 0,
             hold_wait: Vec::new(),
             pressure: PressureSums::default(),
+            spent: Vec::new(),
+            spent_seq: 0,
+            spent_told: HashMap::new(),
             nodes: HashMap::new(),
             active: BySight::default(),
             present: BySight::default(),
@@ -335,6 +347,9 @@ impl FleetModel {
         let stale = self.cfg.stale_ms();
         self.nodes
             .retain(|&id, n| id == me || now.saturating_sub(n.seen) <= stale);
+        let nodes = &self.nodes;
+        self.spent_told
+            .retain(|id, _| *id == me || nodes.contains_key(id));
         let (mut reserved, mut nodes, mut polls) = (0, 0, 0);
         for (&id, n) in &self.nodes {
             if id != me {
@@ -351,6 +366,64 @@ impl FleetModel {
             seen: now,
             ..Node::default()
         })
+    }
+
+    /// The script's spent proofs: `reported` go in the log (from this node, numbered), lapsed
+    /// entries leave it, and the entries after this node's cursor that other nodes reported
+    /// are answered (at most [`SPENT_ANSWER_CAP`]).
+    fn spent_sync(&mut self, node: u64, now: u64, reported: &[SpentProof]) -> Vec<SpentProof> {
+        let mut told = self.spent_told.get(&node).copied().unwrap_or(0);
+        for p in reported.iter().take(SPENT_REPORT_CAP) {
+            // (A lapsed one is not sent.)
+            if p.ms <= now {
+                continue;
+            }
+            self.spent_seq += 1;
+            let until = p.ms;
+            let member = format!("{:016x}:{}:{}:{}", p.key, until, node, now);
+            // (ZADD of a member already there renumbers it.)
+            self.spent.retain(|(_, m)| *m != member);
+            self.spent.push((self.spent_seq, member));
+        }
+        let keep_from = now.saturating_sub(self.cfg.stale_ms().max(SPENT_KEEP_MS));
+        let lapsed = self
+            .spent
+            .iter()
+            .take(SPENT_EXPIRE)
+            .take_while(|(_, m)| {
+                m.rsplit(':')
+                    .next()
+                    .and_then(|at| at.parse::<u64>().ok())
+                    .is_none_or(|at| at < keep_from)
+            })
+            .count();
+        self.spent.drain(..lapsed);
+        let mut out = Vec::new();
+        let since = told;
+        for (seq, m) in self
+            .spent
+            .iter()
+            .filter(|(s, _)| *s > since)
+            .take(SPENT_ANSWER_CAP)
+        {
+            told = *seq;
+            let mut parts = m.split(':');
+            let (Some(hex), Some(until), Some(by)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let (Ok(key), Ok(until)) = (u64::from_str_radix(hex, 16), until.parse::<u64>()) else {
+                continue;
+            };
+            if by != node.to_string() && until > now {
+                out.push(SpentProof {
+                    key,
+                    ms: until - now,
+                });
+            }
+        }
+        self.spent_told.insert(node, told);
+        out
     }
 
     /// The script's "draw": up to `want` places.
@@ -488,6 +561,7 @@ impl FleetModel {
         };
         self.nodes.insert(f.node_id, me);
         let flood = self.flood.sync(&r.flood, now);
+        let spent = self.spent_sync(f.node_id, now, &r.spent);
         SyncAnswer::Picture(RoomPicture {
             fleet_active: active,
             queue_len,
@@ -502,6 +576,7 @@ impl FleetModel {
             pressure,
             samples: self.samples(queue_len),
             flood,
+            spent,
         })
     }
 

@@ -4,7 +4,7 @@
 use super::layout::record;
 use super::node::departures;
 use super::{Fence, MAX_SAMPLES, REPORT_CAP, REPORT_WAITERS_CAP};
-use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture};
+use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture, SpentProof};
 
 use crate::util::time::window_end;
 
@@ -35,6 +35,10 @@ impl<'m> FleetNode<'m> {
             polls: core::mem::take(&mut h.polls),
             asked: core::mem::take(&mut h.n_asked),
             challenged: core::mem::take(&mut h.n_challenged),
+            spent: {
+                let n = (core::mem::take(&mut h.spent_len) as usize).min(h.spent.len());
+                h.spent.get(..n).unwrap_or_default().to_vec()
+            },
             active,
             admitted,
             waiters,
@@ -49,6 +53,12 @@ impl<'m> FleetNode<'m> {
             h.batch_seq = h.batch_seq.wrapping_add(1) % u32::MAX;
         }
         r
+    }
+
+    /// A proof of work spent here on a new place (`challenge=pow`), until `until` (ms):
+    /// reported with the next sync, so the other nodes refuse it from their next picture on.
+    pub fn spent_here(&mut self, key: u64, until: u64) {
+        self.hdr.keep_spent(SpentProof { key, ms: until });
     }
 
     /// A challenge given here (`challenge_bits=auto`): reported with the next sync.
@@ -68,6 +78,9 @@ impl<'m> FleetNode<'m> {
         h.polls += r.polls;
         h.n_asked += r.asked;
         h.n_challenged += r.challenged;
+        for &p in &r.spent {
+            h.keep_spent(p);
+        }
         for &e in &r.admitted {
             if !record(None, 0, self.admitted, &mut h.n_admitted, true, e, |_| {
                 false

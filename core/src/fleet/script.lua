@@ -11,7 +11,9 @@
 --                               given out), "heard" / "hold" / "hold_until" / "hold_wait"
 --                               (the last call; after a silence: when it began, until when
 --                               expiry is held at that time, for which nodes), "pr_win" /
---                               "pr_in" / "pr_out" / "pr_r" / "pr_d" (the pressure), and one
+--                               "pr_in" / "pr_out" / "pr_r" / "pr_d" / "pr_ch" (the pressure),
+--                               "spent_seq" and "s:<id>" (spent proofs: the last number, and
+--                               the last each node was told), and one
 --                               field per node, "n:<id>":
 --                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
@@ -19,7 +21,9 @@
 --   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms): the fleet's line
 --   [5] PREFIX:{ROOM}:flood_over  sorted set: client keys (16 hex digits) over their flood
 --                               budget, by when they may take a place again (ms)
---   [6..] sync with flood control: PREFIX:{ROOM}:flood:HASH, the buckets of the client keys
+--   [6] PREFIX:{ROOM}:spent     sorted set: proofs of work spent on the nodes (challenge=pow,
+--                               [S19]), "HEX:UNTIL:NODE:AT" (ms) by their number
+--   [7..] sync with flood control: PREFIX:{ROOM}:flood:HASH, the buckets of the client keys
 --                               the node reports (strings: the GCRA's theoretical arrival
 --                               time, us; the central room's flood keys), one per place count
 --                               in ARGV[21]
@@ -36,8 +40,9 @@
 --   admitted since the last sync, "sid:age_ms"  [18] waiting sessions seen,
 --   "sid:arrival_ms:age_ms"  [19] flood control: the budget's interval in us (0: none)
 --   [20] its burst  [21] places each reported client key took on the node since it last
---   reported it ("n n ...", one per KEYS[6..])  [22] newcomers that took a place on the node
+--   reported it ("n n ...", one per KEYS[7..])  [22] newcomers that took a place on the node
 --   since its last sync, [23] challenges it gave since (the fleet's pressure, below)
+--   [24] proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)
 --   draw only: [15] places wanted
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
 -- sequence) is not newer than the last one this node's entry saw is stale (a stalled ex-leader,
@@ -48,13 +53,15 @@
 --          expiring (active sessions whose window ends within the interval), leaving (... within
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
 --          longer), full (1: the line holds max_line), pressure (the fleet's doublings, below),
---          {flood: pairs (client key in hex,
+--          {spent: pairs (proof key in hex, ms it stays spent) spent on other nodes since this
+--          node's last sync}, {flood: pairs (client key in hex,
 --          retry_ms) of keys over their budget}, then pairs (rank, arrival_ms) sampled along
 --          the line, for positions}; {-1}: stale
 --   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
 --          run here (the node counts the places only if it has sent no sync since)}
 -- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
--- ended (one C call) + EXPIRE_STEP + SAMPLES * log n + FLOOD_KEYS + FLOOD_ANSWERS * log n);
+-- ended (one C call) + EXPIRE_STEP + SAMPLES * log n + FLOOD_KEYS + FLOOD_ANSWERS * log n +
+-- (SPENT_REPORT + SPENT_ANSWERS + SPENT_EXPIRE) * log s, s the spent proofs kept);
 -- the sightings go in variadic commands of at most CHUNK members.
 -- Needs Redis 6.2 (ZADD GT, ZMSCORE).
 
@@ -63,6 +70,7 @@ if redis.replicate_commands then
 end
 
 local K_FLEET, K_ACTIVE, K_PRESENT, K_ARRIVAL, K_OVER = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local K_SPENT = KEYS[6]
 local op, id = ARGV[1], ARGV[2] or ''
 local window = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
@@ -78,7 +86,7 @@ local seq = tonumber(ARGV[13])
 local max_line = tonumber(ARGV[14])
 if not (string.match(id, '^%d+$') and window and now and max_active and active_window
         and presence and stale and ttl and keep and interval and gen and seq and max_line
-        and K_OVER) then
+        and K_SPENT) then
   return redis.error_reply('smart_limit: bad fleet arguments')
 end
 if now == 0 then
@@ -103,6 +111,8 @@ local BAND = 2
 -- Flood control: client keys charged per sync (FLOOD_REPORT_CAP), keys over their budget
 -- answered per sync (FLOOD_ANSWER_CAP), lapsed ones removed per sync at most.
 local FLOOD_KEYS, FLOOD_ANSWERS, FLOOD_EXPIRE = 32, 64, 64
+-- Spent proofs: reported per sync, answered per sync, lapsed ones removed per sync at most.
+local SPENT_REPORT, SPENT_ANSWERS, SPENT_EXPIRE, SPENT_KEEP_MS = 64, 256, 256, 60000
 
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
@@ -163,7 +173,7 @@ local function census()
     if string.sub(f, 1, 2) == 'n:' and f ~= field then
       local e = read_node(all[i + 1])
       if not e or now - e.seen > stale then
-        redis.call('HDEL', K_FLEET, f)
+        redis.call('HDEL', K_FLEET, f, 's:' .. string.sub(f, 3))
       else
         nodes = nodes + 1
         polls = polls + e.polls
@@ -230,7 +240,7 @@ end
 
 local function save()
   redis.call('HSET', K_FLEET, field, write_node(me))
-  for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 if op == 'draw' then
@@ -478,7 +488,7 @@ if flood_interval > 0 then
   local charged, i = {}, 0
   for n in string.gmatch(ARGV[21] or '', '%d+') do
     i = i + 1
-    local k = KEYS[5 + i]
+    local k = KEYS[6 + i]
     if not k or i > FLOOD_KEYS then break end
     local tat = tonumber(redis.call('GET', k)) or 0
     if tat < now_us then tat = now_us end
@@ -510,9 +520,52 @@ if flood_interval > 0 then
   end
 end
 
+-- Spent proofs (challenge=pow, [S19]): a node that took a place with a proof reports it with
+-- its next sync, and every other node is told of it with its own next sync after that, and
+-- refuses the proof from then on. A proof replayed on another node before that node's next
+-- picture is taken there too (the window: up to two intervals). Each entry is numbered
+-- ("spent_seq": syncs in the same millisecond are still ordered) and each node's cursor
+-- ("s:NODE") is the last number it was told. Entries are kept a minute (or the nodes'
+-- staleness if longer): a node back from a longer silence, or new, hears what was reported
+-- since then.
+local spent_cursor = 's:' .. id
+local told = number(redis.call('HGET', K_FLEET, spent_cursor))
+local reports = {}
+for hex, ms in string.gmatch(ARGV[24] or '', '(%x+):(%d+)') do
+  if #reports >= SPENT_REPORT then break end
+  reports[#reports + 1] = hex .. ':' .. digits(now + tonumber(ms)) .. ':' .. id .. ':' .. digits(now)
+end
+if #reports > 0 then
+  local last = redis.call('HINCRBY', K_FLEET, 'spent_seq', #reports)
+  for j, m in ipairs(reports) do
+    redis.call('ZADD', K_SPENT, last - #reports + j, m)
+  end
+end
+-- Lapsed entries: the oldest numbers, while reported before the keep.
+local keep_from = now - math.max(stale, SPENT_KEEP_MS)
+local lapsed = {}
+for _, m in ipairs(redis.call('ZRANGE', K_SPENT, 0, SPENT_EXPIRE - 1)) do
+  local at = tonumber(string.match(m, ':(%d+)$'))
+  if at and at >= keep_from then break end
+  lapsed[#lapsed + 1] = m
+end
+if #lapsed > 0 then redis.call('ZREM', K_SPENT, unpack(lapsed)) end
+local spent = {}
+local heard = redis.call('ZRANGEBYSCORE', K_SPENT, '(' .. digits(told), '+inf', 'WITHSCORES',
+  'LIMIT', 0, SPENT_ANSWERS)
+for j = 1, #heard, 2 do
+  local hex, till, node = string.match(heard[j], '^(%x+):(%d+):(%d+):%d+$')
+  if hex and node ~= id and tonumber(till) > now then
+    spent[#spent + 1] = hex
+    spent[#spent + 1] = tonumber(till) - now
+  end
+  told = tonumber(heard[j + 1])
+end
+redis.call('HSET', K_FLEET, spent_cursor, digits(told))
+
 save()
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full,
-  pr_d, over}
+  pr_d, spent, over}
 -- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
 -- apart (a waiter near the head is told its place closely: it is called back by it) while the
 -- samples left can still reach the tail evenly spaced, then evenly.

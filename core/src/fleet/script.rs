@@ -3,6 +3,7 @@
 
 use super::{FleetConfig, Report, RoomPicture, Sample, MAX_SAMPLES};
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
+use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
 use crate::redis::resp::Value;
 use crate::redis::{count, Form, Keys, ReplyError};
@@ -15,8 +16,9 @@ pub const FLEET_SCRIPT: &str = include_str!("script.lua");
 #[derive(Debug, Clone)]
 pub struct FleetScript {
     pub sha: String,
-    /// The room's hash, its three sorted sets, and the client keys over the flood budget.
-    pub keys: [String; 5],
+    /// The room's hash, its three sorted sets, the client keys over the flood budget, and the
+    /// spent proofs.
+    pub keys: [String; 6],
     cfg: FleetConfig,
     /// `flood=`: the fleet's budget per client key (None: no flood control).
     flood: Option<Rate>,
@@ -35,6 +37,7 @@ impl FleetScript {
                 format!("{base}:present"),
                 format!("{base}:arrival"),
                 format!("{base}:flood_over"),
+                format!("{base}:spent"),
             ],
             cfg,
             flood: None,
@@ -142,6 +145,14 @@ impl FleetScript {
             .arg(places)
             .arg(r.asked)
             .arg(r.challenged);
+        // Spent proofs, as the ms each stays spent (lapsed ones are not sent).
+        let mut spent = String::with_capacity(r.spent.len().min(SPENT_REPORT_CAP) * 24);
+        for p in r.spent.iter().take(SPENT_REPORT_CAP) {
+            if p.ms > node_now {
+                let _ = write!(spent, "{:016x}:{} ", p.key, p.ms - node_now);
+            }
+        }
+        cmd.arg(spent);
         cmd.get_packed_command()
     }
 
@@ -153,8 +164,8 @@ impl FleetScript {
     }
 }
 
-/// Integers at the head of a sync's reply; then the flood answers (an array), then the
-/// samples.
+/// Integers at the head of a sync's reply; then the spent proofs and the flood answers (two
+/// arrays), then the samples.
 const HEAD: usize = 11;
 
 /// What a sync got back: the fleet's picture, or word that the script took a newer sync of
@@ -180,15 +191,19 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
     if let [Value::Int(-1)] = items.as_slice() {
         return Ok(SyncAnswer::Stale);
     }
-    let (Some(head), Some(Value::Array(over)), Some(rest)) =
-        (items.get(..HEAD), items.get(HEAD), items.get(HEAD + 1..))
-    else {
+    let (Some(head), Some(Value::Array(spent)), Some(Value::Array(over)), Some(rest)) = (
+        items.get(..HEAD),
+        items.get(HEAD),
+        items.get(HEAD + 1),
+        items.get(HEAD + 2..),
+    ) else {
         return Err(ReplyError::Shape("array of the wrong length"));
     };
     if rest.len() % 2 == 1 || rest.len() > 2 * (MAX_SAMPLES + 1) {
         return Err(ReplyError::Shape("array of the wrong length"));
     }
     let flood = flood_reply(over)?;
+    let spent = spent_reply(spent)?;
     let mut ints = Vec::with_capacity(items.len());
     for i in head.iter().chain(rest) {
         match i {
@@ -230,32 +245,51 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         pressure: u8::try_from(n(10)?).map_err(|_| ReplyError::Shape("bad pressure"))?,
         samples,
         flood,
+        spent,
     }))
 }
 
 /// A sync's flood answers: pairs of a client key (16 hex digits, as it names its bucket) and
 /// the ms until it may take a place again (at least 1).
 fn flood_reply(items: &[Value]) -> Result<Vec<FloodOver>, ReplyError> {
-    if items.len() % 2 == 1 || items.len() > 2 * FLOOD_ANSWER_CAP {
-        return Err(ReplyError::Shape("flood answers of the wrong length"));
+    let pairs = keyed_ms(items, FLOOD_ANSWER_CAP, "flood answers")?;
+    Ok(pairs
+        .into_iter()
+        .map(|(key, retry_ms)| FloodOver { key, retry_ms })
+        .collect())
+}
+
+/// A sync's spent proofs: pairs of a proof's key (16 hex digits) and the ms it stays spent.
+fn spent_reply(items: &[Value]) -> Result<Vec<SpentProof>, ReplyError> {
+    let pairs = keyed_ms(items, SPENT_ANSWER_CAP, "spent proofs")?;
+    Ok(pairs
+        .into_iter()
+        .map(|(key, ms)| SpentProof { key, ms })
+        .collect())
+}
+
+/// Pairs of a key in 16 hex digits and a number of ms (at least 1), at most `cap`.
+fn keyed_ms(items: &[Value], cap: usize, what: &'static str) -> Result<Vec<(u64, u64)>, ReplyError> {
+    if items.len() % 2 == 1 || items.len() > 2 * cap {
+        return Err(ReplyError::Shape(what));
     }
-    let mut over = Vec::with_capacity(items.len() / 2);
+    let mut out = Vec::with_capacity(items.len() / 2);
     for pair in items.chunks_exact(2) {
         let (Some(Value::Bulk(hex)), Some(&Value::Int(ms))) = (pair.first(), pair.get(1)) else {
-            return Err(ReplyError::Shape("a flood answer is a key and a wait"));
+            return Err(ReplyError::Shape(what));
         };
         let key = core::str::from_utf8(hex)
             .ok()
             .filter(|h| h.len() == 16)
             .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .ok_or(ReplyError::Shape("a flood key is 16 hex digits"))?;
-        let retry_ms = count(ms)?;
-        if retry_ms == 0 {
-            return Err(ReplyError::Shape("a flood answer without a wait"));
+            .ok_or(ReplyError::Shape(what))?;
+        let ms = count(ms)?;
+        if ms == 0 {
+            return Err(ReplyError::Shape(what));
         }
-        over.push(FloodOver { key, retry_ms });
+        out.push((key, ms));
     }
-    Ok(over)
+    Ok(out)
 }
 
 /// The script's answer to a draw: how many places were granted, and the sequence of the

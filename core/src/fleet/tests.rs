@@ -74,6 +74,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         leaving: 0,
         full: false,
         pressure: 0,
+        spent: Vec::new(),
         flood: Vec::new(),
         samples,
     };
@@ -123,6 +124,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             leaving: 0,
             full: false,
             pressure: 0,
+            spent: Vec::new(),
             flood: Vec::new(),
             samples: vec![
                 Sample {
@@ -232,6 +234,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             leaving: 0,
             full: false,
             pressure: 0,
+            spent: Vec::new(),
             flood: Vec::new(),
             samples: vec![],
         },
@@ -466,12 +469,16 @@ fn the_head_of_the_line_comes_back_sooner() {
 fn replies_are_checked() {
     let ints = |x: &[i64]| x.iter().map(|&i| Value::Int(i)).collect::<Vec<_>>();
     let arr = |x: &[i64]| Value::Array(ints(x));
-    // The head, the flood answers, the samples.
-    let picture = |head: &[i64], flood: Vec<Value>, samples: &[i64]| {
+    // The head, the spent proofs, the flood answers, the samples.
+    let with_spent = |head: &[i64], spent: Vec<Value>, flood: Vec<Value>, samples: &[i64]| {
         let mut v = ints(head);
+        v.push(Value::Array(spent));
         v.push(Value::Array(flood));
         v.extend(ints(samples));
         Value::Array(v)
+    };
+    let picture = |head: &[i64], flood: Vec<Value>, samples: &[i64]| {
+        with_spent(head, vec![], flood, samples)
     };
     let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 3];
     let Ok(SyncAnswer::Picture(p)) = picture_reply(&picture(&head, vec![], &[0, 10, 4, 30])) else {
@@ -510,6 +517,33 @@ fn replies_are_checked() {
             "{bad:?}"
         );
     }
+    // Spent proofs: a proof's key in 16 hex digits and how long it stays spent.
+    let spent = vec![hex("00000000000000ab"), Value::Int(30_000)];
+    let Ok(SyncAnswer::Picture(p)) = picture_reply(&with_spent(&head, spent, vec![], &[])) else {
+        panic!("not a picture");
+    };
+    assert_eq!(
+        p.spent,
+        [SpentProof {
+            key: 0xab,
+            ms: 30_000
+        }]
+    );
+    for bad in [
+        vec![hex("ab"), Value::Int(1)],
+        vec![hex("00000000000000ab"), Value::Int(0)],
+        vec![hex("00000000000000ab")],
+        (0..=SPENT_ANSWER_CAP)
+            .flat_map(|_| [hex("00000000000000ab"), Value::Int(1)])
+            .collect(),
+    ] {
+        let v = with_spent(&head, bad.clone(), vec![], &[]);
+        assert!(picture_reply(&v).is_err(), "{bad:?}");
+    }
+    // Without the spent proofs' array (the reply of the script before it).
+    let mut old = ints(&head);
+    old.push(Value::Array(vec![]));
+    assert!(picture_reply(&Value::Array(old)).is_err());
     assert_eq!(picture_reply(&arr(&[-1])), Ok(SyncAnswer::Stale));
     assert!(picture_reply(&arr(&[1, 2, 3])).is_err());
     // Without the flood answers' array (the reply of the script before it).
@@ -585,6 +619,7 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
             leaving: 0,
             full: false,
             pressure: 0,
+            spent: Vec::new(),
             flood: Vec::new(),
             samples: vec![sample(0, 100), sample(9, 1000), sample(999, 100_000)],
         },

@@ -17,6 +17,7 @@ fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> Roo
         leaving: 0,
         full: false,
         pressure: 0,
+        spent: Vec::new(),
         samples,
         flood: Vec::new(),
     }
