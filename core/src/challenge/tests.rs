@@ -146,7 +146,15 @@ fn auto_rises_under_a_flood_and_falls_after() {
 
 #[test]
 fn doublings_count_whole_doublings_by_halving() {
-    let cases = [(0.5, 0), (1.0, 0), (1.99, 0), (2.0, 1), (3.99, 1), (4.0, 2), (1e12, 31)];
+    let cases = [
+        (0.5, 0),
+        (1.0, 0),
+        (1.99, 0),
+        (2.0, 1),
+        (3.99, 1),
+        (4.0, 2),
+        (1e12, 31),
+    ];
     for (ratio, d) in cases {
         assert_eq!(doublings(ratio), d, "{ratio}");
     }

@@ -5,9 +5,9 @@
 use core::mem::{align_of, size_of};
 
 use super::flood::{self, Over, Taken};
+use super::SPENT_REPORT_CAP;
 use super::{FleetNode, NotAFleetNode};
 use super::{Sample, Sighting, SpentProof, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
-use super::SPENT_REPORT_CAP;
 
 use crate::sync::leader::Leadership;
 

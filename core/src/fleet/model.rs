@@ -182,7 +182,13 @@ impl PressureSums {
     /// A sync of `window` reporting `r`'s newcomers and challenges and `admitted` admissions:
     /// the first of an interval a look (a second, or the interval if longer) after the last
     /// looks at the sums. The doublings in the picture.
-    fn sync(&mut self, (window, interval): (u64, u64), queue_len: u64, r: &Report, admitted: u64) -> u8 {
+    fn sync(
+        &mut self,
+        (window, interval): (u64, u64),
+        queue_len: u64,
+        r: &Report,
+        admitted: u64,
+    ) -> u8 {
         let look = crate::challenge::LOOK_MS.max(interval);
         if self.win == 0 || window >= self.win.saturating_add(look) {
             if self.win != 0 {
@@ -548,9 +554,12 @@ impl FleetModel {
             left.min(free_now)
         };
         me.grant = quota;
-        let pressure =
-            self.pressure
-                .sync((f.window, cfg.interval_ms), queue_len, r, r.admitted.len() as u64);
+        let pressure = self.pressure.sync(
+            (f.window, cfg.interval_ms),
+            queue_len,
+            r,
+            r.admitted.len() as u64,
+        );
         let places = cfg.max_active as i128 - active as i128 + expiring as i128;
         let cursor = if places <= 0 {
             0

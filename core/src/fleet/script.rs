@@ -269,7 +269,11 @@ fn spent_reply(items: &[Value]) -> Result<Vec<SpentProof>, ReplyError> {
 }
 
 /// Pairs of a key in 16 hex digits and a number of ms (at least 1), at most `cap`.
-fn keyed_ms(items: &[Value], cap: usize, what: &'static str) -> Result<Vec<(u64, u64)>, ReplyError> {
+fn keyed_ms(
+    items: &[Value],
+    cap: usize,
+    what: &'static str,
+) -> Result<Vec<(u64, u64)>, ReplyError> {
     if items.len() % 2 == 1 || items.len() > 2 * cap {
         return Err(ReplyError::Shape(what));
     }

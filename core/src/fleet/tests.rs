@@ -477,9 +477,8 @@ fn replies_are_checked() {
         v.extend(ints(samples));
         Value::Array(v)
     };
-    let picture = |head: &[i64], flood: Vec<Value>, samples: &[i64]| {
-        with_spent(head, vec![], flood, samples)
-    };
+    let picture =
+        |head: &[i64], flood: Vec<Value>, samples: &[i64]| with_spent(head, vec![], flood, samples);
     let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 3];
     let Ok(SyncAnswer::Picture(p)) = picture_reply(&picture(&head, vec![], &[0, 10, 4, 30])) else {
         panic!("not a picture");
@@ -553,8 +552,18 @@ fn replies_are_checked() {
     assert!(picture_reply(&picture(&[-1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0], vec![], &[])).is_err());
     // Without the pressure (the reply of the script before it), or a bad one.
     assert!(picture_reply(&picture(&head[..10], vec![], &[])).is_err());
-    assert!(picture_reply(&picture(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 256], vec![], &[])).is_err());
-    assert!(picture_reply(&picture(&[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, -1], vec![], &[])).is_err());
+    assert!(picture_reply(&picture(
+        &[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 256],
+        vec![],
+        &[]
+    ))
+    .is_err());
+    assert!(picture_reply(&picture(
+        &[3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, -1],
+        vec![],
+        &[]
+    ))
+    .is_err());
     assert!(picture_reply(&Value::Error(b"NOSCRIPT x".to_vec())).is_err());
     assert_eq!(
         draw_reply(&arr(&[3, 9, 4])),
