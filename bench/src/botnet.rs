@@ -9,10 +9,19 @@
 //! the answer's `refresh_seconds`, as the page does. Bots may share `--bot-accounts` accounts
 //! (`X-Account`, for `one_place_per=$http_x_account`); every person has an account of its own.
 //!
+//! A fleet (`--also URL`: another node of the same room): a bot sends each request to the next
+//! node in turn, a person keeps to one. A bot keeps the last few proofs it spent with the
+//! tickets they were solved for, and `--replay-after-ms` later (their places gone) replays one
+//! on the next node: a new place without solving where the fleet spends a proof per node
+//! (counted as "replays": answered with a place). `--mint-ahead-ms N`: every bot takes its ticket N ms
+//! before the race, and first asks for a place without a proof (a ticket old enough used to
+//! join without one).
+//!
 //! Printed: who the first `--admissions` clients let in were, and the people's share.
 
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -35,6 +44,11 @@ usage: smart-limit-bench botnet --url http://127.0.0.1:PORT/PATH [options]
   --browser-hps N    a person's solver speed, hashes per second (default 1330000)
   --spread-ms N      people arrive within this long of the start (default 2000)
   --max-seconds N    give up after this long (default 120)
+  --also URL         another node of the same room (repeat): bots spread over the nodes and
+                     replay their spent proofs on the next one
+  --mint-ahead-ms N  bots take their tickets this long before the race (default 0)
+  --replay-after-ms N  a bot replays a proof it spent this long ago (its place gone by
+                     then; default 15000), on the next node
 ";
 
 #[derive(Debug, Clone)]
@@ -49,6 +63,11 @@ pub struct Botnet {
     pub browser_hps: f64,
     pub spread: Duration,
     pub max: Duration,
+    /// Other nodes of the same room (`--also`).
+    pub also: Vec<Target>,
+    pub mint_ahead: Duration,
+    /// How long a bot waits before it replays a spent proof (its place gone by then).
+    pub replay_after: Duration,
 }
 
 /// Parses the options after `botnet`.
@@ -64,10 +83,17 @@ pub fn parse(args: &[String], target: Target) -> Result<Botnet, String> {
         browser_hps: 1_330_000.0,
         spread: Duration::from_millis(2000),
         max: Duration::from_secs(120),
+        also: Vec::new(),
+        mint_ahead: Duration::ZERO,
+        replay_after: Duration::from_secs(15),
     };
     let mut it = args.iter();
     while let Some(name) = it.next() {
         let value = it.next().ok_or_else(|| format!("{name} needs a value"))?;
+        if name == "--also" {
+            b.also.push(crate::args::parse_url(value)?);
+            continue;
+        }
         let n: u64 = value
             .parse()
             .map_err(|_| format!("{name}: \"{value}\" is not a number"))?;
@@ -81,6 +107,8 @@ pub fn parse(args: &[String], target: Target) -> Result<Botnet, String> {
             "--browser-hps" => b.browser_hps = n.max(1) as f64,
             "--spread-ms" => b.spread = Duration::from_millis(n),
             "--max-seconds" => b.max = Duration::from_secs(n),
+            "--mint-ahead-ms" => b.mint_ahead = Duration::from_millis(n),
+            "--replay-after-ms" => b.replay_after = Duration::from_millis(n),
             _ => return Err(format!("unknown option {name}")),
         }
     }
@@ -125,9 +153,11 @@ pub fn said(status: u16, body: &[u8]) -> Said {
     }
 }
 
-/// One client: its connection (from its own address), its cookies, its account.
+/// One client: its connections (from its own address, one per node), its cookies, its
+/// account. A visit goes to the node after the last one's.
 struct Visitor<'a> {
-    client: Client<'a>,
+    clients: Vec<Client<'a>>,
+    node: usize,
     jar: Jar,
     account: Option<String>,
     path: &'a str,
@@ -136,29 +166,41 @@ struct Visitor<'a> {
 impl Visitor<'_> {
     /// One visit (after the cookie check, when it comes), with a proof if given.
     fn visit(&mut self, proof: Option<&str>) -> Said {
+        self.node = (self.node + 1) % self.clients.len().max(1);
         for _ in 0..3 {
-            let cookie = self.jar.header();
-            let mut headers: Vec<(&str, &str)> = Vec::new();
-            if let Some(a) = &self.account {
-                headers.push(("X-Account", a));
-            }
-            if let Some(p) = proof {
-                headers.push(("Smart-Limit-Proof", p));
-            }
-            let Ok(r) =
-                self.client
-                    .get_with(self.path, "application/json", cookie.as_deref(), &headers)
-            else {
+            let Some(r) = self.get(proof) else {
                 return Said::Failed;
             };
-            for c in &r.set_cookies {
-                self.jar.store(c);
-            }
             if r.status != 307 {
                 return said(r.status, &r.body);
             }
         }
         Said::Failed
+    }
+
+    /// The cookie check only: a ticket, nothing asked of the room yet.
+    fn mint(&mut self) {
+        let _ = self.get(None);
+    }
+
+    /// One request to the current node; keeps the cookies it sets.
+    fn get(&mut self, proof: Option<&str>) -> Option<crate::http::Response> {
+        let cookie = self.jar.header();
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if let Some(a) = &self.account {
+            headers.push(("X-Account", a));
+        }
+        if let Some(p) = proof {
+            headers.push(("Smart-Limit-Proof", p));
+        }
+        let client = self.clients.get_mut(self.node)?;
+        let r = client
+            .get_with(self.path, "application/json", cookie.as_deref(), &headers)
+            .ok()?;
+        for c in &r.set_cookies {
+            self.jar.store(c);
+        }
+        Some(r)
     }
 }
 
@@ -167,8 +209,9 @@ struct Tally {
     order: Mutex<Vec<bool>>,
     goal: usize,
     done: AtomicBool,
+    /// Bots let in again by a replayed proof on another node.
+    replays: AtomicUsize,
 }
-
 impl Tally {
     fn admitted(&self, person: bool) {
         if let Ok(mut o) = self.order.lock() {
@@ -187,11 +230,13 @@ fn address(kind: u32, i: usize) -> Ipv4Addr {
     Ipv4Addr::from(0x7f00_0000u32 | (kind << 16) | (1 + i as u32))
 }
 
-/// The result: people let in among the first admissions, of how many, and how long it took.
+/// The result: people let in among the first admissions, of how many, how long it took, and
+/// how many bots got in by replaying a proof on another node.
 pub struct Outcome {
     pub people: usize,
     pub admissions: usize,
     pub seconds: f64,
+    pub replays: usize,
 }
 
 pub fn run(cfg: Arc<Botnet>) -> Outcome {
@@ -199,8 +244,10 @@ pub fn run(cfg: Arc<Botnet>) -> Outcome {
         order: Mutex::new(Vec::new()),
         goal: cfg.admissions,
         done: AtomicBool::new(false),
+        replays: AtomicUsize::new(0),
     });
-    let start = Instant::now();
+    // The race starts once the bots have minted their tickets ahead (if they do).
+    let start = Instant::now() + cfg.mint_ahead;
     let mut handles = Vec::new();
     for t in 0..cfg.bot_threads {
         let (cfg, tally) = (cfg.clone(), tally.clone());
@@ -218,7 +265,15 @@ pub fn run(cfg: Arc<Botnet>) -> Outcome {
         people: order.iter().filter(|&&p| p).count(),
         admissions: order.len(),
         seconds: start.elapsed().as_secs_f64(),
+        replays: tally.replays.load(Ordering::Relaxed),
     }
+}
+
+/// The nodes: `--url` first, then each `--also`.
+fn targets(cfg: &Botnet) -> Vec<&Target> {
+    std::iter::once(&cfg.target)
+        .chain(cfg.also.iter())
+        .collect()
 }
 
 fn over(cfg: &Botnet, tally: &Tally, start: Instant) -> bool {
@@ -230,21 +285,34 @@ fn bots(cfg: &Botnet, tally: &Tally, thread_no: usize, start: Instant) {
     let path = format!("{}/", cfg.target.base);
     let timeout = Duration::from_secs(10);
     let mine: Vec<usize> = (thread_no..cfg.bots).step_by(cfg.bot_threads).collect();
-    let mut visitors: Vec<(Visitor, Instant)> = mine
+    let nodes = targets(cfg);
+    let mut visitors: Vec<(Visitor, Instant, VecDeque<Spent>)> = mine
         .iter()
         .map(|&i| {
             let v = Visitor {
-                client: Client::new(&cfg.target, Some(address(1, i)), timeout),
+                clients: nodes
+                    .iter()
+                    .map(|t| Client::new(t, Some(address(1, i)), timeout))
+                    .collect(),
+                node: i % nodes.len(),
                 jar: Jar::default(),
                 account: (cfg.bot_accounts > 0).then(|| format!("bot-{}", i % cfg.bot_accounts)),
                 path: &path,
             };
-            (v, start)
+            (v, start, VecDeque::new())
         })
         .collect();
+    if !cfg.mint_ahead.is_zero() {
+        for (v, _, _) in visitors.iter_mut() {
+            v.mint();
+        }
+        while Instant::now() < start {
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
     while !over(cfg, tally, start) {
         let mut idle = true;
-        for (v, next) in visitors.iter_mut() {
+        for (v, next, spent) in visitors.iter_mut() {
             if over(cfg, tally, start) {
                 return;
             }
@@ -252,10 +320,34 @@ fn bots(cfg: &Botnet, tally: &Tally, thread_no: usize, start: Instant) {
                 continue;
             }
             idle = false;
-            let mut answer = v.visit(None);
+            // A proof spent a while ago (its place since gone), with the ticket it was solved
+            // for, on the next node: a new place without solving where a proof is spent per
+            // node. The bot goes on with that ticket.
+            let replay = spent
+                .front()
+                .is_some_and(|s| s.at.elapsed() >= cfg.replay_after && nodes.len() > 1);
+            let (mut answer, replayed) = match spent.pop_front().filter(|_| replay) {
+                Some(s) => {
+                    v.jar = s.jar;
+                    (v.visit(Some(&s.proof)), true)
+                }
+                None => (v.visit(None), false),
+            };
+            if replayed && matches!(answer, Said::In | Said::Wait { .. }) {
+                tally.replays.fetch_add(1, Ordering::Relaxed);
+            }
             if let Said::Challenge { seed, bits } = &answer {
                 match smart_limit_core::challenge::solve_proof(seed, *bits, u64::MAX) {
-                    Some(proof) => answer = v.visit(Some(&proof)),
+                    Some(proof) => {
+                        if spent.len() < KEEP_SPENT {
+                            spent.push_back(Spent {
+                                at: Instant::now(),
+                                jar: v.jar.clone(),
+                                proof: proof.clone(),
+                            });
+                        }
+                        answer = v.visit(Some(&proof));
+                    }
                     None => answer = Said::Failed,
                 }
             }
@@ -276,12 +368,29 @@ fn bots(cfg: &Botnet, tally: &Tally, thread_no: usize, start: Instant) {
     }
 }
 
+/// A proof a bot spent, kept to replay: when, the ticket it was solved for, the proof.
+struct Spent {
+    at: Instant,
+    jar: Jar,
+    proof: String,
+}
+
+/// Spent proofs a bot keeps to replay.
+const KEEP_SPENT: usize = 4;
+
 /// One person: arrives within the spread, solves at a browser's speed (sleeping), polls at
 /// the page's refresh, stops once let in.
 fn person(cfg: &Botnet, tally: &Tally, i: usize, start: Instant) {
     let path = format!("{}/", cfg.target.base);
+    let nodes = targets(cfg);
+    let mine = nodes[i % nodes.len()];
     let mut v = Visitor {
-        client: Client::new(&cfg.target, Some(address(2, i)), Duration::from_secs(10)),
+        clients: vec![Client::new(
+            mine,
+            Some(address(2, i)),
+            Duration::from_secs(10),
+        )],
+        node: 0,
         jar: Jar::default(),
         account: Some(format!("person-{i}")),
         path: &path,
@@ -292,6 +401,9 @@ fn person(cfg: &Botnet, tally: &Tally, i: usize, start: Instant) {
     } else {
         0
     };
+    while Instant::now() < start {
+        thread::sleep(Duration::from_millis(20));
+    }
     thread::sleep(Duration::from_millis(arrive));
     let mut proof: Option<String> = None;
     while !over(cfg, tally, start) {
@@ -344,6 +456,25 @@ mod tests {
             }
         );
         assert_eq!(said(503, b"<html>"), Said::Failed);
+    }
+
+    #[test]
+    fn a_fleet_and_minting_ahead_are_options() {
+        let target = crate::args::parse_url("http://127.0.0.1:8080/pow").unwrap();
+        let args: Vec<String> =
+            "--also http://127.0.0.1:8081/pow --mint-ahead-ms 31000 --replay-after-ms 5000"
+                .split(' ')
+                .map(str::to_string)
+                .collect();
+        let b = parse(&args, target).unwrap();
+        assert_eq!(b.also.len(), 1);
+        assert_eq!(b.also[0].base, "/pow");
+        assert_eq!(b.mint_ahead, Duration::from_secs(31));
+        assert_eq!(b.replay_after, Duration::from_secs(5));
+        assert_eq!(targets(&b).len(), 2);
+        let bad: Vec<String> = vec!["--also".into(), "not a url".into()];
+        let target = crate::args::parse_url("http://127.0.0.1:8080/pow").unwrap();
+        assert!(parse(&bad, target).is_err());
     }
 
     #[test]

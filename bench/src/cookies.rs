@@ -2,7 +2,7 @@
 //! Path are ignored; Secure is ignored too (loopback is a secure context for browsers).
 //! `Max-Age` of zero or less, or an empty value, deletes the cookie.
 
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct Jar {
     cookies: Vec<(String, String)>,
 }

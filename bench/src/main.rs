@@ -100,7 +100,7 @@ fn main() -> ExitCode {
 }
 
 /// `smart-limit-bench botnet --url URL [options]` (see [`botnet`]): one line,
-/// `admissions N people P bots B share S seconds T`.
+/// `admissions N people P bots B share S seconds T replays R`.
 fn botnet_main(argv: &[String]) -> ExitCode {
     if argv.iter().any(|a| a == "-h" || a == "--help") {
         print!("{}", botnet::USAGE);
@@ -137,8 +137,8 @@ fn botnet_main(argv: &[String]) -> ExitCode {
         0.0
     };
     println!(
-        "admissions {} people {} bots {} share {:.2} seconds {:.1}",
-        out.admissions, out.people, bots, share, out.seconds
+        "admissions {} people {} bots {} share {:.2} seconds {:.1} replays {}",
+        out.admissions, out.people, bots, share, out.seconds, out.replays
     );
     ExitCode::SUCCESS
 }

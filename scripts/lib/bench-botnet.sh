@@ -16,25 +16,40 @@
 # arrive within 2 s, pay a challenge at a browser's measured speed (1.33 M hashes a second,
 # t/611-challenge-browser.t) and poll at the page's refresh. Printed: the people's share of the
 # first --admissions admissions.
+#
+# --nodes 2: two nginx of one fleet (a shared key file, one redis-server on loopback; the rooms
+# store=redis, with --sync T sync=T): the bots send each request to the next node and replay
+# the proofs they spent on the other one; the people keep to one node each. --mint-ahead S:
+# the bots take their tickets S seconds before the race.
 
 botnet_usage() {
     cat <<EOF
 usage: scripts/bench --botnet [--bots N] [--people N] [--admissions N] [--bot-accounts N]
+                              [--nodes 1|2] [--sync T] [--mint-ahead S] [--replay-after S]
                               [--no-build] [--keep]
 
   --bots N          bot identities (default 1000)
   --people N        people (default 100)
   --admissions N    admissions counted (default 100)
   --bot-accounts N  accounts the bots share in the one_place_per rooms (default 10)
+  --nodes N         1 (shared memory, default) or 2 (a fleet on one redis-server)
+  --sync T          with --nodes 2: the rooms are synced (sync=T, e.g. 1s)
+  --mint-ahead S    the bots take their tickets S seconds before the race (default 0)
+  --replay-after S  with --nodes 2: a bot replays a proof it spent S seconds ago on the other
+                    node (default 15)
   --no-build        use SL_NGINX and SL_MODULE from the environment
   --keep            keep the nginx prefix (config, logs)
 EOF
 }
 
 botnet_main() {
-    local bots=1000 people=100 admissions=100 accounts=10 build=1 keep=0
+    local bots=1000 people=100 admissions=100 accounts=10 build=1 keep=0 nodes=1 sync="" mint=0 replay=15
     while [ "$#" -gt 0 ]; do
         case "$1" in
+            --nodes) nodes="$2"; shift 2 ;;
+            --sync) sync="$2"; shift 2 ;;
+            --mint-ahead) mint="$2"; shift 2 ;;
+            --replay-after) replay="$2"; shift 2 ;;
             --bots) bots="$2"; shift 2 ;;
             --people) people="$2"; shift 2 ;;
             --admissions) admissions="$2"; shift 2 ;;
@@ -48,6 +63,9 @@ botnet_main() {
     for n in "$bots" "$people" "$admissions" "$accounts"; do
         [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench --botnet: '$n' is not a positive number" >&2; return 2; }
     done
+    [[ "$nodes" =~ ^[12]$ ]] || { echo "scripts/bench --botnet: --nodes 1 or 2" >&2; return 2; }
+    [[ "$mint" =~ ^[0-9]+$ ]] || { echo "scripts/bench --botnet: --mint-ahead takes seconds" >&2; return 2; }
+    [[ "$replay" =~ ^[0-9]+$ ]] || { echo "scripts/bench --botnet: --replay-after takes seconds" >&2; return 2; }
     if [ "$build" = 1 ]; then
         sl_banner "dependencies and release build"
         sl_install_deps bench
@@ -59,24 +77,40 @@ botnet_main() {
     (cd "$root" && cargo build --quiet --release -p smart_limit_bench) || return 1
     local gen="$root/target/release/smart-limit-bench"
 
-    local prefix port origin
+    local prefix
     prefix="$(mktemp -d "${TMPDIR:-/tmp}/sl-botnet.XXXXXX")"
     chmod 755 "$prefix"
-    mkdir -p "$prefix/conf" "$prefix/logs" "$prefix/modules"
+    mkdir -p "$prefix/modules"
     cp "$SL_MODULE" "$prefix/modules/ngx_http_smart_limit_module.so"
-    port="$(sl_free_port)"; origin="$(sl_free_port)"
-    local room="size=10m max_active=10 session=2s"
-    cat >"$prefix/conf/nginx.conf" <<EOF
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$prefix/keys"
+    local room="size=10m max_active=10 session=2s" rport="" redis_pid=""
+    if [ "$nodes" = 2 ]; then
+        rport="$(sl_free_port)"
+        redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
+            >"$prefix/redis.log" 2>&1 &
+        redis_pid=$!
+        for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+        room+=" store=redis redis=127.0.0.1:$rport"
+        [ -z "$sync" ] || room+=" sync=$sync"
+    fi
+    local n ports=() pids=()
+    for n in $(seq 0 $(( nodes - 1 ))); do
+        local p="$prefix/node$n" port origin
+        mkdir -p "$p/conf" "$p/logs"
+        port="$(sl_free_port)"; origin="$(sl_free_port)"
+        ports+=("$port")
+        cat >"$p/conf/nginx.conf" <<EOF
 load_module $prefix/modules/ngx_http_smart_limit_module.so;
 worker_processes 2;
 daemon off;
-pid $prefix/logs/nginx.pid;
-error_log $prefix/logs/error.log notice;
+pid $p/logs/nginx.pid;
+error_log $p/logs/error.log notice;
 events { worker_connections 8192; }
 worker_rlimit_nofile 16384;
 http {
     access_log off;
     default_type text/plain;
+    smart_limit_secret $prefix/keys;
     server { listen 127.0.0.1:$origin; location / { return 200 "origin\n"; } }
     upstream origin { server 127.0.0.1:$origin; keepalive 32; }
     proxy_http_version 1.1;
@@ -95,36 +129,43 @@ http {
     }
 }
 EOF
-    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
-        || { "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t; return 1; }
-    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr >"$prefix/logs/stderr.log" 2>&1 &
-    local pid=$!
+        "$SL_NGINX" -p "$p/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
+            || { "$SL_NGINX" -p "$p/" -c conf/nginx.conf -e stderr -t; return 1; }
+        "$SL_NGINX" -p "$p/" -c conf/nginx.conf -e stderr >"$p/logs/stderr.log" 2>&1 &
+        pids+=("$!")
+    done
     # shellcheck disable=SC2064
-    trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null; [ $keep = 1 ] || rm -rf '$prefix'" EXIT
-    local i
-    for i in $(seq 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$port/metrics" && break
-        sleep 0.1
+    trap "kill ${pids[*]} $redis_pid 2>/dev/null; wait ${pids[*]} $redis_pid 2>/dev/null; [ $keep = 1 ] || rm -rf '$prefix'" EXIT
+    local i port
+    for port in "${ports[@]}"; do
+        for i in $(seq 100); do
+            curl -s -o /dev/null "http://127.0.0.1:$port/metrics" && break
+            sleep 0.1
+        done
     done
     ulimit -n 16384 2>/dev/null || true
+    port="${ports[0]}"
 
     echo
-    echo "| room | bots | people | first admissions | people among them | people's share |"
-    echo "| --- | --- | --- | --- | --- | --- |"
-    local variant path acc line adm ppl share secs challenged
+    echo "| room | bots | people | first admissions | people among them | people's share | bots in by a replayed proof |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    local variant path acc line adm ppl share secs challenged replays also=()
     for variant in off pow user pow+user; do
         path="${variant/+/}"
         # (A room cannot be named "off": `smart_limit off` turns the room off.)
         [ "$path" = off ] && path=plain
         acc=0
         [[ "$variant" == *user ]] && acc="$accounts"
-        line="$("$gen" botnet --url "http://127.0.0.1:$port/$path" --bots "$bots" \
-            --people "$people" --admissions "$admissions" --bot-accounts "$acc" --max-seconds 300)"
-        # admissions N people P bots B share S seconds T
-        read -r _ adm _ ppl _ _ _ share _ secs <<<"$line"
+        also=()
+        [ "$nodes" = 2 ] && also=(--also "http://127.0.0.1:${ports[1]}/$path")
+        line="$("$gen" botnet --url "http://127.0.0.1:$port/$path" "${also[@]}" --bots "$bots" \
+            --people "$people" --admissions "$admissions" --bot-accounts "$acc" --max-seconds 300 \
+            --mint-ahead-ms $(( mint * 1000 )) --replay-after-ms $(( replay * 1000 )))"
+        # admissions N people P bots B share S seconds T replays R
+        read -r _ adm _ ppl _ _ _ share _ secs _ replays <<<"$line"
         challenged="$(curl -s "http://127.0.0.1:$port/metrics" \
             | awk -v r="room=\"$path\"" '$0 ~ "^smart_limit_challenged_total\\{" && index($0, r) {print $NF}')"
-        echo "| $variant | $bots | $people | $adm (${secs} s) | $ppl | $share |"
+        echo "| $variant | $bots | $people | $adm (${secs} s) | $ppl | $share | ${replays:-0} |"
         echo "  ($variant: challenges given ${challenged:-0})" >&2
     done
 }
