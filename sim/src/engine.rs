@@ -80,6 +80,8 @@ pub struct Positions {
     pub sum_signed: f64,
     pub sum_true: f64,
     pub abs: Vec<u64>,
+    /// Each sample's error relative to its true position, in millionths.
+    pub rel_ppm: Vec<u64>,
 }
 
 /// Everything a run produced, for the report.
@@ -553,6 +555,8 @@ impl Engine {
         p.sum_signed += err;
         p.sum_true += truth as f64;
         p.abs.push(answered.abs_diff(truth));
+        p.rel_ppm
+            .push(answered.abs_diff(truth).saturating_mul(1_000_000) / truth.max(1));
     }
 
     fn next_poll(&mut self, c: usize, now: u64, every_ms: u64) {
