@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
-use smart_limit_core::challenge::{bits_of, Bits, Pressure};
+use smart_limit_core::challenge::{Bits, Pressure};
 use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
@@ -415,20 +415,25 @@ impl Zone {
         match self.params.challenge? {
             Bits::Fixed(n) => Some(n),
             Bits::Auto => {
-                let fleet = self.pressure.try_borrow().ok()?.fleet_bits(now);
-                let fleet = fleet.or_else(|| self.fleet_pressure(now).map(bits_of));
                 let own = self.own_bits(now)?;
+                let fleet = self.pressure.try_borrow().ok()?.fleet_bits(now);
                 Some(fleet.map_or(own, |f| f.max(own)))
             }
         }
     }
 
-    /// `challenge_bits=auto` from this node's counters alone.
+    /// `challenge_bits=auto` from this node's counters alone. At the same look, a synced
+    /// room's picture gives the worker the fleet's pressure (a central room's replies give it
+    /// with every visit).
     fn own_bits(&self, now: u64) -> Option<u8> {
         let mut p = self.pressure.try_borrow_mut().ok()?;
-        // (The room is read once a look, not on every challenge.)
+        // (The room is read once a look, not on every challenge: this runs on every poll of
+        // a waiting ticket.)
         if !p.due(now) {
             return Some(p.current());
+        }
+        if let Some(d) = self.fleet_pressure(now) {
+            p.note_fleet(now, d);
         }
         let s = self.snapshot(now).ok()?;
         let c = &s.counters;

@@ -16,7 +16,7 @@ mod pressure;
 #[cfg(test)]
 mod tests;
 
-pub use pressure::{bits_of, doublings, Pressure, FLEET_FRESH_MS, LOOK_MS};
+pub use pressure::{doublings, Pressure, FLEET_FRESH_MS, LOOK_MS};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
