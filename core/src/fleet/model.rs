@@ -144,13 +144,31 @@ pub struct FleetModel {
     /// Flood control's buckets and the keys over their budget.
     flood: FloodModel,
     pressure: PressureSums,
-    /// The spent proofs (the script's K_SPENT: number, member "HEX:UNTIL:NODE:AT", in order),
-    /// the last number ("spent_seq") and each node's cursor in them ("s:NODE").
-    spent: Vec<(u64, String)>,
+    /// The spent proofs (the script's K_SPENT, in its order), the last number ("spent_seq")
+    /// and each node's cursor in them ("s:NODE").
+    spent: Vec<SpentEntry>,
     spent_seq: u64,
     spent_told: HashMap<u64, u64>,
     /// Script calls made (syncs and draws).
     pub calls: u64,
+}
+
+/// One entry of the script's K_SPENT: its number (the score) and what the member
+/// "HEX:UNTIL:NODE:AT" says.
+#[derive(Debug, Clone, Copy)]
+struct SpentEntry {
+    seq: u64,
+    key: u64,
+    until: u64,
+    node: u64,
+    at: u64,
+}
+
+impl SpentEntry {
+    /// The same member string in the sorted set (the number aside).
+    fn same_member(&self, o: &SpentEntry) -> bool {
+        (self.key, self.until, self.node, self.at) == (o.key, o.until, o.node, o.at)
+    }
 }
 
 /// The script's sums for the fleet's pressure (script.lua, "The fleet's pressure": "pr_win",
@@ -378,58 +396,44 @@ impl FleetModel {
     /// entries leave it, and the entries after this node's cursor that other nodes reported
     /// are answered (at most [`SPENT_ANSWER_CAP`]).
     fn spent_sync(&mut self, node: u64, now: u64, reported: &[SpentProof]) -> Vec<SpentProof> {
-        let mut told = self.spent_told.get(&node).copied().unwrap_or(0);
         for p in reported.iter().take(SPENT_REPORT_CAP) {
             // (A lapsed one is not sent.)
             if p.ms <= now {
                 continue;
             }
             self.spent_seq += 1;
-            let until = p.ms;
-            let member = format!("{:016x}:{}:{}:{}", p.key, until, node, now);
+            let e = SpentEntry {
+                seq: self.spent_seq,
+                key: p.key,
+                until: p.ms,
+                node,
+                at: now,
+            };
             // (ZADD of a member already there renumbers it.)
-            self.spent.retain(|(_, m)| *m != member);
-            self.spent.push((self.spent_seq, member));
+            self.spent.retain(|o| !o.same_member(&e));
+            self.spent.push(e);
         }
         let keep_from = now.saturating_sub(self.cfg.stale_ms().max(SPENT_KEEP_MS));
         let lapsed = self
             .spent
             .iter()
             .take(SPENT_EXPIRE)
-            .take_while(|(_, m)| {
-                m.rsplit(':')
-                    .next()
-                    .and_then(|at| at.parse::<u64>().ok())
-                    .is_none_or(|at| at < keep_from)
-            })
+            .take_while(|e| e.at < keep_from)
             .count();
         self.spent.drain(..lapsed);
-        let mut out = Vec::new();
-        let since = told;
-        for (seq, m) in self
-            .spent
-            .iter()
-            .filter(|(s, _)| *s > since)
-            .take(SPENT_ANSWER_CAP)
-        {
-            told = *seq;
-            let mut parts = m.split(':');
-            let (Some(hex), Some(until), Some(by)) = (parts.next(), parts.next(), parts.next())
-            else {
-                continue;
-            };
-            let (Ok(key), Ok(until)) = (u64::from_str_radix(hex, 16), until.parse::<u64>()) else {
-                continue;
-            };
-            if by != node.to_string() && until > now {
-                out.push(SpentProof {
-                    key,
-                    ms: until - now,
-                });
-            }
-        }
-        self.spent_told.insert(node, told);
-        out
+        let since = self.spent_told.get(&node).copied().unwrap_or(0);
+        let heard = self.spent.iter().filter(|e| e.seq > since);
+        let heard: Vec<&SpentEntry> = heard.take(SPENT_ANSWER_CAP).collect();
+        self.spent_told
+            .insert(node, heard.last().map_or(since, |e| e.seq));
+        heard
+            .into_iter()
+            .filter(|e| e.node != node && e.until > now)
+            .map(|e| SpentProof {
+                key: e.key,
+                ms: e.until - now,
+            })
+            .collect()
     }
 
     /// The script's "draw": up to `want` places.
