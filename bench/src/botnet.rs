@@ -306,9 +306,7 @@ fn bots(cfg: &Botnet, tally: &Tally, thread_no: usize, start: Instant) {
         for (v, _, _) in visitors.iter_mut() {
             v.mint();
         }
-        while Instant::now() < start {
-            thread::sleep(Duration::from_millis(20));
-        }
+        thread::sleep(start.saturating_duration_since(Instant::now()));
     }
     while !over(cfg, tally, start) {
         let mut idle = true;
@@ -401,10 +399,7 @@ fn person(cfg: &Botnet, tally: &Tally, i: usize, start: Instant) {
     } else {
         0
     };
-    while Instant::now() < start {
-        thread::sleep(Duration::from_millis(20));
-    }
-    thread::sleep(Duration::from_millis(arrive));
+    thread::sleep(start.saturating_duration_since(Instant::now()) + Duration::from_millis(arrive));
     let mut proof: Option<String> = None;
     while !over(cfg, tally, start) {
         match v.visit(proof.as_deref()) {
