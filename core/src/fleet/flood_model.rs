@@ -1,6 +1,6 @@
 //! The fleet script's flood step (`script.lua`, "Flood control") in Rust, for [`FleetModel`]
 //! (`super::model`): the reported client keys' buckets charged with their places, and the keys
-//! over their budget answered. `tests/fleet_script.rs` holds the two to the same answers.
+//! over their budget answered. `tests/fleet_flood_script.rs` holds the two to the same answers.
 //!
 //! [`FleetModel`]: super::FleetModel
 

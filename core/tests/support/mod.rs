@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use smart_limit_core::redis::resp::{self, Value};
 
+pub mod twin;
+
 pub struct Server {
     child: Child,
     pub port: u16,
