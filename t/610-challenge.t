@@ -286,7 +286,7 @@ origin
 --- timeout: 60
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
-sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto --quiet-node => /^calm 16 flood (?:19|2[0-2]) quiet (?:1[7-9]|2[0-2])$/
+sh 60: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --auto --quiet-node --metrics /m --redis $TEST_NGINX_REDIS_PORT --look 'smart_limit:{shop}:fleet' => /^calm 16 flood (?:19|2[0-2]) quiet (?:1[7-9]|2[0-2])$/
 --- no_error_log
 [error]
 

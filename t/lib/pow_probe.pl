@@ -30,7 +30,11 @@
 # polls node 0 a second later (a central room hears of node 0's challenges with that node's
 # next visit) and node 1 a second after that (it reads the fleet's pressure from its own
 # call); then a newcomer on node 1, which saw no flood itself, is challenged. Prints "calm N
-# flood M quiet Q".
+# flood M quiet Q". With --look KEY --redis PORT (a synced room: its fleet hash), the probe
+# waits for the work instead: until the fleet script's look in KEY counts at least 4
+# doublings, then until both nodes have synced twice since (--metrics), so node 1's picture
+# carries that look. (The synced look decays once a second whatever the clients do, so a
+# fixed sleep read a later, lower look on a stalled machine.)
 
 use strict;
 use warnings;
@@ -42,9 +46,11 @@ use Digest::SHA qw(sha256);
 use MIME::Base64 qw(decode_base64);
 use Time::HiRes qw(time sleep);
 
-my ($ports, $auto, $settle, $metrics, $gone, $quiet_node) = ('', 0, 0, '', 0, 0);
+my ($ports, $auto, $settle, $metrics, $gone, $quiet_node, $look, $redis) =
+    ('', 0, 0, '', 0, 0, '', 0);
 GetOptions('nginx=s' => \$ports, 'auto' => \$auto, 'settle=i' => \$settle,
-           'metrics=s' => \$metrics, 'gone=i' => \$gone, 'quiet-node' => \$quiet_node)
+           'metrics=s' => \$metrics, 'gone=i' => \$gone, 'quiet-node' => \$quiet_node,
+           'look=s' => \$look, 'redis=i' => \$redis)
     or die "bad arguments\n";
 my @nodes = split /,/, $ports;
 die "no --nginx port\n" unless @nodes;
@@ -158,11 +164,24 @@ if ($auto) {
     }
     if ($quiet_node) {
         die "--quiet-node needs two nodes\n" unless @nodes == 2;
-        for my $node (0, 1) {
-            sleep 1.1;
-            $w->{node} = $node;
-            my ($st, $b) = get($w);
-            die "the waiter's poll on node $node: $st $b\n" unless field($b, 'status') eq 'waiting';
+        if ($look) {
+            die "--look needs --redis and --metrics\n" unless $redis && $metrics;
+            my ($t, $d) = (time, 0);
+            while (time - $t < 20) {
+                ($d) = `redis-cli -p $redis HGET '$look' pr_d` =~ /^(\d+)/;
+                last if ($d // 0) >= 4;
+                sleep 0.05;
+            }
+            die "the fleet's look never counted the flood (pr_d " . ($d // 'none') . ")\n"
+                unless ($d // 0) >= 4;
+            settle();
+        } else {
+            for my $node (0, 1) {
+                sleep 1.1;
+                $w->{node} = $node;
+                my ($st, $b) = get($w);
+                die "the waiter's poll on node $node: $st $b\n" unless field($b, 'status') eq 'waiting';
+            }
         }
         my (undef, $b) = get(arrive(1));
         my (undef, $quiet) = challenge_of($b);
