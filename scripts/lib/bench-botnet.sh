@@ -26,7 +26,7 @@ botnet_usage() {
     cat <<EOF
 usage: scripts/bench --botnet [--bots N] [--people N] [--admissions N] [--bot-accounts N]
                               [--nodes 1|2] [--sync T] [--mint-ahead S] [--replay-after S]
-                              [--no-build] [--keep]
+                              [--rooms LIST] [--no-build] [--keep]
 
   --bots N          bot identities (default 1000)
   --people N        people (default 100)
@@ -37,6 +37,7 @@ usage: scripts/bench --botnet [--bots N] [--people N] [--admissions N] [--bot-ac
   --mint-ahead S    the bots take their tickets S seconds before the race (default 0)
   --replay-after S  with --nodes 2: a bot replays a proof it spent S seconds ago on the other
                     node (default 15)
+  --rooms LIST      the rooms measured, comma-separated, in order (default off,pow,user,pow+user)
   --no-build        use SL_NGINX and SL_MODULE from the environment
   --keep            keep the nginx prefix (config, logs)
 EOF
@@ -44,12 +45,14 @@ EOF
 
 botnet_main() {
     local bots=1000 people=100 admissions=100 accounts=10 build=1 keep=0 nodes=1 sync="" mint=0 replay=15
+    local rooms=off,pow,user,pow+user
     while [ "$#" -gt 0 ]; do
         case "$1" in
             --nodes) nodes="$2"; shift 2 ;;
             --sync) sync="$2"; shift 2 ;;
             --mint-ahead) mint="$2"; shift 2 ;;
             --replay-after) replay="$2"; shift 2 ;;
+            --rooms) rooms="$2"; shift 2 ;;
             --bots) bots="$2"; shift 2 ;;
             --people) people="$2"; shift 2 ;;
             --admissions) admissions="$2"; shift 2 ;;
@@ -66,6 +69,14 @@ botnet_main() {
     [[ "$nodes" =~ ^[12]$ ]] || { echo "scripts/bench --botnet: --nodes 1 or 2" >&2; return 2; }
     [[ "$mint" =~ ^[0-9]+$ ]] || { echo "scripts/bench --botnet: --mint-ahead takes seconds" >&2; return 2; }
     [[ "$replay" =~ ^[0-9]+$ ]] || { echo "scripts/bench --botnet: --replay-after takes seconds" >&2; return 2; }
+    local variant variants=()
+    IFS=, read -r -a variants <<<"$rooms"
+    for variant in "${variants[@]}"; do
+        case "$variant" in
+            off|pow|user|pow+user) ;;
+            *) echo "scripts/bench --botnet: --rooms takes off, pow, user and pow+user, not '$variant'" >&2; return 2 ;;
+        esac
+    done
     if [ "$build" = 1 ]; then
         sl_banner "dependencies and release build"
         sl_install_deps bench
@@ -149,8 +160,8 @@ EOF
     echo
     echo "| room | bots | people | first admissions | people among them | people's share | bots in by a replayed proof |"
     echo "| --- | --- | --- | --- | --- | --- | --- |"
-    local variant path acc line adm ppl share secs challenged replays also=()
-    for variant in off pow user pow+user; do
+    local path acc line adm ppl share secs challenged replays also=()
+    for variant in "${variants[@]}"; do
         path="${variant/+/}"
         # (A room cannot be named "off": `smart_limit off` turns the room off.)
         [ "$path" = off ] && path=plain
