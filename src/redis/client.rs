@@ -1,7 +1,7 @@
 //! What callers use: a command queued on the connection (pipelined, one FIFO of waiters),
 //! its reply awaited as a future; scripts by SHA; the flush posted once per event loop turn.
 
-use core::cell::{RefCell, UnsafeCell};
+use core::cell::{Cell, RefCell, UnsafeCell};
 use core::ffi::c_void;
 use core::future::Future;
 use core::panic::AssertUnwindSafe;
@@ -56,7 +56,30 @@ impl Client {
             }),
             // SAFETY: an all-zero ngx_event_t is an idle event; it is set up on first use.
             flush_ev: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            on_shutdown: Cell::new(None),
         }
+    }
+
+    /// What to run when this worker's graceful shutdown reaches the connection (once).
+    pub fn on_shutdown(&self, hook: ShutdownHook) {
+        self.on_shutdown.set(Some(hook));
+    }
+
+    /// The worker is shutting down gracefully and the connection was closed for it: the
+    /// hook runs once. It must only post work (the client is borrowed here).
+    pub(super) fn shutdown_noticed(&self) {
+        // SAFETY: a plain global of the worker, read on its only thread.
+        if unsafe { ngx::ffi::ngx_exiting } == 0 {
+            return;
+        }
+        if let Some(h) = self.on_shutdown.take() {
+            (h.run)(h.owner);
+        }
+    }
+
+    /// How long a call waits for its reply.
+    pub fn timeout_ms(&self) -> u64 {
+        self.cfg.timeout_ms
     }
 
     pub fn label(&self) -> &str {

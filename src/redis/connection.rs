@@ -242,6 +242,7 @@ impl Client {
         let now = now_ms();
         if st.peer.close_requested() {
             self.close_quietly(st, wake);
+            self.shutdown_noticed();
             return;
         }
         if timer {
@@ -433,6 +434,7 @@ impl Client {
             // SAFETY: a plain global of the worker, read on its only thread.
             if unsafe { ngx::ffi::ngx_exiting } != 0 {
                 self.close_quietly(st, wake);
+                self.shutdown_noticed();
                 return;
             }
         }

@@ -224,4 +224,14 @@ pub struct Client {
     /// loop's round, so the commands of every request handled in that round leave in one
     /// write (and Redis reads them, and answers them, in one go).
     flush_ev: UnsafeCell<ngx_event_t>,
+    /// Called once when this worker's graceful shutdown reaches the connection (nginx closes
+    /// it as idle, or a reply comes while the worker is exiting): the zone's last sync.
+    on_shutdown: Cell<Option<ShutdownHook>>,
+}
+
+/// A zone's step for a worker's graceful shutdown, and the zone it is for.
+#[derive(Clone, Copy)]
+pub struct ShutdownHook {
+    pub run: fn(*const core::ffi::c_void),
+    pub owner: *const core::ffi::c_void,
 }

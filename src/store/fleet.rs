@@ -583,6 +583,7 @@ pub struct SyncJob {
 /// [`MAX_SYNCS_PER_INTERVAL`] an interval), so a long line's sightings keep up while no script
 /// call grows long.
 impl Synced for Zone {
+    const LAST_SYNC: bool = true;
     type Job = SyncJob;
     type Answer = SyncAnswer;
 

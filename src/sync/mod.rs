@@ -30,15 +30,19 @@ use smart_limit_core::sync::leader::Leader;
 
 use crate::clock::now_ms;
 use crate::log::LogThrottle;
-use crate::redis::Client;
+use crate::redis::{Client, ShutdownHook};
 
 pub mod ticker;
 
-use ticker::Ticker;
+use ticker::{Hold, Ticker};
 
 /// A zone that meets the fleet through a [`Driver`]. Its methods run in the worker that leads
 /// the node (or, for `lead`/`resign`, in any worker), each under the zone's lock as it needs.
 pub trait Synced: Sized + 'static {
+    /// Whether the leader sends one last sync when its worker shuts down gracefully (a
+    /// synced room: what the node did since its last sync, admissions above all, would be lost
+    /// with a stopped node's zone).
+    const LAST_SYNC: bool = false;
     /// What one sync takes from the zone and sends.
     type Job: 'static;
     /// What one sync's reply says, parsed.
@@ -87,6 +91,19 @@ pub struct Driver {
     sent_this_tick: Cell<u32>,
     /// Bad replies are logged once per burst.
     problems: LogThrottle,
+    /// The worker's graceful shutdown and the last sync ([`last_sync`]).
+    closing: Cell<Closing>,
+    /// Keeps a shutting-down worker until its last sync has its answer.
+    hold: Hold,
+}
+
+/// Where a worker's last sync stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Closing {
+    Running,
+    /// Wanted once the sync in flight has its answer.
+    Wanted,
+    Sent,
 }
 
 impl Driver {
@@ -101,6 +118,8 @@ impl Driver {
             in_flight: Cell::new(false),
             sent_this_tick: Cell::new(0),
             problems: LogThrottle::default(),
+            closing: Cell::new(Closing::Running),
+            hold: Hold::default(),
         }
     }
 
@@ -148,7 +167,61 @@ pub fn start_worker<Z: Synced>(zone: &'static Z) {
     if let Some(d) = zone.driver() {
         let owner = (zone as *const Z).cast::<c_void>();
         d.ticker.start(owner, on_tick::<Z>, d.interval_ms);
+        if let (true, Some(client)) = (Z::LAST_SYNC, &d.client) {
+            client.on_shutdown(ShutdownHook {
+                run: on_shutdown::<Z>,
+                owner,
+            });
+        }
     }
+}
+
+/// The worker shuts down gracefully (`nginx -s quit`, a restart, the old binary of an
+/// upgrade, a reload's old workers): its connection was closed for it. The client is busy
+/// here (this runs inside its event), so the last sync follows at once from a timer, which
+/// also keeps the worker from exiting before it.
+fn on_shutdown<Z: Synced>(owner: *const c_void) {
+    // SAFETY: the hook's owner is the zone start_worker gave it (a `Z` in the cycle pool).
+    if let Some(d) = unsafe { owner.cast::<Z>().as_ref() }.and_then(|z| z.driver()) {
+        d.hold.arm(0, Some((owner, on_last_sync::<Z>)));
+    }
+}
+
+fn on_last_sync<Z: Synced>(owner: *const c_void, _shutting_down: bool) {
+    // SAFETY: as above.
+    if let Some(zone) = unsafe { owner.cast::<Z>().as_ref() } {
+        last_sync(zone);
+    }
+}
+
+/// The leader's last sync, once, as its worker shuts down gracefully: what the node did since
+/// its last sync (admissions, places, sightings) reaches the fleet before the zone may go with
+/// the node. It is an ordinary sync (the fence, the script's refusal of an older report); the
+/// worker stays until its answer or `timeout=` (the call's timer keeps it), and once the
+/// connection goes idle nginx lets it exit. After a sync still in flight, it follows that one.
+/// A node stopped fast (`nginx -s stop`), or whose connection is down, sends none: the fleet
+/// learns of an admitted session again from its next request (docs/fleet.md).
+fn last_sync<Z: Synced>(zone: &'static Z) {
+    let Some(d) = zone.driver() else { return };
+    let Some(client) = &d.client else { return };
+    if d.closing.get() != Closing::Running {
+        return;
+    }
+    let now = now_ms();
+    if !zone.lead(d.me(), now) {
+        d.closing.set(Closing::Sent);
+        return;
+    }
+    // The calls' own timers hold the worker once they are armed, but nginx may look for
+    // timers between this moment and theirs (after the sync in flight answers, before the
+    // last one is sent): this one holds it meanwhile, for two calls' time at most.
+    d.hold.arm(2 * client.timeout_ms() + 100, None);
+    if d.in_flight.get() {
+        d.closing.set(Closing::Wanted);
+        return;
+    }
+    d.closing.set(Closing::Sent);
+    send(zone, d, client, now);
 }
 
 /// A worker exits: it leads no more, so another one syncs at its next tick.
@@ -166,6 +239,9 @@ fn on_tick<Z: Synced>(owner: *const c_void, shutting_down: bool) {
     };
     let Some(d) = zone.driver() else { return };
     if shutting_down {
+        if Z::LAST_SYNC {
+            last_sync(zone);
+        }
         zone.resign(d.me());
         return;
     }
@@ -225,12 +301,22 @@ fn send<Z: Synced>(zone: &'static Z, d: &'static Driver, client: &'static Client
     ngx::async_::spawn(async move {
         let reply = client.eval(|form| zone.request(&job, form)).await;
         d.in_flight.set(false);
+        let last = d.closing.get() == Closing::Wanted;
+        if last {
+            d.closing.set(Closing::Sent);
+        } else if d.closing.get() == Closing::Sent {
+            // The last sync's answer (or a capped report's rest after it): the worker may go.
+            d.hold.release();
+        }
         let now = now_ms();
         let answer = match reply {
             Ok(value) => Z::answer(&value),
             // No reply (timeout, refused, reset): the client has logged the burst.
             Err(_) => {
                 zone.failed(Some(job), now);
+                if last {
+                    d.hold.release();
+                }
                 return;
             }
         };
@@ -238,13 +324,17 @@ fn send<Z: Synced>(zone: &'static Z, d: &'static Driver, client: &'static Client
             Ok(a) => {
                 client.reply_was_good();
                 let more = zone.apply(job, a, now);
-                if more && d.sent_this_tick.get() < d.per_tick && !ticker::shutting_down() {
+                let rest = more && d.sent_this_tick.get() < d.per_tick;
+                if last || (rest && !ticker::shutting_down()) {
                     send(zone, d, client, now);
                 }
             }
             Err(e) => {
                 d.bad_reply(&e);
                 zone.failed(Some(job), now);
+                if last {
+                    d.hold.release();
+                }
             }
         }
     })

@@ -97,6 +97,64 @@ impl Ticker {
     }
 }
 
+/// A timer that keeps a worker that shuts down gracefully alive: nginx lets such a worker exit
+/// once no timer but cancelable ones is left, and work spawned on its loop runs from posted
+/// events, which do not count. Armed while a last sync is on its way; when it fires it runs
+/// its step, if it was given one (a step deferred out of a caller that must not re-enter).
+pub struct Hold {
+    ev: UnsafeCell<ngx_event_t>,
+    then: Cell<Option<(*const c_void, Tick)>>,
+}
+
+impl Default for Hold {
+    fn default() -> Self {
+        Hold {
+            // SAFETY: an all-zero ngx_event_t is an idle event; it is set up in arm().
+            ev: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            then: Cell::new(None),
+        }
+    }
+}
+
+impl Hold {
+    /// Keeps the worker for `ms` at most (until [`Hold::release`]), then runs `then`.
+    pub fn arm(&self, ms: u64, then: Option<(*const c_void, Tick)>) {
+        self.then.set(then);
+        let ev = self.ev.get();
+        // SAFETY: the hold lives in the zone for the worker's life and does not move; the
+        // worker's only thread.
+        unsafe {
+            (*ev).data = (self as *const Hold).cast_mut().cast::<c_void>();
+            (*ev).handler = Some(on_hold_end);
+            (*ev).log = crate::log::cycle_log();
+            ngx_add_timer(ev, ms as _);
+        }
+    }
+
+    pub fn release(&self) {
+        self.then.set(None);
+        let ev = self.ev.get();
+        // SAFETY: the hold's own event, on the worker's thread.
+        unsafe {
+            if (*ev).timer_set() != 0 {
+                ngx_del_timer(ev);
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn on_hold_end(ev: *mut ngx_event_t) {
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the event's data is the Hold arm() armed, which outlives it.
+        let Some(hold) = (unsafe { (*ev).data.cast::<Hold>().as_ref() }) else {
+            return;
+        };
+        if let Some((owner, step)) = hold.then.take() {
+            step(owner, true);
+        }
+    }));
+}
+
 pub fn shutting_down() -> bool {
     // SAFETY: plain globals of the worker, read on its only thread.
     unsafe { ngx_exiting != 0 || ngx_quit != 0 || ngx_terminate != 0 }
