@@ -105,8 +105,12 @@ origin
 # first picture (with that client in line): it is let in, the others wait for the next picture;
 # two more are let in by it; then the five who wait are told 1..5 and stay so (before: the
 # first client, let in by on_error=local, kept a ghost place in the fleet's line for presence,
-# 30 s, and the five were told 2..6: presence is longer than this test).
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT --clients 8 --gap 0.1 --syncs $TEST_NGINX_PORT --rounds 4 => /round 0: admitted [1-3] waiting [5-7] positions \S+ distinct yes .*\n.*\nround 2: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 3: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 4: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes/
+# 30 s, and the five were told 2..6: presence is longer than this test). Round 0's answers
+# come one after another over 0.8 s and may straddle a picture, which takes a client let in out
+# of the line: a later newcomer is then rightly told a position an earlier one was told before
+# it moved up (run on a loaded machine: 2,3,4,5,6,7,7). Distinct positions at one moment are
+# what rounds 2-4 check.
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT --clients 8 --gap 0.1 --syncs $TEST_NGINX_PORT --rounds 4 => /round 0: admitted [1-3] waiting [5-7] positions \S+ distinct (yes|no) .*\n.*\nround 2: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 3: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes.*\nround 4: admitted 3 waiting 5 positions 1,2,3,4,5 distinct yes/
 M GET /m => 200; body =~ /smart_limit_active_sessions\{room="shop"\} 3\n/; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 3\n/
 redis ZCARD smart_limit:{shop}:active => /^3$/
 redis ZCARD smart_limit:{shop}:arrival => /^5$/
