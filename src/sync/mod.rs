@@ -30,7 +30,7 @@ use smart_limit_core::sync::leader::Leader;
 
 use crate::clock::now_ms;
 use crate::log::LogThrottle;
-use crate::redis::{Client, ShutdownHook};
+use crate::redis::{Client, ClientError, ShutdownHook};
 
 pub mod ticker;
 
@@ -187,7 +187,7 @@ fn on_shutdown<Z: Synced>(owner: *const c_void) {
     }
 }
 
-fn on_last_sync<Z: Synced>(owner: *const c_void, _shutting_down: bool) {
+fn on_last_sync<Z: Synced>(owner: *const c_void) {
     // SAFETY: as above.
     if let Some(zone) = unsafe { owner.cast::<Z>().as_ref() } {
         last_sync(zone);
@@ -301,42 +301,51 @@ fn send<Z: Synced>(zone: &'static Z, d: &'static Driver, client: &'static Client
     ngx::async_::spawn(async move {
         let reply = client.eval(|form| zone.request(&job, form)).await;
         d.in_flight.set(false);
+        // A worker shutting down wanted its last sync once this one answered: it follows now.
         let last = d.closing.get() == Closing::Wanted;
         if last {
             d.closing.set(Closing::Sent);
-        } else if d.closing.get() == Closing::Sent {
-            // The last sync's answer (or a capped report's rest after it): the worker may go.
-            d.hold.release();
         }
-        let now = now_ms();
-        let answer = match reply {
-            Ok(value) => Z::answer(&value),
-            // No reply (timeout, refused, reset): the client has logged the burst.
-            Err(_) => {
-                zone.failed(Some(job), now);
-                if last {
-                    d.hold.release();
-                }
-                return;
-            }
-        };
-        match answer {
-            Ok(a) => {
-                client.reply_was_good();
-                let more = zone.apply(job, a, now);
-                let rest = more && d.sent_this_tick.get() < d.per_tick;
-                if last || (rest && !ticker::shutting_down()) {
-                    send(zone, d, client, now);
-                }
-            }
-            Err(e) => {
-                d.bad_reply(&e);
-                zone.failed(Some(job), now);
-                if last {
-                    d.hold.release();
-                }
-            }
+        conclude(zone, d, client, job, reply, last);
+        if d.closing.get() == Closing::Sent && !d.in_flight.get() {
+            // The last sync has its answer and nothing follows it: the worker may go.
+            d.hold.release();
         }
     })
     .detach();
+}
+
+/// A sync's reply: the answer applied (and a capped report's rest, or the last sync, sent at
+/// once), or the job given back.
+fn conclude<Z: Synced>(
+    zone: &'static Z,
+    d: &'static Driver,
+    client: &'static Client,
+    job: Z::Job,
+    reply: Result<Value, ClientError>,
+    last: bool,
+) {
+    let now = now_ms();
+    let answer = match reply {
+        Ok(value) => Z::answer(&value),
+        // No reply (timeout, refused, reset): the client has logged the burst.
+        Err(_) => {
+            zone.failed(Some(job), now);
+            return;
+        }
+    };
+    match answer {
+        Ok(a) => {
+            client.reply_was_good();
+            let more = zone.apply(job, a, now);
+            let rest = more && d.sent_this_tick.get() < d.per_tick;
+            if last || (rest && !ticker::shutting_down()) {
+                send(zone, d, client, now);
+            }
+        }
+        Err(e) => {
+            d.bad_reply(&e);
+            zone.failed(Some(job), now);
+        }
+    }
 }

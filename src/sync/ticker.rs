@@ -103,8 +103,11 @@ impl Ticker {
 /// its step, if it was given one (a step deferred out of a caller that must not re-enter).
 pub struct Hold {
     ev: UnsafeCell<ngx_event_t>,
-    then: Cell<Option<(*const c_void, Tick)>>,
+    then: Cell<Option<(*const c_void, Step)>>,
 }
+
+/// A step the hold runs for its owner (a zone).
+pub type Step = fn(owner: *const c_void);
 
 impl Default for Hold {
     fn default() -> Self {
@@ -118,7 +121,7 @@ impl Default for Hold {
 
 impl Hold {
     /// Keeps the worker for `ms` at most (until [`Hold::release`]), then runs `then`.
-    pub fn arm(&self, ms: u64, then: Option<(*const c_void, Tick)>) {
+    pub fn arm(&self, ms: u64, then: Option<(*const c_void, Step)>) {
         self.then.set(then);
         let ev = self.ev.get();
         // SAFETY: the hold lives in the zone for the worker's life and does not move; the
@@ -150,7 +153,7 @@ unsafe extern "C" fn on_hold_end(ev: *mut ngx_event_t) {
             return;
         };
         if let Some((owner, step)) = hold.then.take() {
-            step(owner, true);
+            step(owner);
         }
     }));
 }
