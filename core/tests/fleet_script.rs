@@ -376,3 +376,50 @@ fn the_line_holds_max_line_and_a_place_gone_comes_back_at_the_tail() {
     let p = t.sync(2, now + 5_700, &waiters(&[(1, 1000)]));
     assert_eq!(p.samples.last().map(|s| s.arrival), Some(BASE + 15_600));
 }
+
+#[test]
+fn a_picture_gives_when_the_places_it_shares_free() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "ends", cfg(130));
+    let now = BASE + 10_000;
+    // 128 sessions seen from 9.9 s before a sync, one every 5 ms: with a 10 s window and a
+    // 1 s interval, all end within the interval after it, 100 to 735 ms after it. 2 places are
+    // free now (130).
+    let r = Report {
+        active: (0..128)
+            .map(|i| sighting(1 + i, now + 100 + 5 * i))
+            .collect(),
+        polls: 10,
+        ..Report::default()
+    };
+    t.sync(1, now + 1_000, &r);
+    let p = t.sync(
+        1,
+        now + 10_000,
+        &Report {
+            polls: 10,
+            ..Report::default()
+        },
+    );
+    assert_eq!((p.fleet_active, p.expiring, p.free), (128, 128, 130));
+    // The node's quota (80 % of the 130: 104) is the 2 free places, then 102 of the expiring
+    // ones in the order they end: ends of 64 of them evenly by rank (the i-th is held place
+    // floor(i x 102 / 64) - 1), ms from the picture.
+    assert_eq!((p.quota, p.held, p.ends.len()), (104, 102, 64));
+    let end = |rank: u64| 100 + 5 * rank;
+    let want: Vec<u64> = (1..=64u64).map(|i| end(i * 102 / 64 - 1)).collect();
+    assert_eq!(p.ends, want);
+    // A second node, in the same interval: the places after the first node's, those of the
+    // last 26 sessions to end (its share of them).
+    let p2 = t.sync(
+        2,
+        now + 10_001,
+        &Report {
+            polls: 10,
+            ..Report::default()
+        },
+    );
+    assert!(p2.quota > 0 && p2.quota <= 26, "{}", p2.quota);
+    assert_eq!(p2.held, p2.quota);
+    assert_eq!(p2.ends.first(), Some(&(end(102) - 1)));
+}

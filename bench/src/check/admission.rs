@@ -41,6 +41,24 @@ pub struct Session {
     pub client: u64,
 }
 
+/// The sessions at once on average (a share of `max_active`), weighted by time, from the first
+/// moment the room was full to `end_ms`: how full the room kept (its first fill is the ramp's,
+/// not the room's). None if it never filled.
+pub fn mean_fill(series: &[(u64, u64)], max_active: u64, end_ms: u64) -> Option<(u64, f64)> {
+    let first = series.iter().position(|&(_, n)| n >= max_active)?;
+    let from = series.get(first)?.0;
+    if end_ms <= from || max_active == 0 {
+        return None;
+    }
+    let mut sum = 0u128;
+    for (i, &(t, n)) in series.iter().enumerate().skip(first) {
+        let next = series.get(i + 1).map_or(end_ms, |&(u, _)| u).min(end_ms);
+        sum += u128::from(n) * u128::from(next.saturating_sub(t.min(next)));
+    }
+    let mean = sum as f64 / (end_ms - from) as f64;
+    Some((from, mean / max_active as f64))
+}
+
 /// `floor(max_active × 1.02)`, at least `max_active`.
 pub fn limit(max_active: u64) -> u64 {
     let l = (max_active as u128 * 102 / 100).min(u64::MAX as u128) as u64;

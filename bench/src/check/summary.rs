@@ -128,6 +128,13 @@ fn measures(h: &History, f: &Findings, out: &mut String) {
         }
         None => out.push('\n'),
     }
+    let end = h.run.duration_ms;
+    if let Some((from, mean)) = super::admission::mean_fill(&a.series, h.run.max_active, end) {
+        let _ = writeln!(
+            out,
+            "(a) mean fill from the first fill ({from} ms) to the end: {mean:.3} of max_active"
+        );
+    }
     let o = &f.order;
     let _ = writeln!(
         out,

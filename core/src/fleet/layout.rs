@@ -7,11 +7,11 @@ use core::mem::{align_of, size_of};
 use super::flood::{self, Over, Taken};
 use super::SPENT_REPORT_CAP;
 use super::{FleetNode, NotAFleetNode};
-use super::{Sample, Sighting, SpentProof, WaiterSighting, FRESH_CAP, MAX_SAMPLES};
+use super::{Sample, Sighting, SpentProof, WaiterSighting, ENDS_CAP, FRESH_CAP, MAX_SAMPLES};
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5406; // "SLFLEET", version 6 (5 + the pressure, spent proofs)
+const MAGIC: u64 = 0x534c_464c_4545_5407; // "SLFLEET", version 7 (6 + the ends of expiring sessions)
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -82,6 +82,13 @@ pub(super) struct Header {
     /// Proofs of work spent here since the last report (until when).
     pub(super) spent_len: u64,
     pub(super) spent: [SpentProof; SPENT_REPORT_CAP],
+    /// The places of the picture's quota that are expiring sessions' (its `held`: 0 when none,
+    /// or when an outage's share replaced the picture's) and when those sessions' windows end
+    /// (the node's clock, ms, ascending; up to [`ENDS_CAP`] of them, evenly by rank): the node
+    /// takes each only once it has ended (`held_back`).
+    pub(super) expiring_held: u64,
+    pub(super) ends_len: u64,
+    pub(super) ends: [u64; ENDS_CAP],
     leadership: Leadership,
 }
 

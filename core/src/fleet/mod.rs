@@ -108,6 +108,11 @@ pub const SPENT_REPORT_CAP: usize = 64;
 /// Proofs spent on other nodes one picture tells of at most (the script's SPENT_ANSWERS).
 pub const SPENT_ANSWER_CAP: usize = 256;
 
+/// The ends of expiring sessions one picture carries at most (the script's ENDS): the earliest
+/// ones; a node takes an expiring place only once its session's window has ended, and counts
+/// those past the last it knows as not yet ended.
+pub const ENDS_CAP: usize = 64;
+
 /// What a sync needs to know of the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FleetConfig {
@@ -168,6 +173,14 @@ pub struct RoomPicture {
     /// next picture; the cursor counts them) and within the horizon.
     pub expiring: u64,
     pub leaving: u64,
+    /// How many of this node's `quota` places are expiring sessions' (the places in the order
+    /// they free: free now, then by their sessions' ends; the other nodes' grants hold the
+    /// first ones), and when those sessions' windows end, ms from the picture: every one while
+    /// they are at most [`ENDS_CAP`], else that many evenly by rank (the i-th, 1..n, is the end
+    /// of the held place of rank floor(i x held / n) - 1), ascending. The node takes a held
+    /// place only once it has ended.
+    pub held: u64,
+    pub ends: Vec<u64>,
     /// The line holds `max_line` waiters: no new place until it shortens.
     pub full: bool,
     /// The fleet's pressure at the interval's look, in doublings (`challenge_bits=auto`:

@@ -12,7 +12,7 @@ use super::flood_model::FloodModel;
 #[cfg(test)]
 use super::Sighting;
 use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, Sample, SyncAnswer};
-use super::{SpentProof, KEEP_PPM, MAX_SAMPLES, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
+use super::{SpentProof, ENDS_CAP, KEEP_PPM, MAX_SAMPLES, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 use crate::room::gcra::Rate;
 use crate::util::fenwick;
 
@@ -115,6 +115,22 @@ impl BySight {
     /// Members last seen in `from..to`.
     fn count(&self, from: u64, to: u64) -> u64 {
         self.order.range((from, 0, 0)..(to, 0, 0)).count() as u64
+    }
+
+    /// The sights of `held` members last seen in `from..to`, from the `lo`-th on: every one
+    /// while they are at most `n`, else `n` of them evenly by rank (the script's ends).
+    fn sights_by_rank(&self, (from, to): (u64, u64), lo: usize, held: usize, n: usize) -> Vec<u64> {
+        let all: Vec<u64> = self
+            .order
+            .range((from, 0, 0)..(to, 0, 0))
+            .skip(lo)
+            .take(held)
+            .map(|(t, _, _)| *t)
+            .collect();
+        let k = held.min(n);
+        (1..=k)
+            .filter_map(|i| all.get(i * held / k - 1).copied())
+            .collect()
     }
 }
 
@@ -558,6 +574,17 @@ impl FleetModel {
             left.min(free_now)
         };
         me.grant = quota;
+        // The script's held places: the node's quota in the order places free (free now, then
+        // the expiring sessions' by their ends), after the other nodes' grants.
+        let first = reserved as i128 - (cfg.max_active as i128 - active as i128);
+        let held = (quota as i128).min(quota as i128 + first).max(0) as u64;
+        let expiring_range = (since, self.cut(now + cfg.interval_ms, aw));
+        let ends = self
+            .active
+            .sights_by_rank(expiring_range, first.max(0) as usize, held as usize, ENDS_CAP)
+            .into_iter()
+            .map(|seen| (seen + aw).saturating_sub(now))
+            .collect();
         let pressure = self.pressure.sync(
             (f.window, cfg.interval_ms),
             queue_len,
@@ -585,6 +612,8 @@ impl FleetModel {
             free: self.free_w,
             expiring,
             leaving,
+            held,
+            ends,
             full,
             pressure,
             samples: self.samples(queue_len),

@@ -40,7 +40,8 @@ impl<'m> FleetNode<'m> {
         if self.take_place(sid, arrival, now) {
             return FleetVerdict::Admit;
         }
-        if !self.pool_empty() {
+        // (A share held for sessions about to end has its places coming: no draw for them.)
+        if !self.pool_empty() && self.hdr.quota_left == 0 {
             self.hdr.want += 1;
         }
         // The picture said nobody waits, and now someone does: until the next picture,
@@ -75,20 +76,28 @@ impl<'m> FleetNode<'m> {
     /// interval earlier (the simulator, 5 nodes, a flat arrival: 7.0 % of admissions out of
     /// order with the band's places open at once, 2.5 % so, 1.3 % without the band). The
     /// places the rightful waiters take are this picture's (its samples, interpolated).
+    /// A place held for a session's end (`held_back`) is the band's only half an interval
+    /// after that end, for the same reason: held places free one by one through the interval,
+    /// and the band, polling as often as the rest, took them as they freed; a head of the line
+    /// that polls slowly was passed over for 10 s and more (rehearsals, 3 runs of 5).
     fn band_waits(&self, arrival: u64, now: u64, cfg: &FleetConfig) -> bool {
         let h = &*self.hdr;
         let fresh = h.aged_ranks == 0 && h.synced_at_ms != 0;
-        if !fresh || h.cursor == u64::MAX || now >= h.synced_at_ms + cfg.interval_ms / 2 {
+        if !fresh || h.cursor == u64::MAX {
             return false;
         }
         let places = cfg
             .max_active
             .saturating_add(h.expiring)
             .saturating_sub(h.fleet_active);
-        places > 0
+        let in_band = places > 0
             && self
                 .arrival_at_rank(places - 1)
-                .is_some_and(|rightful| arrival > rightful)
+                .is_some_and(|rightful| arrival > rightful);
+        let half = cfg.interval_ms / 2;
+        in_band
+            && (now < h.synced_at_ms + half
+                || h.quota_left <= self.held_back(now.saturating_sub(half)))
     }
 
     /// The same client once the pool's answer to its draw is in (it was turned away because
@@ -109,13 +118,34 @@ impl<'m> FleetNode<'m> {
     /// One place of the node's share (or of its draws), if any is left: taken by `sid`, who
     /// waited since `arrival` (it leaves the line).
     fn take_place(&mut self, sid: u64, arrival: u64, now: u64) -> bool {
-        if self.hdr.quota_left == 0 {
+        if self.hdr.quota_left <= self.held_back(now) {
             return false;
         }
         self.hdr.quota_left -= 1;
         self.fresh_left(arrival);
         self.admit(sid, now);
         true
+    }
+
+    /// The places of the node's share that wait for a session to end at `now`: those the
+    /// script gave it among the expiring sessions' places (each node its own: the places in
+    /// the order they free, after the other nodes' grants), whose sessions are still in their
+    /// window. Draws come from places free already: they add to what is left, not to what is
+    /// held.
+    fn held_back(&self, now: u64) -> u64 {
+        self.hdr.expiring_held.saturating_sub(self.ended_by(now))
+    }
+
+    /// How many of the held places' sessions have surely ended by `now`: the picture gives
+    /// the ends of `n` of them, evenly by rank (all of them while they are at most
+    /// [`ENDS_CAP`](super::ENDS_CAP)); the i-th (1-based) is the end of the held place of rank
+    /// floor(i x held / n) - 1, so once it has passed, that many have ended.
+    fn ended_by(&self, now: u64) -> u64 {
+        let h = &*self.hdr;
+        let listed = h.ends.get(..h.ends_len as usize).unwrap_or_default();
+        let passed = listed.iter().take_while(|&&end| end <= now).count() as u128;
+        let n = (listed.len() as u128).max(1);
+        u64::try_from(passed * u128::from(h.expiring_held) / n).unwrap_or(u64::MAX)
     }
 
     /// A client the zone's failure policy let in while the node had no picture

@@ -143,6 +143,15 @@ impl<'m> FleetNode<'m> {
         h.free = p.free;
         h.expiring = p.expiring;
         h.leaving = p.leaving;
+        // The ends on this node's clock from the answer's arrival: later than the script's
+        // `now` by the reply's way back, so a place is taken a little after its session ended,
+        // never before.
+        h.expiring_held = p.held;
+        h.ends_len = 0;
+        for (slot, ms) in h.ends.iter_mut().zip(p.ends.iter()) {
+            *slot = now.saturating_add(*ms);
+            h.ends_len += 1;
+        }
         h.pressure = u64::from(p.pressure) + 1;
         h.pool_empty_window = 0;
         h.syncs += 1;
@@ -222,6 +231,8 @@ impl<'m> FleetNode<'m> {
         let leaving = departures(h, cfg).saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
         h.quota_left = leaving / 1000;
         h.age_carry = leaving % 1000;
+        // A rate, not the picture's places: nothing held for their sessions' ends.
+        h.expiring_held = 0;
         h.pool_empty_window = window;
         h.window_ms = window;
     }

@@ -55,12 +55,14 @@
 --          longer), full (1: the line holds max_line), pressure (the fleet's doublings, below),
 --          {spent: pairs (proof key in hex, ms it stays spent) spent on other nodes since this
 --          node's last sync}, {flood: pairs (client key in hex,
---          retry_ms) of keys over their budget}, then pairs (rank, arrival_ms) sampled along
---          the line, for positions}; {-1}: stale
+--          retry_ms) of keys over their budget}, {held: how many of the quota's places are
+--          expiring sessions', then ms from now until up to ENDS of those sessions' windows
+--          end, ascending (below)}, then pairs (rank, arrival_ms) sampled along the line, for
+--          positions}; {-1}: stale
 --   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
 --          run here (the node counts the places only if it has sent no sync since)}
 -- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
--- ended (one C call) + EXPIRE_STEP + SAMPLES * log n + FLOOD_KEYS + FLOOD_ANSWERS * log n +
+-- ended (one C call) + EXPIRE_STEP + SAMPLES * log n + ENDS + FLOOD_KEYS + FLOOD_ANSWERS * log n +
 -- (SPENT_REPORT + SPENT_ANSWERS + SPENT_EXPIRE) * log s, s the spent proofs kept);
 -- the sightings go in variadic commands of at most CHUNK members.
 -- Needs Redis 6.2 (ZADD GT, ZMSCORE).
@@ -113,6 +115,9 @@ local BAND = 2
 local FLOOD_KEYS, FLOOD_ANSWERS, FLOOD_EXPIRE = 32, 64, 64
 -- Spent proofs: reported per sync, answered per sync, lapsed ones removed per sync at most.
 local SPENT_REPORT, SPENT_ANSWERS, SPENT_EXPIRE, SPENT_KEEP_MS = 64, 256, 256, 60000
+-- Ends of the expiring sessions whose places a node's quota holds, a picture carries at most
+-- (ENDS_CAP).
+local ENDS = 64
 
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
@@ -417,6 +422,28 @@ else
   quota = math.min(left, free_now)
 end
 me.grant = quota
+
+-- Which of the node's places free only later. The places in the order they free: those free
+-- now (max_active - active), then the expiring sessions' by their ends; the other nodes' grants
+-- hold the first `reserved` of them, this node's quota the next. Those of its places that are
+-- expiring (`held`) it takes only as their sessions end (shared out at the sync and taken at
+-- once, they held a session more than max_active until the old one's window ended: a
+-- rehearsal saw 103 of 100 for 67 ms). The reply gives the ends of n = min(held, ENDS) of
+-- them, evenly by rank (the i-th, 1..n, is the end of the held place of rank
+-- floor(i * held / n) - 1), ms from now (0 when expiry is held).
+local first = reserved - (max_active - active)
+local held = math.max(math.min(quota, quota + first), 0)
+local ends = {held}
+if held > 0 then
+  local before = redis.call('ZCOUNT', K_ACTIVE, '-inf', '(' .. digits(since))
+  local lo = math.max(first, 0)
+  local n = math.min(held, ENDS)
+  for i = 1, n do
+    local r = before + lo + math.floor(i * held / n) - 1
+    local e = redis.call('ZRANGE', K_ACTIVE, r, r, 'WITHSCORES')
+    ends[#ends + 1] = math.max((tonumber(e[2]) or now) + active_window - now, 0)
+  end
+end
 redis.call('HSET', K_FLEET, 'win', digits(window), 'free', digits(free_w), 'polls',
   digits(polls_w), 'given', digits(given_w))
 
@@ -565,7 +592,7 @@ redis.call('HSET', K_FLEET, spent_cursor, digits(told))
 
 save()
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full,
-  pr_d, spent, over}
+  pr_d, spent, over, ends}
 -- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
 -- apart (a waiter near the head is told its place closely: it is called back by it) while the
 -- samples left can still reach the tail evenly spaced, then evenly.

@@ -1,7 +1,7 @@
 //! The fleet room's script in Redis (`script.lua`): its arguments, and its replies (the
 //! fleet's picture, a pool draw) read fallibly.
 
-use super::{FleetConfig, Report, RoomPicture, Sample, MAX_SAMPLES};
+use super::{FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, MAX_SAMPLES};
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
 use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
@@ -191,12 +191,20 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
     if let [Value::Int(-1)] = items.as_slice() {
         return Ok(SyncAnswer::Stale);
     }
-    let (Some(head), Some(Value::Array(spent)), Some(Value::Array(over)), Some(rest)) = (
+    let (
+        Some(head),
+        Some(Value::Array(spent)),
+        Some(Value::Array(over)),
+        Some(Value::Array(ends)),
+        Some(rest),
+    ) = (
         items.get(..HEAD),
         items.get(HEAD),
         items.get(HEAD + 1),
-        items.get(HEAD + 2..),
-    ) else {
+        items.get(HEAD + 2),
+        items.get(HEAD + 3..),
+    )
+    else {
         return Err(ReplyError::Shape("array of the wrong length"));
     };
     if rest.len() % 2 == 1 || rest.len() > 2 * (MAX_SAMPLES + 1) {
@@ -204,6 +212,7 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
     }
     let flood = flood_reply(over)?;
     let spent = spent_reply(spent)?;
+    let (held, ends) = ends_reply(ends)?;
     let mut ints = Vec::with_capacity(items.len());
     for i in head.iter().chain(rest) {
         match i {
@@ -243,10 +252,38 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         leaving: n(8)?,
         full: n(9)? != 0,
         pressure: u8::try_from(n(10)?).map_err(|_| ReplyError::Shape("bad pressure"))?,
+        held,
+        ends,
         samples,
         flood,
         spent,
     }))
+}
+
+/// A sync's held places: how many of the quota's places are expiring sessions', then those
+/// sessions' ends, ms from the picture, ascending: every one while they are at most
+/// [`ENDS_CAP`], else that many.
+fn ends_reply(items: &[Value]) -> Result<(u64, Vec<u64>), ReplyError> {
+    let bad = ReplyError::Shape("session ends");
+    let (Some(&Value::Int(held)), Some(rest)) = (items.first(), items.get(1..)) else {
+        return Err(bad);
+    };
+    let held = count(held)?;
+    if rest.len() as u64 != held.min(ENDS_CAP as u64) {
+        return Err(bad);
+    }
+    let mut out = Vec::with_capacity(rest.len());
+    for i in rest {
+        let Value::Int(ms) = i else {
+            return Err(ReplyError::Shape("session ends"));
+        };
+        let ms = count(*ms)?;
+        if out.last().is_some_and(|&before| ms < before) {
+            return Err(ReplyError::Shape("session ends"));
+        }
+        out.push(ms);
+    }
+    Ok((held, out))
 }
 
 /// A sync's flood answers: pairs of a client key (16 hex digits, as it names its bucket) and

@@ -376,3 +376,16 @@ fn errors_are_expected_only_near_a_fault() {
     assert_eq!(f.faults.len(), 1);
     assert_eq!((f.faults[0].requests, f.faults[0].errors), (1, 1));
 }
+
+#[test]
+fn the_mean_fill_counts_from_the_first_fill_by_time() {
+    use crate::check::admission::mean_fill;
+    // Full (4 of 4) at 1000 for 1 s, then 2 for 1 s, then 4 to the end at 4000: (4 + 2 + 4)
+    // / 3 s / 4 = 0.833; the ramp before 1000 does not count.
+    let series = [(0, 1), (500, 3), (1000, 4), (2000, 2), (3000, 4)];
+    let (from, mean) = mean_fill(&series, 4, 4000).unwrap();
+    assert_eq!(from, 1000);
+    assert!((mean - 10.0 / 12.0).abs() < 1e-9, "{mean}");
+    // Never full: none.
+    assert_eq!(mean_fill(&[(0, 1), (10, 3)], 4, 100), None);
+}

@@ -15,6 +15,8 @@ fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> Roo
         free: 0,
         expiring: 0,
         leaving: 0,
+        held: 0,
+        ends: Vec::new(),
         full: false,
         pressure: 0,
         spent: Vec::new(),
