@@ -34,6 +34,16 @@ fn got(granted: u64) -> Option<Drawn> {
     Some(Drawn { granted, seq: 0 })
 }
 
+/// Samples of a line of `n` who arrived 100 ms apart from 100 on, rank by rank.
+fn line_of(n: u64) -> Vec<Sample> {
+    (0..n)
+        .map(|rank| Sample {
+            rank,
+            arrival: 100 * (rank + 1),
+        })
+        .collect()
+}
+
 struct Mem(Vec<u64>);
 impl Mem {
     fn bytes(&mut self) -> &mut [u8] {
@@ -54,12 +64,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    let samples = (0..3)
-        .map(|rank| Sample {
-            rank,
-            arrival: 100 * (rank + 1),
-        })
-        .collect();
+    let samples = line_of(3);
     // One free place (9 of 10 active): it rightly goes to the waiter of 100; the cursor's band
     // reaches 200.
     let picture = RoomPicture {
@@ -756,12 +761,7 @@ fn expiring_places_are_taken_as_their_sessions_end() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    let samples = (0..8)
-        .map(|rank| Sample {
-            rank,
-            arrival: 100 * (rank + 1),
-        })
-        .collect();
+    let samples = line_of(8);
     // The room is full (10 of 10); this node's 3 places are one free now and two of sessions
     // that end 200 and 400 ms after the picture.
     let picture = RoomPicture {
@@ -830,12 +830,7 @@ fn a_held_place_waits_half_an_interval_for_the_rightful_ones() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    let samples = (0..8)
-        .map(|rank| Sample {
-            rank,
-            arrival: 100 * (rank + 1),
-        })
-        .collect();
+    let samples = line_of(8);
     // Full, 2 places freeing at 1700 and 1800 (both this node's); the cursor's band reaches
     // the waiters of 300 and 400, past the rightful 100 and 200.
     let picture = RoomPicture {
