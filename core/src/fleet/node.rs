@@ -143,7 +143,7 @@ impl<'m> FleetNode<'m> {
     fn ended_by(&self, now: u64) -> u64 {
         let h = &*self.hdr;
         let listed = h.ends.get(..h.ends_len as usize).unwrap_or_default();
-        let passed = listed.iter().take_while(|&&end| end <= now).count() as u128;
+        let passed = listed.partition_point(|&end| end <= now) as u128;
         let n = (listed.len() as u128).max(1);
         u64::try_from(passed * u128::from(h.expiring_held) / n).unwrap_or(u64::MAX)
     }
