@@ -581,7 +581,12 @@ impl FleetModel {
         let expiring_range = (since, self.cut(now + cfg.interval_ms, aw));
         let ends = self
             .active
-            .sights_by_rank(expiring_range, first.max(0) as usize, held as usize, ENDS_CAP)
+            .sights_by_rank(
+                expiring_range,
+                first.max(0) as usize,
+                held as usize,
+                ENDS_CAP,
+            )
             .into_iter()
             .map(|seen| (seen + aw).saturating_sub(now))
             .collect();

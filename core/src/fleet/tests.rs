@@ -482,14 +482,15 @@ fn replies_are_checked() {
     let arr = |x: &[i64]| Value::Array(ints(x));
     // The head, the spent proofs, the flood answers, the ends of expiring sessions, the
     // samples.
-    let with_ends = |head: &[i64], spent: Vec<Value>, flood: Vec<Value>, ends: &[i64], samples: &[i64]| {
-        let mut v = ints(head);
-        v.push(Value::Array(spent));
-        v.push(Value::Array(flood));
-        v.push(arr(ends));
-        v.extend(ints(samples));
-        Value::Array(v)
-    };
+    let with_ends =
+        |head: &[i64], spent: Vec<Value>, flood: Vec<Value>, ends: &[i64], samples: &[i64]| {
+            let mut v = ints(head);
+            v.push(Value::Array(spent));
+            v.push(Value::Array(flood));
+            v.push(arr(ends));
+            v.extend(ints(samples));
+            Value::Array(v)
+        };
     let with_spent = |head: &[i64], spent: Vec<Value>, flood: Vec<Value>, samples: &[i64]| {
         with_ends(head, spent, flood, &[0], samples)
     };
@@ -557,12 +558,19 @@ fn replies_are_checked() {
     }
     // The held places: how many, then their sessions' ends, ms from the picture, ascending,
     // every one while they are at most ENDS_CAP, else that many.
-    let Ok(SyncAnswer::Picture(p)) =
-        picture_reply(&with_ends(&head, vec![], vec![], &[4, 0, 40, 40, 900], &[0, 10]))
-    else {
+    let Ok(SyncAnswer::Picture(p)) = picture_reply(&with_ends(
+        &head,
+        vec![],
+        vec![],
+        &[4, 0, 40, 40, 900],
+        &[0, 10],
+    )) else {
         panic!("not a picture");
     };
-    assert_eq!((p.held, p.ends, p.samples.len()), (4, vec![0, 40, 40, 900], 1));
+    assert_eq!(
+        (p.held, p.ends, p.samples.len()),
+        (4, vec![0, 40, 40, 900], 1)
+    );
     let cap = ENDS_CAP as i64;
     let capped: Vec<i64> = [1000].into_iter().chain(0..cap).collect();
     let v = with_ends(&head, vec![], vec![], &capped, &[]);
