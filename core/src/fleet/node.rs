@@ -86,18 +86,20 @@ impl<'m> FleetNode<'m> {
         if !fresh || h.cursor == u64::MAX {
             return false;
         }
+        // (The cheap test first: past half an interval with a place open to the band, nobody
+        // waits, and the line's samples need not be searched.)
+        let half = cfg.interval_ms / 2;
+        if now >= h.synced_at_ms + half && h.quota_left > self.held_back(now.saturating_sub(half)) {
+            return false;
+        }
         let places = cfg
             .max_active
             .saturating_add(h.expiring)
             .saturating_sub(h.fleet_active);
-        let in_band = places > 0
+        places > 0
             && self
                 .arrival_at_rank(places - 1)
-                .is_some_and(|rightful| arrival > rightful);
-        let half = cfg.interval_ms / 2;
-        in_band
-            && (now < h.synced_at_ms + half
-                || h.quota_left <= self.held_back(now.saturating_sub(half)))
+                .is_some_and(|rightful| arrival > rightful)
     }
 
     /// The same client once the pool's answer to its draw is in (it was turned away because
