@@ -9,7 +9,7 @@
 
 mod support;
 
-use smart_limit_core::fleet::{Fence, FleetConfig, Report, SpentProof, SyncAnswer};
+use smart_limit_core::fleet::{Fence, FleetConfig, Report, SpentProof, SyncAnswer, EXACT_LINE};
 use support::start;
 use support::twin::{cfg, fence, sighting, waiter, waiters, Twin, BASE};
 
@@ -53,17 +53,65 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
 fn samples_of_a_long_line_reach_its_tail_evenly() {
     let Some(srv) = start() else { return };
     let mut t = Twin::new(srv.port, "samples", cfg(1));
-    // 190 waiters: the head rank by rank, then evenly to the tail, never a gap wider than
-    // the spread (a line longer than the samples once had its last half interpolated from
-    // one pair of samples).
-    let list: Vec<(u64, u64)> = (0..190).map(|i| (1000 + i, 10 * (i + 1))).collect();
+    // A line just too long to come whole (EXACT_LINE + 190 waiters): the head rank by rank,
+    // then evenly to the tail, never a gap wider than the spread (a line longer than the
+    // samples once had its last half interpolated from one pair of samples).
+    let n = EXACT_LINE as u64 + 190;
+    let list: Vec<(u64, u64)> = (0..n).map(|i| (10_000 + i, 2 * (i + 1))).collect();
     let p = t.sync(1, BASE + 10_000, &waiters(&list));
-    assert_eq!(p.queue_len, 190);
+    assert_eq!((p.queue_len, p.exact), (n, false));
     let ranks: Vec<u64> = p.samples.iter().map(|s| s.rank).collect();
     assert_eq!(ranks[..32], (0..32).collect::<Vec<_>>()[..]);
-    assert_eq!(ranks.last(), Some(&189));
+    assert_eq!(ranks.last(), Some(&(n - 1)));
+    let spread = (n - 32).div_ceil(64);
     let widest = ranks.windows(2).map(|w| w[1] - w[0]).max();
-    assert_eq!(widest, Some(3), "{ranks:?}");
+    assert_eq!(widest, Some(spread), "{ranks:?}");
+    assert!(p.samples.iter().all(|s| s.sid == 0));
+}
+
+#[test]
+fn a_short_line_comes_whole_in_the_fleets_order() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "whole", cfg(2));
+    // Sessions 9, 10 and 100 arrived in one millisecond: Redis orders members of one score by
+    // their bytes ("10" < "100" < "9"), and so must the nodes, or two of them would be told
+    // one position.
+    let p = t.sync(
+        1,
+        BASE + 10_000,
+        &waiters(&[(9, 500), (10, 500), (7, 900), (100, 500)]),
+    );
+    let p2 = t.sync(2, BASE + 10_010, &waiters(&[(3, 100), (1_000_000, 900)]));
+    assert!(p2.exact);
+    let order: Vec<(u64, u64, u64)> = p2
+        .samples
+        .iter()
+        .map(|s| (s.rank, s.arrival - BASE, s.sid))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (0, 100, 3),
+            (1, 500, 10),
+            (2, 500, 100),
+            (3, 500, 9),
+            (4, 900, 1_000_000),
+            (5, 900, 7)
+        ]
+    );
+    assert_eq!(p.samples.len(), 4);
+    // A line of exactly EXACT_LINE still comes whole; one more and it is sampled.
+    let list: Vec<(u64, u64)> = (0..EXACT_LINE as u64 - 6)
+        .map(|i| (20_000 + i, 1000 + i))
+        .collect();
+    let p = t.sync(1, BASE + 11_000, &waiters(&list));
+    assert_eq!(
+        (p.queue_len, p.exact, p.samples.len()),
+        (EXACT_LINE as u64, true, EXACT_LINE)
+    );
+    let p = t.sync(2, BASE + 11_010, &waiters(&[(99_999, 5000)]));
+    assert_eq!((p.queue_len, p.exact), (EXACT_LINE as u64 + 1, false));
+    assert!(p.samples.len() <= 121);
 }
 
 #[test]

@@ -123,6 +123,27 @@ for my $round (1, 2) {
         print STDERR "client $i: positions @seen\n" if $s[0] != $s[-1];
         $spread = $s[-1] - $s[0] if $s[-1] - $s[0] > $spread;
     }
+    # On a fleet the head may have been told to come back in a moment (its node's share used
+    # up, a place drawn for it): it comes back, as its page would, until it is let in (5 s at
+    # most), so that the line stands still through the settled round. (Let in during that
+    # round instead, it moved the line under it: the same client was told two positions.)
+    if ($round == 1 && !@in && @nodes > 1) {
+        my @head = grep { defined $pos[$_] && $pos[$_] == 1 } 0 .. $n - 1;
+        my $until = time + 5;
+        HEAD: while (@head && time < $until) {
+            for my $i (@head) {
+                for my $node (0 .. $#nodes) {
+                    my ($st, $c) = get(addr($i), $cookie[$i], $i, $node);
+                    $cookie[$i] = $c if $c;
+                    if ($st == 200) {
+                        push @in, $i;
+                        last HEAD;
+                    }
+                }
+            }
+            sleep 0.2;
+        }
+    }
 }
 $pos[$in[$_]] = $_ + 1 for 0 .. $#in;
 $pos[$_] += @in for grep { my $i = $_; !grep { $_ == $i } @in } 0 .. $n - 1;

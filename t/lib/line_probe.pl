@@ -3,14 +3,16 @@
 # positions of those who wait (are they distinct, and 1..n or behind a line of --behind?).
 #
 #   perl t/lib/line_probe.pl --ports P1[,P2...] --clients N [--gap S] [--rounds K]
-#        [--syncs Q1[,Q2...]] [--again S]
+#        [--syncs Q1[,Q2...]] [--again S] [--rotate]
 #
 # Each client takes its ticket (the cookie check's answer) and comes back with it (its arrival),
 # on the ports in turn (round robin); with --gap 0 they all come at once (one process each),
 # else one after another, S seconds apart. Then, --rounds times, each waiting client polls
 # again: once the nodes of --syncs (every node of the fleet that runs) have met the fleet twice
 # over since (t/lib/fleet_syncs.pl: every picture then holds what any node saw before), counted
-# rather than timed; or, without --syncs, after --again seconds. Prints, per round:
+# rather than timed; or, without --syncs, after --again seconds. With --rotate, each round a
+# client polls the node after the one it polled before (every node tells every client its
+# place over the rounds). Prints, per round:
 #   round R: admitted A waiting W positions p1,p2,... distinct yes|no first F last L
 # and at the end "errors E" (an answer that is neither 200 nor a waiting 503 with a position).
 
@@ -20,9 +22,10 @@ use Getopt::Long;
 use HTTP::Tiny;
 use Time::HiRes qw(sleep);
 
-my ($ports, $clients, $gap, $again, $rounds, $syncs) = ('', 1, 0, 1, 1, '');
+my ($ports, $clients, $gap, $again, $rounds, $syncs, $rotate) = ('', 1, 0, 1, 1, '', 0);
 GetOptions('ports=s' => \$ports, 'clients=i' => \$clients, 'gap=f' => \$gap,
-           'again=f' => \$again, 'rounds=i' => \$rounds, 'syncs=s' => \$syncs)
+           'again=f' => \$again, 'rounds=i' => \$rounds, 'syncs=s' => \$syncs,
+           'rotate' => \$rotate)
     or die "bad arguments\n";
 my @ports = split /,/, $ports;
 die "--ports needed\n" unless @ports;
@@ -112,6 +115,7 @@ for my $round (1 .. $rounds) {
         sleep $again;
     }
     for my $c (grep { $_->{status} == 503 } @c) {
+        $c->{port} = $ports[ ($c->{id} - 1 + $round) % @ports ] if $rotate;
         @$c{qw(status pos)} = ask($c);
     }
     report($round);

@@ -185,8 +185,8 @@ mod tests {
         assert_eq!(table_lens(87), (80, 16));
         assert_eq!(table_lens(100_000), (TAKEN_MAX, OVER_MAX));
         // A block of the smallest size the zone gives (256 KiB) gets the largest tables, a
-        // 16 KiB one small ones, and both attach again.
-        for len in [16 << 10, 256 << 10] {
+        // 64 KiB one small ones, and both attach again.
+        for len in [64 << 10, 256 << 10] {
             let mut mem = block(len);
             let (t, o) = {
                 let n = node(&mut mem);
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_full_set_evicts_the_key_with_the_fewest_places() {
-        let mut mem = block(16 << 10);
+        let mut mem = block(64 << 10);
         let mut n = node(&mut mem);
         // Keys of one set (the table's first): a heavy one, then more one-place keys than
         // the set holds.
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn a_full_refusal_set_drops_the_one_that_lapses_first() {
-        let mut mem = block(16 << 10);
+        let mut mem = block(64 << 10);
         let mut n = node(&mut mem);
         let keys = first_set(n.flood_over.len(), WAYS + 1);
         // WAYS keys refused for 10 s and more, one of them for 1 s; then one more.

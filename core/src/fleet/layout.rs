@@ -7,11 +7,12 @@ use core::mem::{align_of, size_of};
 use super::flood::{self, Over, Taken};
 use super::SPENT_REPORT_CAP;
 use super::{FleetNode, NotAFleetNode};
-use super::{Sample, Sighting, SpentProof, WaiterSighting, ENDS_CAP, FRESH_CAP, MAX_SAMPLES};
+use super::{Sample, Sighting, SpentProof, WaiterSighting, ENDS_CAP, FRESH_CAP, SAMPLE_SLOTS};
 
 use crate::sync::leader::Leadership;
 
-const MAGIC: u64 = 0x534c_464c_4545_5407; // "SLFLEET", version 7 (6 + the ends of expiring sessions)
+// "SLFLEET", version 8 (7 + a small line whole in the picture: sessions in its samples)
+const MAGIC: u64 = 0x534c_464c_4545_5408;
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -33,6 +34,8 @@ pub(super) struct Header {
     pub(super) expiring: u64,
     pub(super) leaving: u64,
     pub(super) samples_len: u64,
+    /// 1: the samples are the whole line, each with its session (positions are exact).
+    pub(super) samples_exact: u64,
     /// Places taken here since the picture came (against `max_line`).
     pub(super) taken: u64,
     /// Ranks of the picture's line let in since it came, as the node guesses without Redis
@@ -173,7 +176,7 @@ struct Layout {
 
 fn layout(seen: usize, batch: usize) -> Layout {
     let samples = round8(size_of::<Header>());
-    let seen_at = samples + MAX_SAMPLES * size_of::<Sample>();
+    let seen_at = samples + SAMPLE_SLOTS * size_of::<Sample>();
     let active = seen_at + seen * size_of::<Seen>();
     let admitted = active + batch * size_of::<Sighting>();
     let waiters = admitted + batch * size_of::<Sighting>();
@@ -250,7 +253,7 @@ impl<'m> FleetNode<'m> {
         // SAFETY: disjoint regions inside `mem`, 8-aligned, plain old data.
         unsafe {
             Ok(FleetNode {
-                samples: core::slice::from_raw_parts_mut(base.add(l.samples).cast(), MAX_SAMPLES),
+                samples: core::slice::from_raw_parts_mut(base.add(l.samples).cast(), SAMPLE_SLOTS),
                 seen: core::slice::from_raw_parts_mut(base.add(l.seen).cast(), seen),
                 active: core::slice::from_raw_parts_mut(base.add(l.active).cast(), batch),
                 admitted: core::slice::from_raw_parts_mut(base.add(l.admitted).cast(), batch),

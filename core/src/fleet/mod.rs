@@ -62,8 +62,19 @@ use layout::{Header, Seen};
 pub use model::FleetModel;
 pub use script::{draw_reply, picture_reply, Drawn, Fence, FleetScript, SyncAnswer, FLEET_SCRIPT};
 
-/// Most samples of the line a picture carries.
+/// Most samples of the line a picture carries while the line is longer than [`EXACT_LINE`].
 pub const MAX_SAMPLES: usize = 128;
+/// A line of at most this many waiters comes whole in the picture (each waiter's arrival and
+/// session, in the fleet's order): every waiter is told its own position, the head 1, with no
+/// two alike. Its cost: one `ZRANGE` of the line and a reply of about 35 bytes a waiter per
+/// sync (about 70 KB per node and interval at the most), and 48 KB of the zone.
+pub const EXACT_LINE: usize = 2048;
+/// The zone's room for a picture's samples: a whole line or a sampled one.
+const SAMPLE_SLOTS: usize = if EXACT_LINE > MAX_SAMPLES {
+    EXACT_LINE
+} else {
+    MAX_SAMPLES
+};
 /// Places taken on a node since its picture's report whose rank behind the picture's line
 /// the node keeps exactly (see `fresh.rs`); those past it are told the last of these ranks.
 pub const FRESH_CAP: usize = 1024;
@@ -147,12 +158,47 @@ impl FleetConfig {
     }
 }
 
-/// One sample of the fleet's line: `rank` waiters arrived before `arrival`.
+/// One sample of the fleet's line: `rank` waiters stand before the one at `arrival`, whose
+/// session is `sid` (known only in a whole line, [`EXACT_LINE`]; 0 in a sampled one).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sample {
     pub rank: u64,
     pub arrival: u64,
+    pub sid: u64,
+}
+
+impl Sample {
+    /// Whether this waiter stands before the one of `sid` who arrived at `arrival`, in the
+    /// fleet's line: by arrival, then as Redis orders members of one score, by the session's
+    /// decimal digits byte by byte (so "10" before "9").
+    pub fn before(&self, arrival: u64, sid: u64) -> bool {
+        match self.arrival.cmp(&arrival) {
+            core::cmp::Ordering::Equal => member_lt(self.sid, sid),
+            o => o.is_lt(),
+        }
+    }
+}
+
+/// `a` before `b` as Redis orders sorted-set members of one score: their decimal digits
+/// compared byte by byte.
+pub fn member_lt(a: u64, b: u64) -> bool {
+    fn digits(mut x: u64, buf: &mut [u8; 20]) -> &[u8] {
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            if let Some(d) = buf.get_mut(i) {
+                *d = b'0' + (x % 10) as u8;
+            }
+            x /= 10;
+            if x == 0 || i == 0 {
+                break;
+            }
+        }
+        buf.get(i..).unwrap_or_default()
+    }
+    let (mut x, mut y) = ([0u8; 20], [0u8; 20]);
+    digits(a, &mut x) < digits(b, &mut y)
 }
 
 /// The fleet as one sync reply shows it to one node.
@@ -186,7 +232,10 @@ pub struct RoomPicture {
     /// The fleet's pressure at the interval's look, in doublings (`challenge_bits=auto`:
     /// `challenge::Pressure`'s rule over the whole fleet).
     pub pressure: u8,
+    /// Samples of the line by rank: the whole line, with each waiter's session, when
+    /// `exact` (at most [`EXACT_LINE`]); else at most [`MAX_SAMPLES`], sessions unknown.
     pub samples: Vec<Sample>,
+    pub exact: bool,
     /// Client keys over the fleet's flood budget (at most [`FLOOD_ANSWER_CAP`]).
     pub flood: Vec<FloodOver>,
     /// Proofs of work spent on other nodes since this node's last sync (at most

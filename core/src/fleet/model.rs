@@ -11,10 +11,11 @@ use std::collections::{BTreeSet, HashMap};
 use super::flood_model::FloodModel;
 #[cfg(test)]
 use super::Sighting;
-use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, Sample, SyncAnswer};
-use super::{SpentProof, ENDS_CAP, KEEP_PPM, MAX_SAMPLES, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
+use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, SyncAnswer};
+use super::{SpentProof, ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 use crate::room::gcra::Rate;
-use crate::util::fenwick;
+
+mod line;
 
 /// Most waiters one call drops from the line: EXPIRE_STEP less the waiters it reports, at least
 /// EXPIRE_MIN (the script's; the active set is trimmed whole).
@@ -24,14 +25,6 @@ const EXPIRE_MIN: usize = 50;
 const SPENT_EXPIRE: usize = 256;
 /// How long the fleet keeps a spent proof's entry at least (the script's SPENT_KEEP_MS).
 const SPENT_KEEP_MS: u64 = 60_000;
-const FIRST_RANKS: u64 = 32;
-/// The cursor's band: up to this many times the waiters the free places take.
-const BAND: u64 = 2;
-const SAMPLES: u64 = 120;
-/// Samples spaced evenly over the line past the head, at most (as many as the tail needs).
-const EVEN_SAMPLES: u64 = 64;
-/// Past the first ranks, samples are at most their rank over this apart.
-const GROWTH: u64 = 4;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Node {
@@ -280,44 +273,6 @@ impl FleetModel {
     pub fn with_flood(mut self, rate: Option<Rate>) -> FleetModel {
         self.flood.rate = rate;
         self
-    }
-
-    fn slot(&self, arrival: u64) -> usize {
-        (arrival.saturating_sub(self.base_ms) as usize).min(self.line.len() - 1)
-    }
-
-    fn leave_line(&mut self, sid: u64) {
-        self.present.remove(sid);
-        if let Some(a) = self.arrival.remove(&sid) {
-            let ix = self.slot(a);
-            fenwick::add(&mut self.line, ix, -1);
-            self.queue_len -= 1;
-        }
-    }
-
-    /// `ZADD arrival GT`: a new waiter joins the line; a known one only moves later.
-    fn join_line(&mut self, sid: u64, arrival: u64) {
-        match self.arrival.get(&sid).copied() {
-            Some(old) if old >= arrival => {}
-            Some(old) => {
-                let (from, to) = (self.slot(old), self.slot(arrival));
-                fenwick::add(&mut self.line, from, -1);
-                fenwick::add(&mut self.line, to, 1);
-                self.arrival.insert(sid, arrival);
-            }
-            None => {
-                let ix = self.slot(arrival);
-                fenwick::add(&mut self.line, ix, 1);
-                self.arrival.insert(sid, arrival);
-                self.queue_len += 1;
-            }
-        }
-    }
-
-    /// The arrival of the waiter at 0-based `rank` in the line.
-    fn at_rank(&self, rank: u64) -> Option<u64> {
-        let ix = fenwick::find(&self.line, rank + 1)?;
-        Some(self.base_ms + ix as u64)
     }
 
     /// A call at `now`: after a silence longer than a node's staleness (Redis away), the
@@ -622,64 +577,10 @@ impl FleetModel {
             full,
             pressure,
             samples: self.samples(queue_len),
+            exact: queue_len > 0 && queue_len <= EXACT_LINE as u64,
             flood,
             spent,
         })
-    }
-
-    /// The script's cursor for `places` free places (fewer than the line): the arrival of the
-    /// last waiter they rightly take, or further: up to twice as many waiters, as long as those
-    /// arrived within an interval of that last one. The places then fill as fast as that band
-    /// polls, not as fast as its slowest client (or one who left) does; a node lets the band's
-    /// clients take places only from half an interval after its picture on
-    /// (`FleetNode::band_waits`), so those before them come first. (Bounded by an interval
-    /// after the head of the line instead, the band vanished whenever one early waiter was
-    /// still in line, and departure waves found places empty: the simulator's seeds 10 and 13,
-    /// sticky, fell to 0.917 and 0.953 of max_active.)
-    fn cursor(&self, places: u64, queue_len: u64) -> u64 {
-        let rightful = self.at_rank(places - 1).unwrap_or(0);
-        let band = self
-            .at_rank(places.saturating_mul(BAND).min(queue_len) - 1)
-            .unwrap_or(0);
-        rightful.max(band.min(rightful.saturating_add(self.cfg.interval_ms)))
-    }
-
-    /// Samples of the line: every rank at the head, then spaced a quarter of their rank apart
-    /// while the samples left can still reach the tail at the even spacing, then evenly.
-    fn samples(&self, queue_len: u64) -> Vec<Sample> {
-        let mut samples = Vec::new();
-        let spread = queue_len
-            .saturating_sub(FIRST_RANKS)
-            .div_ceil(EVEN_SAMPLES)
-            .max(1);
-        let (mut rank, mut step) = (0u64, 1u64);
-        for i in 1..=SAMPLES {
-            if rank >= queue_len {
-                break;
-            }
-            let Some(a) = self.at_rank(rank) else { break };
-            samples.push(Sample { rank, arrival: a });
-            if rank + 1 >= FIRST_RANKS {
-                let left = SAMPLES - i;
-                let rest = queue_len - 1 - rank;
-                step = if left > rest.div_ceil(spread) {
-                    (rank / GROWTH).min(spread).max(1)
-                } else {
-                    spread.max(rest.div_ceil(left.max(1)))
-                };
-            }
-            rank += step;
-        }
-        if queue_len > 0 && queue_len - 1 > rank.saturating_sub(step) {
-            if let Some(a) = self.at_rank(queue_len - 1) {
-                samples.push(Sample {
-                    rank: queue_len - 1,
-                    arrival: a,
-                });
-            }
-        }
-        samples.truncate(MAX_SAMPLES);
-        samples
     }
 
     /// The fleet's active sessions as the model counts them.

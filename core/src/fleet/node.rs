@@ -4,7 +4,7 @@
 
 use super::layout::{record, Seen};
 use super::layout::{Sight, ACTIVE_TAG};
-use super::{Sighting, WaiterSighting};
+use super::{Sample, Sighting, WaiterSighting};
 
 use super::{Drawn, FleetConfig, FleetNode, FleetVerdict, Header, Waiter};
 
@@ -29,10 +29,10 @@ impl<'m> FleetNode<'m> {
             return FleetVerdict::Unknown;
         }
         if !self.eligible(arrival) {
-            return self.wait(arrival, cfg);
+            return self.wait(arrival, sid, cfg);
         }
         if self.band_waits(arrival, now, cfg) {
-            return self.come_back(arrival, cfg);
+            return self.come_back(arrival, sid, cfg);
         }
         // Its turn: its poll weighs the node's next share more (FleetNode::turn_weight).
         let extra = u64::from(self.hdr.turn_weight.max(1)) - 1;
@@ -49,12 +49,12 @@ impl<'m> FleetNode<'m> {
         if self.hdr.cursor == u64::MAX {
             self.hdr.cursor = arrival;
         }
-        self.come_back(arrival, cfg)
+        self.come_back(arrival, sid, cfg)
     }
 
     /// Its turn, but not a place yet: it is told its position and to come back in a moment.
-    fn come_back(&self, arrival: u64, cfg: &FleetConfig) -> FleetVerdict {
-        match self.wait(arrival, cfg) {
+    fn come_back(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> FleetVerdict {
+        match self.wait(arrival, sid, cfg) {
             FleetVerdict::Wait {
                 position,
                 queue_len,
@@ -108,13 +108,13 @@ impl<'m> FleetNode<'m> {
     pub fn claim(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
         if self.eligible(arrival) {
             if self.band_waits(arrival, now, cfg) {
-                return self.come_back(arrival, cfg);
+                return self.come_back(arrival, sid, cfg);
             }
             if self.take_place(sid, arrival, now) {
                 return FleetVerdict::Admit;
             }
         }
-        self.wait(arrival, cfg)
+        self.wait(arrival, sid, cfg)
     }
 
     /// One place of the node's share (or of its draws), if any is left: taken by `sid`, who
@@ -170,7 +170,7 @@ impl<'m> FleetNode<'m> {
             return full;
         }
         self.saw_waiting(w, now, cfg);
-        self.wait(w.arrival, cfg)
+        self.wait(w.arrival, w.sid, cfg)
     }
 
     /// `max_line`: a client taking a place when the line is full (as the picture saw it, with
@@ -374,7 +374,7 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    pub(super) fn wait(&self, arrival: u64, cfg: &FleetConfig) -> FleetVerdict {
+    pub(super) fn wait(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> FleetVerdict {
         // Past the picture's line: behind it, and behind this node's newcomers before it.
         let behind = if arrival > self.tail() {
             self.fresh_ahead(arrival)
@@ -382,7 +382,7 @@ impl<'m> FleetNode<'m> {
             0
         };
         let position = self
-            .position(arrival)
+            .position_of(arrival, sid)
             .saturating_add(behind)
             .saturating_sub(self.hdr.aged_ranks)
             .max(1);
@@ -412,16 +412,40 @@ impl<'m> FleetNode<'m> {
             .map_or(0, |s| s.arrival)
     }
 
+    /// The picture's samples of the line, by rank.
+    fn line(&self) -> &[Sample] {
+        self.samples
+            .get(..self.hdr.samples_len as usize)
+            .unwrap_or_default()
+    }
+
+    /// 1-based position of the waiter of session `sid` who arrived at `arrival`. In a line
+    /// the picture holds whole: its session's rank, plus one (no two waiters alike), or where
+    /// it would stand if the picture does not hold its session yet. In a longer one, as
+    /// [`FleetNode::position`].
+    pub fn position_of(&self, arrival: u64, sid: u64) -> u64 {
+        if self.hdr.samples_exact == 0 {
+            return self.position(arrival);
+        }
+        let line = self.line();
+        let at = line.partition_point(|s| s.before(arrival, sid));
+        if line.get(at).is_some_and(|s| s.sid == sid) {
+            return at as u64 + 1;
+        }
+        // The line holds the session at another arrival (`one_place_per=`: two tickets of one
+        // user, each with the moment it took the user's place; the line keeps the later), or
+        // not at all (a newcomer the picture cannot show yet): a scan of at most EXACT_LINE.
+        match line.iter().position(|s| s.sid == sid) {
+            Some(i) => i as u64 + 1,
+            None => at as u64 + 1,
+        }
+    }
+
     /// 1-based position of a waiter who arrived at `arrival`: the fleet's waiters who arrived
     /// before it (interpolated between the picture's samples of the line), plus one.
     pub fn position(&self, arrival: u64) -> u64 {
-        let samples = self
-            .samples
-            .get(..self.hdr.samples_len as usize)
-            .unwrap_or_default();
-        let Some(first_after) = samples.iter().position(|s| s.arrival >= arrival) else {
-            return self.hdr.queue_len + 1;
-        };
+        let samples = self.line();
+        let first_after = samples.partition_point(|s| s.arrival < arrival);
         let Some(after) = samples.get(first_after) else {
             return self.hdr.queue_len + 1;
         };
@@ -437,11 +461,8 @@ impl<'m> FleetNode<'m> {
     /// The arrival of the waiter at 0-based `rank` in the picture's line (interpolated between
     /// its samples); None past the line's end.
     pub(super) fn arrival_at_rank(&self, rank: u64) -> Option<u64> {
-        let samples = self
-            .samples
-            .get(..self.hdr.samples_len as usize)
-            .unwrap_or_default();
-        let i = samples.iter().position(|s| s.rank >= rank)?;
+        let samples = self.line();
+        let i = samples.partition_point(|s| s.rank < rank);
         let after = samples.get(i)?;
         let Some(before) = i.checked_sub(1).and_then(|b| samples.get(b)) else {
             return Some(after.arrival);

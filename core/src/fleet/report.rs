@@ -3,7 +3,7 @@
 
 use super::layout::record;
 use super::node::departures;
-use super::{Fence, MAX_SAMPLES, REPORT_CAP, REPORT_WAITERS_CAP};
+use super::{Fence, REPORT_CAP, REPORT_WAITERS_CAP};
 use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture, SpentProof};
 
 use crate::util::time::window_end;
@@ -155,11 +155,12 @@ impl<'m> FleetNode<'m> {
         h.pressure = u64::from(p.pressure) + 1;
         h.pool_empty_window = 0;
         h.syncs += 1;
-        let n = p.samples.len().min(MAX_SAMPLES);
+        let n = p.samples.len().min(self.samples.len());
         for (slot, s) in self.samples.iter_mut().zip(p.samples.iter()) {
             *slot = *s;
         }
         self.hdr.samples_len = n as u64;
+        self.hdr.samples_exact = u64::from(p.exact && n == p.samples.len());
         self.hdr.first_sync_ms = 0;
         self.fresh_after(self.tail());
         self.hdr.turn_weight = self.turn_weight();

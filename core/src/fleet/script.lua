@@ -57,12 +57,13 @@
 --          node's last sync}, {flood: pairs (client key in hex,
 --          retry_ms) of keys over their budget}, {held: how many of the quota's places are
 --          expiring sessions', then ms from now until up to ENDS of those sessions' windows
---          end, ascending (below)}, then pairs (rank, arrival_ms) sampled along the line, for
---          positions}; {-1}: stale
+--          end, ascending (below)}, the whole line while it is at most EXACT_LINE long
+--          ("arrival_ms:sid ...", by rank; else ''), then, when it is longer, pairs (rank,
+--          arrival_ms) sampled along the line, for positions}; {-1}: stale
 --   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
 --          run here (the node counts the places only if it has sent no sync since)}
 -- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
--- ended (one C call) + EXPIRE_STEP + SAMPLES * log n + ENDS + FLOOD_KEYS + FLOOD_ANSWERS * log n +
+-- ended (one C call) + EXPIRE_STEP + (SAMPLES * log n, or EXACT_LINE) + ENDS + FLOOD_KEYS + FLOOD_ANSWERS * log n +
 -- (SPENT_REPORT + SPENT_ANSWERS + SPENT_EXPIRE) * log s, s the spent proofs kept);
 -- the sightings go in variadic commands of at most CHUNK members.
 -- Needs Redis 6.2 (ZADD GT, ZMSCORE).
@@ -118,6 +119,8 @@ local SPENT_REPORT, SPENT_ANSWERS, SPENT_EXPIRE, SPENT_KEEP_MS = 64, 256, 256, 6
 -- Ends of the expiring sessions whose places a node's quota holds, a picture carries at most
 -- (ENDS_CAP).
 local ENDS = 64
+-- A line of at most this many waiters comes whole in the picture (EXACT_LINE).
+local EXACT_LINE = 2048
 
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
@@ -591,8 +594,22 @@ end
 redis.call('HSET', K_FLEET, spent_cursor, digits(told))
 
 save()
+-- A line of at most EXACT_LINE comes whole, each waiter as "arrival:sid" in the line's order
+-- (by arrival, then member): every waiter is told its own position. A longer one is sampled.
+local whole = ''
+if queue_len > 0 and queue_len <= EXACT_LINE then
+  local line = redis.call('ZRANGE', K_ARRIVAL, 0, EXACT_LINE - 1, 'WITHSCORES')
+  local words = {}
+  for i = 1, #line - 1, 2 do
+    words[#words + 1] = line[i + 1] .. ':' .. line[i]
+  end
+  whole = table.concat(words, ' ')
+end
 local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full,
-  pr_d, spent, over, ends}
+  pr_d, spent, over, ends, whole}
+if whole ~= '' then
+  return reply
+end
 -- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
 -- apart (a waiter near the head is told its place closely: it is called back by it) while the
 -- samples left can still reach the tail evenly spaced, then evenly.

@@ -1,7 +1,7 @@
 //! The fleet room's script in Redis (`script.lua`): its arguments, and its replies (the
 //! fleet's picture, a pool draw) read fallibly.
 
-use super::{FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, MAX_SAMPLES};
+use super::{FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, EXACT_LINE, MAX_SAMPLES};
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
 use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
@@ -164,8 +164,9 @@ impl FleetScript {
     }
 }
 
-/// Integers at the head of a sync's reply; then the spent proofs and the flood answers (two
-/// arrays), then the samples.
+/// Integers at the head of a sync's reply; then the spent proofs, the flood answers and the
+/// held places (three arrays), the whole line (a string, empty when the line is longer than
+/// [`EXACT_LINE`]), then the samples (none when the line came whole).
 const HEAD: usize = 11;
 
 /// What a sync got back: the fleet's picture, or word that the script took a newer sync of
@@ -196,20 +197,26 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         Some(Value::Array(spent)),
         Some(Value::Array(over)),
         Some(Value::Array(ends)),
+        Some(Value::Bulk(whole)),
         Some(rest),
     ) = (
         items.get(..HEAD),
         items.get(HEAD),
         items.get(HEAD + 1),
         items.get(HEAD + 2),
-        items.get(HEAD + 3..),
+        items.get(HEAD + 3),
+        items.get(HEAD + 4..),
     )
     else {
         return Err(ReplyError::Shape("array of the wrong length"));
     };
-    if rest.len() % 2 == 1 || rest.len() > 2 * (MAX_SAMPLES + 1) {
+    if rest.len() % 2 == 1
+        || rest.len() > 2 * (MAX_SAMPLES + 1)
+        || !(whole.is_empty() || rest.is_empty())
+    {
         return Err(ReplyError::Shape("array of the wrong length"));
     }
+    let line = line_reply(whole)?;
     let flood = flood_reply(over)?;
     let spent = spent_reply(spent)?;
     let (held, ends) = ends_reply(ends)?;
@@ -230,16 +237,18 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         Some(&c) => count(c)?,
         None => return Err(ReplyError::Shape("short")),
     };
-    let mut samples = Vec::new();
+    let exact = !line.is_empty();
+    let mut samples = line;
     let mut i = HEAD;
     while i + 1 < ints.len() {
         samples.push(Sample {
             rank: n(i)?,
             arrival: n(i + 1)?,
+            sid: 0,
         });
         i += 2;
     }
-    samples.truncate(MAX_SAMPLES);
+    samples.truncate(MAX_SAMPLES.max(EXACT_LINE));
     Ok(SyncAnswer::Picture(RoomPicture {
         fleet_active: n(0)?,
         queue_len: n(1)?,
@@ -255,9 +264,43 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         held,
         ends,
         samples,
+        exact,
         flood,
         spent,
     }))
+}
+
+/// A small line whole: "arrival:sid" for each waiter, by rank, separated by spaces (at most
+/// [`EXACT_LINE`], in the fleet's order); empty: not sent (the line is longer).
+fn line_reply(text: &[u8]) -> Result<Vec<Sample>, ReplyError> {
+    let bad = ReplyError::Shape("the line");
+    let mut out: Vec<Sample> = Vec::new();
+    for word in text.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+        let mut parts = word.splitn(2, |&b| b == b':');
+        let (Some(arrival), Some(sid)) = (parts.next(), parts.next()) else {
+            return Err(bad);
+        };
+        let (Some(arrival), Some(sid)) = (decimal(arrival), decimal(sid)) else {
+            return Err(bad);
+        };
+        if out.len() >= EXACT_LINE || out.last().is_some_and(|l| !l.before(arrival, sid)) {
+            return Err(bad);
+        }
+        out.push(Sample {
+            rank: out.len() as u64,
+            arrival,
+            sid,
+        });
+    }
+    Ok(out)
+}
+
+/// A decimal number of at most 20 digits that fits a u64.
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    core::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// A sync's held places: how many of the quota's places are expiring sessions', then those

@@ -5,6 +5,7 @@ use crate::redis::resp::Value;
 
 mod first;
 mod held;
+mod whole;
 
 fn cfg() -> FleetConfig {
     FleetConfig {
@@ -41,6 +42,7 @@ fn line_of(n: u64) -> Vec<Sample> {
         .map(|rank| Sample {
             rank,
             arrival: 100 * (rank + 1),
+            sid: 0,
         })
         .collect()
 }
@@ -85,6 +87,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         spent: Vec::new(),
         flood: Vec::new(),
         samples,
+        exact: false,
     };
     show(&mut n, &picture, 1000);
     // The band's client, early in the interval: its turn, but come back in a moment; no draw
@@ -140,16 +143,20 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
                 Sample {
                     rank: 0,
                     arrival: 100,
+                    sid: 0,
                 },
                 Sample {
                     rank: 1,
                     arrival: 200,
+                    sid: 0,
                 },
                 Sample {
                     rank: 2,
                     arrival: 300,
+                    sid: 0,
                 },
             ],
+            exact: false,
         },
         1001,
     );
@@ -249,6 +256,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             spent: Vec::new(),
             flood: Vec::new(),
             samples: vec![],
+            exact: false,
         },
         1001,
     );
@@ -333,14 +341,17 @@ fn positions_interpolate_between_samples() {
                 Sample {
                     rank: 0,
                     arrival: 1_000,
+                    sid: 0,
                 },
                 Sample {
                     rank: 100,
                     arrival: 2_000,
+                    sid: 0,
                 },
                 Sample {
                     rank: 999,
                     arrival: 11_000,
+                    sid: 0,
                 },
             ],
             ..RoomPicture::default()
@@ -359,7 +370,11 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    let sample = |rank, arrival| Sample { rank, arrival };
+    let sample = |rank, arrival| Sample {
+        rank,
+        arrival,
+        sid: 0,
+    };
     // A line of 100 who arrived from 10 s to 20 s; 4 sessions leave an interval.
     show(
         &mut n,
@@ -481,14 +496,15 @@ fn the_head_of_the_line_comes_back_sooner() {
 fn replies_are_checked() {
     let ints = |x: &[i64]| x.iter().map(|&i| Value::Int(i)).collect::<Vec<_>>();
     let arr = |x: &[i64]| Value::Array(ints(x));
-    // The head, the spent proofs, the flood answers, the ends of expiring sessions, the
-    // samples.
+    // The head, the spent proofs, the flood answers, the ends of expiring sessions, no whole
+    // line (tests/whole.rs), the samples.
     let with_ends =
         |head: &[i64], spent: Vec<Value>, flood: Vec<Value>, ends: &[i64], samples: &[i64]| {
             let mut v = ints(head);
             v.push(Value::Array(spent));
             v.push(Value::Array(flood));
             v.push(arr(ends));
+            v.push(Value::Bulk(Vec::new()));
             v.extend(ints(samples));
             Value::Array(v)
         };
@@ -660,7 +676,11 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
     let mut mem = Mem(vec![0; 1 << 14]);
     let mut n = node(&mut mem);
     let c = cfg();
-    let sample = |rank, arrival| Sample { rank, arrival };
+    let sample = |rank, arrival| Sample {
+        rank,
+        arrival,
+        sid: 0,
+    };
     // 1,000 wait; the cursor passed the first 10 of them.
     show(
         &mut n,
@@ -681,6 +701,7 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
             spent: Vec::new(),
             flood: Vec::new(),
             samples: vec![sample(0, 100), sample(9, 1000), sample(999, 100_000)],
+            exact: false,
         },
         1001,
     );

@@ -22,6 +22,7 @@ fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> Roo
         spent: Vec::new(),
         samples,
         flood: Vec::new(),
+        exact: false,
     }
 }
 
@@ -85,6 +86,7 @@ fn newcomers_the_picture_cannot_show_get_distinct_places_behind_its_line() {
         .map(|rank| Sample {
             rank,
             arrival: if rank < 10 { 90 * (rank + 1) } else { 1000 },
+            sid: 0,
         })
         .collect();
     n.next_sync(1030, 1, &c);
@@ -103,6 +105,7 @@ fn newcomers_the_picture_cannot_show_get_distinct_places_behind_its_line() {
             arrival: [
                 90, 180, 270, 360, 450, 540, 630, 720, 810, 900, 1000, 1010, 1020, 1060, 1070,
             ][rank as usize],
+            sid: 0,
         })
         .collect();
     n.next_sync(2000, 1, &c);

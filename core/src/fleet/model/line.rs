@@ -1,0 +1,147 @@
+//! The model's line: a Fenwick tree of waiters per millisecond of arrival (within the model's
+//! horizon), so that a rank's arrival is an order statistic in O(log n), as `ZRANGE` by rank is
+//! in Redis; the cursor and the picture's samples (or the whole line, while it is short) read
+//! from it.
+
+use super::FleetModel;
+use crate::fleet::{Sample, EXACT_LINE, MAX_SAMPLES};
+use crate::util::fenwick;
+
+const FIRST_RANKS: u64 = 32;
+/// The cursor's band: up to this many times the waiters the free places take.
+const BAND: u64 = 2;
+const SAMPLES: u64 = 120;
+/// Samples spaced evenly over the line past the head, at most (as many as the tail needs).
+const EVEN_SAMPLES: u64 = 64;
+/// Past the first ranks, samples are at most their rank over this apart.
+const GROWTH: u64 = 4;
+
+impl FleetModel {
+    pub(super) fn slot(&self, arrival: u64) -> usize {
+        (arrival.saturating_sub(self.base_ms) as usize).min(self.line.len() - 1)
+    }
+
+    pub(super) fn leave_line(&mut self, sid: u64) {
+        self.present.remove(sid);
+        if let Some(a) = self.arrival.remove(&sid) {
+            let ix = self.slot(a);
+            fenwick::add(&mut self.line, ix, -1);
+            self.queue_len -= 1;
+        }
+    }
+
+    /// `ZADD arrival GT`: a new waiter joins the line; a known one only moves later.
+    pub(super) fn join_line(&mut self, sid: u64, arrival: u64) {
+        match self.arrival.get(&sid).copied() {
+            Some(old) if old >= arrival => {}
+            Some(old) => {
+                let (from, to) = (self.slot(old), self.slot(arrival));
+                fenwick::add(&mut self.line, from, -1);
+                fenwick::add(&mut self.line, to, 1);
+                self.arrival.insert(sid, arrival);
+            }
+            None => {
+                let ix = self.slot(arrival);
+                fenwick::add(&mut self.line, ix, 1);
+                self.arrival.insert(sid, arrival);
+                self.queue_len += 1;
+            }
+        }
+    }
+
+    /// The arrival of the waiter at 0-based `rank` in the line.
+    pub(super) fn at_rank(&self, rank: u64) -> Option<u64> {
+        let ix = fenwick::find(&self.line, rank + 1)?;
+        Some(self.base_ms + ix as u64)
+    }
+
+    /// The script's cursor for `places` free places (fewer than the line): the arrival of the
+    /// last waiter they rightly take, or further: up to twice as many waiters, as long as those
+    /// arrived within an interval of that last one. The places then fill as fast as that band
+    /// polls, not as fast as its slowest client (or one who left) does; a node lets the band's
+    /// clients take places only from half an interval after its picture on
+    /// (`FleetNode::band_waits`), so those before them come first. (Bounded by an interval
+    /// after the head of the line instead, the band vanished whenever one early waiter was
+    /// still in line, and departure waves found places empty: the simulator's seeds 10 and 13,
+    /// sticky, fell to 0.917 and 0.953 of max_active.)
+    pub(super) fn cursor(&self, places: u64, queue_len: u64) -> u64 {
+        let rightful = self.at_rank(places - 1).unwrap_or(0);
+        let band = self
+            .at_rank(places.saturating_mul(BAND).min(queue_len) - 1)
+            .unwrap_or(0);
+        rightful.max(band.min(rightful.saturating_add(self.cfg.interval_ms)))
+    }
+
+    /// Samples of the line: every rank at the head, then spaced a quarter of their rank apart
+    /// while the samples left can still reach the tail at the even spacing, then evenly.
+    pub(super) fn samples(&self, queue_len: u64) -> Vec<Sample> {
+        if queue_len > 0 && queue_len <= EXACT_LINE as u64 {
+            return self.whole_line();
+        }
+        let mut samples = Vec::new();
+        let spread = queue_len
+            .saturating_sub(FIRST_RANKS)
+            .div_ceil(EVEN_SAMPLES)
+            .max(1);
+        let (mut rank, mut step) = (0u64, 1u64);
+        for i in 1..=SAMPLES {
+            if rank >= queue_len {
+                break;
+            }
+            let Some(a) = self.at_rank(rank) else { break };
+            samples.push(Sample {
+                rank,
+                arrival: a,
+                sid: 0,
+            });
+            if rank + 1 >= FIRST_RANKS {
+                let left = SAMPLES - i;
+                let rest = queue_len - 1 - rank;
+                step = if left > rest.div_ceil(spread) {
+                    (rank / GROWTH).min(spread).max(1)
+                } else {
+                    spread.max(rest.div_ceil(left.max(1)))
+                };
+            }
+            rank += step;
+        }
+        if queue_len > 0 && queue_len - 1 > rank.saturating_sub(step) {
+            if let Some(a) = self.at_rank(queue_len - 1) {
+                samples.push(Sample {
+                    rank: queue_len - 1,
+                    arrival: a,
+                    sid: 0,
+                });
+            }
+        }
+        samples.truncate(MAX_SAMPLES);
+        samples
+    }
+
+    /// A line short enough to come whole: every waiter, in the line's order (by arrival, then
+    /// as Redis orders the members of one score).
+    pub(super) fn whole_line(&self) -> Vec<Sample> {
+        let mut line: Vec<Sample> = self
+            .arrival
+            .iter()
+            .map(|(&sid, &arrival)| Sample {
+                rank: 0,
+                arrival,
+                sid,
+            })
+            .collect();
+        line.sort_unstable_by(|a, b| {
+            if a.before(b.arrival, b.sid) {
+                core::cmp::Ordering::Less
+            } else if b.before(a.arrival, a.sid) {
+                core::cmp::Ordering::Greater
+            } else {
+                core::cmp::Ordering::Equal
+            }
+        });
+        for (rank, s) in line.iter_mut().enumerate() {
+            s.rank = rank as u64;
+        }
+        line
+    }
+}
