@@ -27,6 +27,10 @@
 #   place_503       limit_req's 503 again, but each request sent by a wrk script that gives it
 #                   its own ticket and its own X-Client header (the place variants' baseline:
 #                   the script's work on wrk's side is the same on both)
+#   place_floor     the place variants' second reference: the same overflow answered by nginx
+#                   itself with the very bytes a place taken gets (the waiting page of a new
+#                   place, and a Set-Cookie of its ticket's length), sent by the same wrk script:
+#                   what the answer's size alone costs, the most place_taken* could reach
 #   place_taken, place_taken_redis, place_taken_sync
 #                   the same overflow into a room (shared memory, central Redis, sync=1s), each
 #                   request a client's first return after the cookie check: a fresh ticket
@@ -42,7 +46,7 @@
 # size. Every variant runs once per round, rounds alternate (R rounds of V variants, in order), and
 # the figure per variant is the median of its rounds. Ratios: wait_html, wait_json and
 # new_arrival against limit_req_503; admitted_pass against plain_proxy; place_taken* against
-# place_503.
+# place_503, and again against place_floor.
 
 cost_usage() {
     cat <<EOF
@@ -88,11 +92,11 @@ cost_main() {
 
     local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass
                     wait_json_redis new_arrival_redis wait_json_sync new_arrival_sync
-                    place_503 place_taken place_taken_redis place_taken_sync)
+                    place_503 place_floor place_taken place_taken_redis place_taken_sync)
     if [ -n "$only" ]; then
         local keep_v=() v
         for v in "${variants[@]}"; do
-            case ",$only,limit_req_503,page_floor,plain_proxy,place_503," in *",$v,"*) keep_v+=("$v") ;; esac
+            case ",$only,limit_req_503,page_floor,plain_proxy,place_503,place_floor," in *",$v,"*) keep_v+=("$v") ;; esac
         done
         variants=("${keep_v[@]}")
     fi
@@ -198,12 +202,19 @@ $(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
         location = /plain { proxy_pass http://origin; }
         location = /adm { smart_limit adm; proxy_pass http://origin; }
         location = /place_503 { limit_req zone=lr; proxy_pass http://origin; }
+        # The same overflow answered by nginx with a place taken's bytes (see place_floor.conf).
+        location = /place_floor {
+            limit_req zone=lr; limit_req_status 512; error_page 512 = @place_floor;
+            proxy_pass http://origin;
+        }
+        include $prefix/conf/place_floor.conf;
         location = /metrics { smart_limit_metrics; }
     }
 }
 EOF
     # Filled with the waiting page once nginx runs (then nginx reloads).
     echo 'location @page_floor { return 503 "floor"; }' >"$prefix/conf/floor.conf"
+    echo 'location @place_floor { return 503 "floor"; }' >"$prefix/conf/place_floor.conf"
     "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t || return 1
     "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr >"$prefix/logs/stderr.log" 2>&1 &
     local pid=$!
@@ -297,6 +308,33 @@ EOF
         grep -q '"position":1' "$prefix/check.body" \
             || { echo "bench --cost: /$z: a minted ticket took no place" >&2; cat "$prefix/check.body" >&2; return 1; }
     done
+    # Every request carries the same browser-like headers as its baseline's (the ticket
+    # cookie, or a cookie of the same size under another name), so that a ratio measures how
+    # the request is handled, not how long it is.
+    local browser='text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
+    local lang='en-US,en;q=0.9'
+    # The place variants' floor: the bytes a place taken on the synced room gets (HTML, its
+    # Set-Cookie), answered by nginx from memory.
+    first="$(mint pl_s 1)"
+    curl -s -D "$prefix/place.headers" -o "$prefix/place.html" -H "Cookie: $first" \
+        -H "X-Client: check-pl_s-3" -H "Accept: $browser" -H "Accept-Language: $lang" "$base/pl_s"
+    local set_cookie
+    set_cookie="$(awk 'tolower($1) == "set-cookie:" {sub(/^[^:]*: */, ""); sub(/\r$/, ""); print; exit}' "$prefix/place.headers")"
+    [ -n "$set_cookie" ] && grep -q 'pos-num' "$prefix/place.html" \
+        || { echo "bench --cost: /pl_s: a place taken gave no waiting page with a ticket" >&2; return 1; }
+    {
+        printf 'location @place_floor { default_type "text/html; charset=utf-8";\n'
+        printf '    add_header Set-Cookie "%s" always;\n' "$(sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' <<<"$set_cookie")"
+        printf '    add_header Cache-Control "no-store" always;\n    return 503 "'
+        sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\$/${sl_dollar}/g' "$prefix/place.html"
+        printf '"; }\n'
+    } >"$prefix/conf/place_floor.conf"
+    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
+        && kill -HUP "$pid" && sleep 1
+    curl -s -o /dev/null "$base/place_floor"
+    check 503 "$base/place_floor" || return 1
+    cmp -s "$prefix/check.body" "$prefix/place.html" \
+        || { echo "bench --cost: the place floor differs from a place taken's page" >&2; return 1; }
     # wrk's script: every request its own ticket (one line of the file given after --) and its
     # own X-Client; the other headers are the command line's. The requests are formatted in
     # init, before wrk's clock starts: formatting each one as it is sent made wrk, not nginx,
@@ -325,11 +363,6 @@ LUA
             '$1 ~ "^smart_limit_queued_total[{].*room=\"" z "\"" {n += $2} END {print n + 0}'
     }
 
-    # Every request carries the same browser-like headers as its baseline's (the ticket
-    # cookie, or a cookie of the same size under another name), so that a ratio measures how
-    # the request is handled, not how long it is.
-    local browser='text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
-    local lang='en-US,en;q=0.9'
     local other_cookie="session=${cookie_b#*=}"
     run_wrk() {
         local v="$1" url args=()
@@ -349,32 +382,34 @@ LUA
         local zone="" script=()
         case "$v" in
             place_503) zone=pl_m; url="$base/place_503" ;;
+            place_floor) zone=pl_m; url="$base/place_floor" ;;
             place_taken) zone=pl_m; url="$base/pl_m" ;;
             place_taken_redis) zone=pl_r; url="$base/pl_r" ;;
             place_taken_sync) zone=pl_s; url="$base/pl_s" ;;
         esac
         if [ -n "$zone" ]; then
             # (limit_req's 503 reads no ticket: the baseline may send one twice.)
-            local count="$per_run"; [ "$v" = place_503 ] && count=100000
+            local count="$per_run"; case "$v" in place_503|place_floor) count=100000 ;; esac
             mint "$zone" "$count" >"$prefix/tickets.txt" || return 1
             args=(-H "Accept: $browser" -H "Accept-Language: $lang")
             script=(-s "$prefix/place.lua")
         fi
         local before after out q0=0 q1=0
-        [ -n "$zone" ] && [ "$v" != place_503 ] && q0="$(queued "$zone")"
+        local baseline=0; case "$v" in place_503|place_floor) baseline=1 ;; esac
+        [ -n "$zone" ] && [ "$baseline" = 0 ] && q0="$(queued "$zone")"
         before="$(script_calls)"
         out="$(taskset -c "$wrk_cpu" wrk -t1 -c"$conns" -d"${seconds}s" "${script[@]}" "${args[@]}" "$url" \
             ${zone:+-- "$prefix/tickets.txt"} 2>&1)"
         after="$(script_calls)"
-        [ -n "$zone" ] && [ "$v" != place_503 ] && q1="$(queued "$zone")"
+        [ -n "$zone" ] && [ "$baseline" = 0 ] && q1="$(queued "$zone")"
         # "req/s total_requests script_calls"
         local res
         res="$(awk -v c="$((after - before))" '/ requests in / {n=$1} /^Requests\/sec:/ {r=$2} END {print r, n, c}' <<<"$out")"
         if [ -n "$zone" ]; then
             local n; n="$(awk '{print $2}' <<<"$res")"
-            [ "$v" = place_503 ] || [ "${n:-0}" -le "$per_run" ] \
+            [ "$baseline" = 1 ] || [ "${n:-0}" -le "$per_run" ] \
                 || { echo "bench --cost: $v sent $n requests, more than the $per_run tickets minted" >&2; return 1; }
-            if [ "$v" != place_503 ] && [ $(( (q1 - q0) * 10 )) -lt $(( n * 9 )) ]; then
+            if [ "$baseline" = 0 ] && [ $(( (q1 - q0) * 10 )) -lt $(( n * 9 )) ]; then
                 echo "bench --cost: $v: $((q1 - q0)) places taken for $n requests (expected one each)" >&2
                 return 1
             fi
@@ -442,6 +477,11 @@ LUA
     if [ -n "${med[wait_html]:-}" ] && [ -n "${med[page_floor]:-}" ]; then
         row wait_html page_floor
     fi
+    for v in place_taken place_taken_redis place_taken_sync; do
+        if [ -n "${med[$v]:-}" ] && [ -n "${med[place_floor]:-}" ]; then
+            row "$v" place_floor
+        fi
+    done
     echo
     echo "command: scripts/bench --cost --seconds $seconds --rounds $rounds --connections $conns" \
          "(one nginx worker on CPU $worker_cpu, wrk -t1 -c$conns on CPU $wrk_cpu, release build)"
