@@ -207,6 +207,11 @@ if ($auto) {
 my $holder = arrive(0);
 my $hst = let_in($holder);
 die "the holder was not let in ($hst)\n" unless $hst == 200;
+# A synced fleet: the nodes meet before B and C come, so that every picture knows the holder
+# is in. (A synced node may first have told the holder to come back and drawn it a place: it
+# waited in the fleet's line until its node's next sync reported it admitted, and a node
+# whose picture was older told B, the first in line, position 2: a clean-clone run, 2026-11-29.)
+settle() if $settle && $metrics && @nodes > 1;
 my ($b, $c) = (arrive(1), arrive(2));
 my $b_first = $b->{cookie};
 my (undef, $bb) = get($b);
