@@ -191,12 +191,12 @@ http {
     server {
         listen 127.0.0.1:$port;
         location = /limit_req_503 { limit_req zone=lr; proxy_pass http://origin; }
-        # The same overflow answered by nginx with the waiting page's bytes (see floor.conf).
+        # The same overflow answered by nginx with the waiting page's bytes (see page_floor.conf).
         location = /page_floor {
             limit_req zone=lr; limit_req_status 512; error_page 512 = @page_floor;
             proxy_pass http://origin;
         }
-        include $prefix/conf/floor.conf;
+        include $prefix/conf/page_floor.conf;
         # Each room's URL: limit_req's overflow (status 512) goes into the room.
 $(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
         location = /plain { proxy_pass http://origin; }
@@ -213,7 +213,7 @@ $(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
 }
 EOF
     # Filled with the waiting page once nginx runs (then nginx reloads).
-    echo 'location @page_floor { return 503 "floor"; }' >"$prefix/conf/floor.conf"
+    echo 'location @page_floor { return 503 "floor"; }' >"$prefix/conf/page_floor.conf"
     echo 'location @place_floor { return 503 "floor"; }' >"$prefix/conf/place_floor.conf"
     "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t || return 1
     "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr >"$prefix/logs/stderr.log" 2>&1 &
@@ -269,17 +269,24 @@ EOF
     # backslashes, quotes and dollars escaped).
     curl -s -o "$prefix/page.html" -H "Cookie: $cookie_b" -H "Accept: text/html" \
         -H 'Accept-Language: en-US,en;q=0.9' "$base/wait"
-    {
-        printf 'location @page_floor { default_type "text/html; charset=utf-8"; return 503 "'
-        sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\$/${sl_dollar}/g' "$prefix/page.html"
-        printf '"; }\n'
-    } >"$prefix/conf/floor.conf"
-    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
-        && kill -HUP "$pid" && sleep 1
-    curl -s -o /dev/null "$base/page_floor"
-    check 503 "$base/page_floor" || return 1
-    cmp -s "$prefix/check.body" "$prefix/page.html" \
-        || { echo "bench --cost: the floor page differs from the waiting page" >&2; return 1; }
+    # floor NAME PAGE [HEADER_LINES]: location @NAME answers 503 with PAGE's bytes (and the
+    # header lines given), nginx reloads, and /NAME must answer exactly PAGE.
+    floor() {
+        local name="$1" page="$2" headers="${3:-}"
+        {
+            printf 'location @%s { default_type "text/html; charset=utf-8";\n%s    return 503 "' \
+                "$name" "$headers"
+            sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\$/${sl_dollar}/g' "$page"
+            printf '"; }\n'
+        } >"$prefix/conf/$name.conf"
+        "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
+            && kill -HUP "$pid" && sleep 1
+        curl -s -o /dev/null "$base/$name"
+        check 503 "$base/$name" || return 1
+        cmp -s "$prefix/check.body" "$page" \
+            || { echo "bench --cost: /$name differs from $page" >&2; return 1; }
+    }
+    floor page_floor "$prefix/page.html" || return 1
     check 503 -H "Cookie: $cookie_b" "$base/wait" || return 1
     grep -q 'pos-num">1<' "$prefix/check.body" || { echo "bench --cost: the waiting client is not at position 1" >&2; return 1; }
     check 503 -H "Cookie: $cookie_b" -H 'Accept: application/json' "$base/wait" || return 1
@@ -322,19 +329,9 @@ EOF
     set_cookie="$(awk 'tolower($1) == "set-cookie:" {sub(/^[^:]*: */, ""); sub(/\r$/, ""); print; exit}' "$prefix/place.headers")"
     [ -n "$set_cookie" ] && grep -q 'pos-num' "$prefix/place.html" \
         || { echo "bench --cost: /pl_s: a place taken gave no waiting page with a ticket" >&2; return 1; }
-    {
-        printf 'location @place_floor { default_type "text/html; charset=utf-8";\n'
-        printf '    add_header Set-Cookie "%s" always;\n' "$(sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' <<<"$set_cookie")"
-        printf '    add_header Cache-Control "no-store" always;\n    return 503 "'
-        sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\$/${sl_dollar}/g' "$prefix/place.html"
-        printf '"; }\n'
-    } >"$prefix/conf/place_floor.conf"
-    "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
-        && kill -HUP "$pid" && sleep 1
-    curl -s -o /dev/null "$base/place_floor"
-    check 503 "$base/place_floor" || return 1
-    cmp -s "$prefix/check.body" "$prefix/place.html" \
-        || { echo "bench --cost: the place floor differs from a place taken's page" >&2; return 1; }
+    floor place_floor "$prefix/place.html" \
+        "$(printf '    add_header Set-Cookie "%s" always;\n    add_header Cache-Control "no-store" always;\n' \
+            "$(sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' <<<"$set_cookie")")"$'\n' || return 1
     # wrk's script: every request its own ticket (one line of the file given after --) and its
     # own X-Client; the other headers are the command line's. The requests are formatted in
     # init, before wrk's clock starts: formatting each one as it is sent made wrk, not nginx,
