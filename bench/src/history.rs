@@ -128,6 +128,10 @@ pub struct Req {
     /// The line's length told (waiting answers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qlen: Option<u64>,
+    /// When the answer asked the client back (ms): the page's refresh, or the JSON's
+    /// `refresh_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_ms: Option<u64>,
     /// Whether the request carried a ticket.
     pub ticket: bool,
     /// Whether the answer set a new ticket (`Set-Cookie`): an admitted session's check-in

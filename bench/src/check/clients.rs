@@ -41,6 +41,9 @@ pub struct ClientFacts {
     /// `sent` of the last waiting answer of its first place (before its admission): the latest
     /// moment it was certainly still in line where it arrived.
     pub last_wait: Option<u64>,
+    /// The stretches `[from, to)` of its first place during which it was overdue: its last
+    /// answer had asked it back (plus [`slack`]) and it had not asked again yet. By sent.
+    pub late: Vec<(u64, u64)>,
     /// When it gave up, if it stopped while waiting (summary only).
     pub abandoned_at: Option<u64>,
 }
@@ -99,6 +102,29 @@ pub fn places(reqs: &[Req], presence_ms: u64) -> Vec<Range<usize>> {
     spans
 }
 
+/// How much later than asked a client may come back and still count as on time: the rehearsal
+/// spreads each poll by a tenth either way, and its threads may run late on a loaded machine.
+pub fn slack(asked_ms: u64) -> u64 {
+    asked_ms / 10 + 500
+}
+
+/// The stretches of `reqs` during which the client was overdue: after `reqs[j]`, done at `d`,
+/// asked it back at `d + asked` (a waiting answer's own refresh; otherwise the room's, a client
+/// retries at least that soon), it sent `reqs[j + 1]` later than that plus [`slack`].
+pub fn overdue(reqs: &[Req], refresh_ms: u64) -> Vec<(u64, u64)> {
+    reqs.windows(2)
+        .filter_map(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            let asked = match a.outcome {
+                Outcome::Waiting => a.refresh_ms.unwrap_or(refresh_ms),
+                _ => refresh_ms,
+            };
+            let due = a.done.saturating_add(asked).saturating_add(slack(asked));
+            (b.sent > due).then_some((due, b.sent))
+        })
+        .collect()
+}
+
 /// The facts of every client that sent a request or has a plan, by id.
 pub fn facts(h: &History) -> Vec<ClientFacts> {
     let mut out = Vec::new();
@@ -120,15 +146,20 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             .find(|r| r.outcome == Outcome::Admitted)
             .map(Window::of);
         // Only a client that arrived by waiting has a first place to follow.
-        let last_wait = arrival_idx
+        let first_place = arrival_idx
             .filter(|_| arrival_req.is_some_and(|r| r.outcome == Outcome::Waiting))
             .and_then(|first| {
                 places(reqs, h.run.presence_ms)
                     .into_iter()
                     .find(|p| p.start == first)
-                    .and_then(|p| reqs.get(p.end.saturating_sub(1)))
-                    .map(|r| r.sent)
             });
+        let last_wait = first_place
+            .as_ref()
+            .and_then(|p| reqs.get(p.end.saturating_sub(1)))
+            .map(|r| r.sent);
+        let late = first_place
+            .and_then(|p| reqs.get(p))
+            .map_or_else(Vec::new, |r| overdue(r, h.run.refresh_ms));
         out.push(ClientFacts {
             id,
             kind: kind.unwrap_or(Kind::Person),
@@ -136,6 +167,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             arrival,
             admitted,
             last_wait,
+            late,
             abandoned_at,
         });
     }
@@ -151,6 +183,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             arrival: None,
             admitted: None,
             last_wait: None,
+            late: Vec::new(),
             abandoned_at: None,
         })
         .collect();

@@ -6,6 +6,12 @@
 //! than the tolerance after tB. Only A's first place counts: a client whose place lapsed
 //! (it stopped polling, or was dropped: rule (c)) took a new one at the tail.
 //!
+//! A victim is held to order only while it came back when asked: the room lets the first
+//! present places take free ones in the order they poll (docs/reference.md, `max_active=`), so
+//! a head that comes back later than its page asked may be passed while it is overdue, and for
+//! the tolerance after (the room hears of its return that late at most). Such pairs are counted
+//! as excused, not as inversions.
+//!
 //! Lottery ([S18]): arrivals before the start are drawn in a random order, so among themselves
 //! nothing is checked; they all go before every arrival after the start, and those are FIFO.
 //!
@@ -31,15 +37,20 @@ pub struct Order {
     pub checked: u64,
     /// Clients involved in an inversion (victims and the examples named), for the report.
     pub involved: Vec<u64>,
+    /// Pairs in which the earlier client was overdue when the later one got in (not
+    /// inversions).
+    pub excused: u64,
 }
 
 /// A client that may have been passed over.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Earlier {
     id: u64,
     arrival: Window,
     /// Its last waiting answer in the place it arrived with.
     last_wait: u64,
+    /// When it was overdue, each stretch widened by the tolerance, merged, by time.
+    late: Vec<(u64, u64)>,
 }
 
 /// A client admitted, possibly ahead of its turn.
@@ -50,9 +61,22 @@ struct Later {
     admitted: Window,
 }
 
+/// `late` (stretches `[from, to)`, by `from`) each widened to `to + tol` and merged.
+fn widened(late: &[(u64, u64)], tol: u64) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(late.len());
+    for &(from, to) in late {
+        let to = to.saturating_add(tol);
+        match out.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => out.push((from, to)),
+        }
+    }
+    out
+}
+
 /// Counts and names inversions between `earlier` (possible victims) and `later` (admitted
 /// clients): B passes A when B.arrival.sent > A.arrival.done + tol and B.admitted.done + tol <
-/// A.last_wait.
+/// A.last_wait, unless A was overdue when B got in.
 fn inversions(mut earlier: Vec<Earlier>, mut later: Vec<Later>, tol: u64) -> Order {
     let mut times: Vec<u64> = later.iter().map(|b| b.admitted.done).collect();
     times.sort_unstable();
@@ -63,8 +87,9 @@ fn inversions(mut earlier: Vec<Earlier>, mut later: Vec<Later>, tol: u64) -> Ord
     later.sort_unstable_by_key(|b| std::cmp::Reverse(b.arrival.sent));
     earlier.sort_unstable_by_key(|a| std::cmp::Reverse(a.arrival.done.saturating_add(tol)));
     let mut next = later.iter().peekable();
-    // The earliest admitted among the later arrivals inserted so far: an example for any victim.
-    let mut first: Option<Later> = None;
+    // The later arrivals inserted so far, by admission: the examples.
+    let mut inserted: std::collections::BTreeMap<(u64, u64), Later> = Default::default();
+    let slot = |t: u64| times.partition_point(|&x| x < t);
     let mut out = Order {
         tolerance_ms: tol,
         checked: earlier.len() as u64,
@@ -73,23 +98,37 @@ fn inversions(mut earlier: Vec<Earlier>, mut later: Vec<Later>, tol: u64) -> Ord
     for a in &earlier {
         let threshold = a.arrival.done.saturating_add(tol);
         while let Some(b) = next.next_if(|b| b.arrival.sent > threshold) {
-            tree.add(times.partition_point(|&t| t < b.admitted.done));
-            if first.is_none_or(|f| b.admitted.done < f.admitted.done) {
-                first = Some(*b);
-            }
+            tree.add(slot(b.admitted.done));
+            inserted.insert((b.admitted.done, b.id), *b);
         }
         // Admitted more than `tol` before A's last waiting answer was sent.
+        if a.last_wait < tol {
+            continue;
+        }
         let before = a.last_wait.saturating_sub(tol);
-        let n = if a.last_wait >= tol {
-            tree.below(times.partition_point(|&t| t < before))
-        } else {
-            0
-        };
+        let all = tree.below(slot(before));
+        let clip = |(from, to): (u64, u64)| (from.min(before), to.min(before));
+        let excused: u64 = a
+            .late
+            .iter()
+            .map(|&l| clip(l))
+            .map(|(from, to)| tree.below(slot(to)) - tree.below(slot(from)))
+            .sum();
+        out.excused += excused;
+        let n = all - excused;
         if n == 0 {
             continue;
         }
         out.pairs += n;
-        let Some(b) = first else { continue };
+        // The earliest admitted while A was on time.
+        let on_time = |t: u64| !a.late.iter().any(|&(from, to)| from <= t && t < to);
+        let Some(b) = inserted
+            .range(..(before, 0))
+            .map(|(_, b)| b)
+            .find(|b| on_time(b.admitted.done))
+        else {
+            continue;
+        };
         out.involved.push(a.id);
         out.involved.push(b.id);
         out.violations.push(Violation {
@@ -136,6 +175,7 @@ pub fn check(h: &History, clients: &[ClientFacts], tol: u64) -> Order {
                 id: c.id,
                 arrival,
                 last_wait: c.last_wait?,
+                late: widened(&c.late, tol),
             })
         })
         .collect();

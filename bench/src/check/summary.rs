@@ -138,11 +138,13 @@ fn measures(h: &History, f: &Findings, out: &mut String) {
     let o = &f.order;
     let _ = writeln!(
         out,
-        "(b) inversions: {} pair(s), {} client(s) passed over, of {} checked (tolerance {} ms)",
+        "(b) inversions: {} pair(s), {} client(s) passed over, of {} checked (tolerance {} ms); \
+         {} pair(s) excused, the earlier client overdue",
         o.pairs,
         o.violations.len(),
         o.checked,
-        o.tolerance_ms
+        o.tolerance_ms,
+        o.excused
     );
     let tol = match f.tolerances.position {
         Some(t) => format!("{t}"),

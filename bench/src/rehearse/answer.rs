@@ -11,7 +11,8 @@ pub struct Read {
     pub outcome: Outcome,
     pub pos: Option<u64>,
     pub qlen: Option<u64>,
-    /// `refresh_seconds` of a JSON answer, in ms.
+    /// When the answer asks the client back, in ms: `refresh_seconds` of a JSON answer, the
+    /// page's `<meta http-equiv="refresh">`.
     pub refresh_ms: Option<u64>,
     /// The room's ticket (`name=value`), when the answer set one.
     pub ticket: Option<String>,
@@ -34,7 +35,11 @@ pub fn read(res: &Response, cookie_prefix: &str) -> Read {
             json_number(&body, "\"refresh_seconds\":").map(|s| s * 1000),
         )
     } else {
-        (html_position(&body), html_queue(&body), None)
+        (
+            html_position(&body),
+            html_queue(&body),
+            html_refresh(&body).map(|s| s * 1000),
+        )
     };
     let outcome = match res.status {
         200..=299 => Outcome::Admitted,
@@ -81,6 +86,13 @@ fn html_position(body: &str) -> Option<u64> {
     leading_number(body.get(at..)?)
 }
 
+/// The page's own refresh: `<meta http-equiv="refresh" content="N">` (a browser follows it).
+fn html_refresh(body: &str) -> Option<u64> {
+    let key = "<meta http-equiv=\"refresh\" content=\"";
+    let at = body.find(key)? + key.len();
+    leading_number(body.get(at..)?)
+}
+
 /// The built-in page's line length: the last `<dd>` that starts with a number (the first is
 /// the estimated wait).
 fn html_queue(body: &str) -> Option<u64> {
@@ -123,14 +135,14 @@ mod tests {
 
     #[test]
     fn reads_the_html_page() {
-        let body = "<div class=\"pos-num\">7<span class=\"pos-unit\"></span></div>\n<dl>\n\
+        let body = "<meta http-equiv=\"refresh\" content=\"3\">\n<div class=\"pos-num\">7<span class=\"pos-unit\"></span></div>\n<dl>\n\
                     <div><dt>Wait</dt><dd>about 2 minutes</dd></div>\n<div><dt>In line</dt><dd>31 people</dd></div>";
         let r = read(&res(503, body, &[]), "smart_limit_shop=");
         assert_eq!(
             (r.outcome, r.pos, r.qlen),
             (Outcome::Waiting, Some(7), Some(31))
         );
-        assert_eq!(r.ticket, None);
+        assert_eq!((r.refresh_ms, r.ticket), (Some(3000), None));
     }
 
     #[test]

@@ -21,7 +21,7 @@ Clients
   --arrive-over S         arrivals spread over S seconds, most of them early (default 20)
   --seconds S             length of the run (default 60)
   --programs PCT          share asking for JSON (default 15)
-  --slow PCT              share of people polling at 2.5 x the refresh (default 20)
+  --slow PCT              share of people coming back 2.5 x later than the page asks (default 20)
   --abandon PCT           share giving up while waiting (default 10)
   --minters N             scripts taking a new ticket each second (default 2)
   --stay S1,S2            an admitted client browses between S1 and S2 seconds (default 3,10)

@@ -16,9 +16,13 @@ pub struct Plan {
     pub kind: Kind,
     /// When it first asks (ms since the start).
     pub arrive_at: u64,
-    /// How often it polls while waiting (a person: the page's refresh or slower; a program:
-    /// what the answer says, this until it says).
+    /// How often it polls while waiting when the answer does not say (the room's configured
+    /// refresh, times `pace_pct`).
     pub poll_ms: u64,
+    /// How it follows the refresh an answer asks for, in percent: 100 comes back when asked (a
+    /// browser following the page, a program), more comes back later (a slow person: a tab in
+    /// the background, a phone asleep).
+    pub pace_pct: u64,
     /// When it gives up waiting, if it does.
     pub abandon_at: Option<u64>,
     /// How long it browses once admitted.
@@ -107,8 +111,8 @@ impl Client {
                     return None;
                 }
                 self.phase = Phase::Waiting;
-                let poll = match (self.plan.kind, read.refresh_ms) {
-                    (Kind::Program, Some(ms)) if ms > 0 => ms,
+                let poll = match read.refresh_ms {
+                    Some(ms) if ms > 0 => ms.saturating_mul(self.plan.pace_pct) / 100,
                     _ => self.plan.poll_ms,
                 };
                 Some(now + spread(poll))
@@ -140,6 +144,7 @@ mod tests {
             kind,
             arrive_at: 0,
             poll_ms: 2000,
+            pace_pct: 100,
             abandon_at: None,
             stay_ms: 3000,
             home: 0,
@@ -176,6 +181,23 @@ mod tests {
             None
         );
         assert_eq!(c.phase, Phase::Left);
+    }
+
+    #[test]
+    fn people_follow_the_page_s_refresh_at_their_pace() {
+        let mut a = answer(Outcome::Waiting, None);
+        a.refresh_ms = Some(1000);
+        let mut c = Client::new(5, plan(Kind::Person));
+        assert_eq!(c.answered(0, Some(&a), 0.5), Some(1000));
+        let mut p = plan(Kind::Person);
+        p.pace_pct = 250;
+        let mut slow = Client::new(6, p);
+        assert_eq!(slow.answered(0, Some(&a), 0.5), Some(2500));
+        // A page that says nothing: the plan's own period.
+        assert_eq!(
+            slow.answered(0, Some(&answer(Outcome::Waiting, None)), 0.5),
+            Some(2000)
+        );
     }
 
     #[test]

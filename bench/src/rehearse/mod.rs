@@ -117,10 +117,13 @@ fn plans(a: &Args) -> Vec<Plan> {
         } else {
             Kind::Person
         };
+        let pace_pct = match kind {
+            Kind::Person if rng.pct(a.slow_pct) => 250,
+            _ => 100,
+        };
         let poll_ms = match kind {
             Kind::Minter => 1000,
-            Kind::Person if rng.pct(a.slow_pct) => refresh * 5 / 2,
-            _ => refresh,
+            _ => refresh * pace_pct / 100,
         };
         let abandon_at = (kind != Kind::Minter && rng.pct(a.abandon_pct))
             .then(|| arrive_at + refresh + (rng.unit() * a.run.duration_ms as f64 / 2.0) as u64);
@@ -130,6 +133,7 @@ fn plans(a: &Args) -> Vec<Plan> {
             kind,
             arrive_at,
             poll_ms,
+            pace_pct,
             abandon_at,
             stay_ms,
             home: (rng.next() % u64::from(joined_at_start)) as u32,
@@ -321,6 +325,7 @@ fn worker(s: &Shared, seed: u64, end: u64) {
             outcome: read.as_ref().map_or(Outcome::Error, |r| r.outcome),
             pos: read.as_ref().and_then(|r| r.pos),
             qlen: read.as_ref().and_then(|r| r.qlen),
+            refresh_ms: read.as_ref().and_then(|r| r.refresh_ms),
             ticket,
             renewed: read.as_ref().is_some_and(|r| r.ticket.is_some()),
         }));

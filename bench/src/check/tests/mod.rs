@@ -66,6 +66,7 @@ fn req(client: u64, sent: u64, outcome: Outcome, pos: Option<u64>) -> Req {
         outcome,
         pos,
         qlen: pos.map(|p| p.saturating_add(5)),
+        refresh_ms: None,
         ticket: true,
         renewed: true,
     }

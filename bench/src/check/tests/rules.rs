@@ -149,12 +149,62 @@ fn inversion_tolerance_is_honoured() {
 }
 
 #[test]
+fn a_victim_overdue_may_be_passed_while_it_is_late() {
+    // A is asked back every second (the run's refresh) but comes back 4 s later; B gets in
+    // meanwhile. Excused, not an inversion.
+    let late = history(
+        run(Mode::Shm, 3),
+        vec![
+            wait(1, 100, 1),
+            wait(2, 200, 2),
+            admit(2, 2500),
+            wait(1, 4100, 1),
+            admit(1, 5000),
+        ],
+    );
+    let f = findings(&late);
+    assert!(f.clean(), "{:?}", f.violations().collect::<Vec<_>>());
+    assert_eq!((f.order.pairs, f.order.excused), (0, 1));
+    // The same A on time (polling every second) is passed over.
+    let on_time = history(
+        run(Mode::Shm, 3),
+        vec![
+            wait(1, 100, 1),
+            wait(2, 200, 2),
+            wait(1, 1100, 1),
+            wait(1, 2100, 1),
+            admit(2, 2500),
+            wait(1, 3100, 1),
+            wait(1, 4100, 1),
+            admit(1, 5000),
+        ],
+    );
+    let f = findings(&on_time);
+    assert_eq!((f.order.pairs, f.order.excused), (1, 0));
+    // A page that asked for 5 s makes the 4 s gap on time.
+    let mut reqs = late_reqs_asking(5000);
+    reqs.push(admit(1, 5000));
+    let f = findings(&history(run(Mode::Shm, 3), reqs));
+    assert_eq!((f.order.pairs, f.order.excused), (1, 0));
+}
+
+/// A waits at 100 (its page asking `refresh_ms`) and 4100, B gets in at 2500.
+fn late_reqs_asking(refresh_ms: u64) -> Vec<Req> {
+    let mut first = wait(1, 100, 1);
+    first.refresh_ms = Some(refresh_ms);
+    vec![first, wait(2, 200, 2), admit(2, 2500), wait(1, 4100, 1)]
+}
+
+#[test]
 fn lottery_draws_the_pre_queue_then_fifo() {
     let mut r = lottery(10, 5000);
     r.presence_ms = 10_000;
-    // 1 and 2 arrive before the start: any order between them.
+    // 1 and 2 arrive before the start: any order between them. The pre-queue's page asks 1
+    // back at the start.
+    let mut prequeued = wait(1, 100, 1);
+    prequeued.refresh_ms = Some(6000);
     let base = vec![
-        wait(1, 100, 1),
+        prequeued,
         wait(2, 200, 2),
         wait(2, 5100, 1),
         admit(2, 6000),
