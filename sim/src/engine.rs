@@ -28,6 +28,7 @@ use smart_limit_core::util::fenwick;
 use smart_limit_core::util::time::window_end;
 
 use crate::args::{Args, OutageReport, Routing, StopReport};
+use crate::counted::Counted;
 use crate::members::{changes, Change, Event, Members};
 use crate::stats::{Inversions, Tick, TrueActive};
 use crate::workload::{arrivals, node_weights, sid, Picker, Rng};
@@ -84,6 +85,20 @@ pub struct Positions {
     pub rel_ppm: Vec<u64>,
 }
 
+impl Positions {
+    /// One answer against the truth.
+    fn add(&mut self, answered: u64, truth: u64) {
+        let err = answered as f64 - truth as f64;
+        self.samples += 1;
+        self.sum_abs += err.abs();
+        self.sum_signed += err;
+        self.sum_true += truth as f64;
+        self.abs.push(answered.abs_diff(truth));
+        self.rel_ppm
+            .push(answered.abs_diff(truth).saturating_mul(1_000_000) / truth.max(1));
+    }
+}
+
 /// Everything a run produced, for the report.
 #[derive(Default)]
 pub struct Outcome {
@@ -93,6 +108,8 @@ pub struct Outcome {
     pub nodes: Vec<FleetSnapshot>,
     pub waits_ms: Vec<u64>,
     pub positions: Positions,
+    /// The same samples, as the arrival-bucket counts answer them.
+    pub positions_counted: Positions,
     pub inversions: Inversions,
     pub inversions_in_outage: u64,
     /// When (ms from the start) the worst inversion happened, and its gap.
@@ -157,6 +174,7 @@ struct Engine {
     arrived: u64,
     wait_polls: u64,
     true_active: TrueActive,
+    counted: Counted,
     out: Outcome,
 }
 
@@ -237,6 +255,7 @@ impl Engine {
             arrived: 0,
             wait_polls: 0,
             true_active: TrueActive::default(),
+            counted: Counted::new(a.presence_ms, a.clients),
             out: Outcome {
                 args: a.clone(),
                 ticks: Vec::with_capacity((a.seconds_ms / a.interval_ms) as usize + 1),
@@ -285,6 +304,9 @@ impl Engine {
             let Some(mut zone) = lost else {
                 continue;
             };
+            if let Change::Down(i) | Change::Remove(i) = change {
+                self.counted.lost(i);
+            }
             // What the lost zone held that no sync had carried to the fleet.
             let mut node = zone.node();
             let e = &mut self.out.events[ev];
@@ -377,6 +399,10 @@ impl Engine {
                 break;
             };
             node.apply(&picture, fence.seq, now);
+            if n == 1 {
+                let front = picture.samples.first().map_or(0, |s| s.arrival);
+                self.counted.synced(i, now, front);
+            }
             granted += picture.quota;
             got = Some((picture.free, granted, picture.cursor));
             self.out.syncs += 1;
@@ -512,13 +538,19 @@ impl Engine {
             self.out.admitted_unsynced += 1;
         }
         match verdict {
-            FleetVerdict::Admit => self.admit(c, now, outage),
+            FleetVerdict::Admit => {
+                self.counted.admitted(n, c, arrival, now);
+                self.admit(c, now, outage)
+            }
             FleetVerdict::Wait {
                 position, eta_secs, ..
             } => {
                 self.wait_polls += 1;
+                let counted = self.counted.waiting(n, c, arrival, now);
                 if self.wait_polls.is_multiple_of(POSITION_SAMPLE) {
-                    self.check_position(c, position);
+                    let truth = fenwick::prefix(&self.line, c) + 1;
+                    self.out.positions.add(position, truth);
+                    self.out.positions_counted.add(counted, truth);
                 }
                 // The waiting answer's refresh, as the handler computes it: sooner than the
                 // configured one when the client's turn is expected sooner.
@@ -544,19 +576,6 @@ impl Engine {
                 self.next_poll(c, now, self.a.refresh_ms);
             }
         }
-    }
-
-    fn check_position(&mut self, c: usize, answered: u64) {
-        let truth = fenwick::prefix(&self.line, c) + 1;
-        let err = answered as f64 - truth as f64;
-        let p = &mut self.out.positions;
-        p.samples += 1;
-        p.sum_abs += err.abs();
-        p.sum_signed += err;
-        p.sum_true += truth as f64;
-        p.abs.push(answered.abs_diff(truth));
-        p.rel_ppm
-            .push(answered.abs_diff(truth).saturating_mul(1_000_000) / truth.max(1));
     }
 
     fn next_poll(&mut self, c: usize, now: u64, every_ms: u64) {

@@ -8,6 +8,7 @@
 //! tables.
 
 mod args;
+mod counted;
 mod engine;
 mod members;
 mod report;

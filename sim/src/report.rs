@@ -285,7 +285,6 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
     );
 
     // ---------------------------------------------------------------- positions
-    let p = &mut o.positions;
     let per_interval = admissions_per_interval(&o.ticks);
     let _ = writeln!(
         s,
@@ -293,32 +292,38 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
     );
     let _ = writeln!(
         s,
-        "| samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | admissions per interval | mean abs error in intervals |"
+        "| answered from | samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | admissions per interval | mean abs error in intervals |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
-    let n = p.samples.max(1) as f64;
-    let mean_abs = p.sum_abs / n;
-    let _ = writeln!(
-        s,
-        "| {} | {:.1} | {:+.1} | {} / {} / {} / {} | {} | {} / {} / {} | {:.1} | {:.1} |\n",
-        p.samples,
-        mean_abs,
-        p.sum_signed / n,
-        quantile(&mut p.abs, 0.5),
-        quantile(&mut p.abs, 0.9),
-        quantile(&mut p.abs, 0.99),
-        p.abs.iter().max().copied().unwrap_or(0),
-        pct(p.sum_abs / p.sum_true.max(1.0)),
-        pct(quantile(&mut p.rel_ppm, 0.5) as f64 / 1e6),
-        pct(quantile(&mut p.rel_ppm, 0.99) as f64 / 1e6),
-        pct(p.rel_ppm.iter().max().copied().unwrap_or(0) as f64 / 1e6),
-        per_interval,
-        if per_interval > 0.0 {
-            mean_abs / per_interval
-        } else {
-            0.0
-        },
-    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    for (from, p) in [
+        ("the line's samples", &mut o.positions),
+        ("arrival-bucket counts", &mut o.positions_counted),
+    ] {
+        let n = p.samples.max(1) as f64;
+        let mean_abs = p.sum_abs / n;
+        let _ = writeln!(
+            s,
+            "| {from} | {} | {:.1} | {:+.1} | {} / {} / {} / {} | {} | {} / {} / {} | {:.1} | {:.1} |",
+            p.samples,
+            mean_abs,
+            p.sum_signed / n,
+            quantile(&mut p.abs, 0.5),
+            quantile(&mut p.abs, 0.9),
+            quantile(&mut p.abs, 0.99),
+            p.abs.iter().max().copied().unwrap_or(0),
+            pct(p.sum_abs / p.sum_true.max(1.0)),
+            pct(quantile(&mut p.rel_ppm, 0.5) as f64 / 1e6),
+            pct(quantile(&mut p.rel_ppm, 0.99) as f64 / 1e6),
+            pct(p.rel_ppm.iter().max().copied().unwrap_or(0) as f64 / 1e6),
+            per_interval,
+            if per_interval > 0.0 {
+                mean_abs / per_interval
+            } else {
+                0.0
+            },
+        );
+    }
+    let _ = writeln!(s);
 
     // ---------------------------------------------------------------- series
     if a.series_ms > 0 {

@@ -51,6 +51,7 @@ mod report;
 mod script;
 
 pub mod model;
+pub mod tally;
 
 #[cfg(test)]
 mod tests;

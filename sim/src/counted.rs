@@ -1,0 +1,71 @@
+//! The arrival-bucket count of the line (`core::fleet::tally`), run beside the room's own
+//! positions: each node tallies the waiting tickets it answers (once an epoch each, by the
+//! stamp the ticket carries), syncs its tally into the fleet's ledger with its report, and
+//! answers positions from the counts its last sync brought back. The engine checks both
+//! answers against the true line.
+
+use smart_limit_core::fleet::tally::{Clock, Counts, Ledger, Tally};
+
+pub struct Counted {
+    clock: Clock,
+    ledger: Ledger,
+    /// Per node slot: what it tallied since its last sync, and the counts that sync brought.
+    tallies: Vec<Tally>,
+    counts: Vec<Counts>,
+    /// Per client: its ticket's stamp (when a node last counted it).
+    stamps: Vec<Option<u64>>,
+}
+
+impl Counted {
+    pub fn new(presence_ms: u64, clients: usize) -> Counted {
+        let clock = Clock::new(presence_ms);
+        Counted {
+            clock,
+            ledger: Ledger::new(clock),
+            tallies: Vec::new(),
+            counts: Vec::new(),
+            stamps: vec![None; clients],
+        }
+    }
+
+    fn slot(&mut self, n: usize) {
+        if self.tallies.len() <= n {
+            self.tallies.resize_with(n + 1, Tally::default);
+            self.counts.resize_with(n + 1, Counts::default);
+        }
+    }
+
+    /// Client `c` (arrived at `arrival`) is told to wait by node `n` at `now`: counted if its
+    /// ticket is not stamped in this epoch. Returns the position the counts give.
+    pub fn waiting(&mut self, n: usize, c: usize, arrival: u64, now: u64) -> u64 {
+        self.slot(n);
+        let stamp = self.stamps.get(c).copied().flatten();
+        if self.tallies[n].seen(&self.clock, arrival, stamp, now) {
+            self.stamps[c] = Some(now);
+        }
+        self.counts[n].position(arrival)
+    }
+
+    /// Client `c` is admitted by node `n`.
+    pub fn admitted(&mut self, n: usize, c: usize, arrival: u64, now: u64) {
+        self.slot(n);
+        if let Some(s) = self.stamps.get(c).copied().flatten() {
+            self.tallies[n].left(&self.clock, arrival, s, now);
+        }
+    }
+
+    /// Node `n`'s sync went through; `front` is the arrival of the line's head in its picture.
+    pub fn synced(&mut self, n: usize, now: u64, front: u64) {
+        self.slot(n);
+        let deltas = self.tallies[n].take();
+        self.ledger.apply(&deltas, now);
+        self.counts[n] = self.ledger.counts(front);
+    }
+
+    /// Node `n` lost its zone (a restart).
+    pub fn lost(&mut self, n: usize) {
+        self.slot(n);
+        self.tallies[n] = Tally::default();
+        self.counts[n] = Counts::default();
+    }
+}
