@@ -1,8 +1,8 @@
 //! The arrival-bucket count of the line (`core::fleet::tally`), run beside the room's own
 //! positions: each node tallies the waiting tickets it answers (once an epoch each, by the
 //! stamp the ticket carries), syncs its tally into the fleet's ledger with its report, and
-//! answers positions from the counts its last sync brought back. The engine checks both
-//! answers against the true line.
+//! answers positions from the counts its last sync brought back, moved on since by the
+//! fleet's recent pace of admissions. The engine checks both answers against the true line.
 
 use smart_limit_core::fleet::tally::{Clock, Counts, Ledger, Tally};
 
@@ -14,6 +14,11 @@ pub struct Counted {
     counts: Vec<Counts>,
     /// Per client: its ticket's stamp (when a node last counted it).
     stamps: Vec<Option<u64>>,
+    /// Waiters let in, as the syncs told the fleet: (when, how many so far), the last 5 s.
+    let_in: std::collections::VecDeque<(u64, u64)>,
+    let_in_total: u64,
+    /// Per node slot: when its counts came, and the fleet's admissions per 1,000 s then.
+    moved: Vec<(u64, u64)>,
 }
 
 impl Counted {
@@ -25,6 +30,9 @@ impl Counted {
             tallies: Vec::new(),
             counts: Vec::new(),
             stamps: vec![None; clients],
+            let_in: Default::default(),
+            let_in_total: 0,
+            moved: Vec::new(),
         }
     }
 
@@ -32,6 +40,7 @@ impl Counted {
         if self.tallies.len() <= n {
             self.tallies.resize_with(n + 1, Tally::default);
             self.counts.resize_with(n + 1, Counts::default);
+            self.moved.resize(n + 1, (0, 0));
         }
     }
 
@@ -43,7 +52,11 @@ impl Counted {
         if self.tallies[n].seen(&self.clock, arrival, stamp, now) {
             self.stamps[c] = Some(now);
         }
-        self.counts[n].position(arrival)
+        let told = self.counts[n].position(arrival);
+        // The line moves on between pictures: by the fleet's admissions of the last 5 s.
+        let (at, per_ks) = self.moved[n];
+        let moved = per_ks * now.saturating_sub(at) / 1_000_000;
+        told.saturating_sub(moved).max(1)
     }
 
     /// Client `c` is admitted by node `n`.
@@ -58,6 +71,16 @@ impl Counted {
     pub fn synced(&mut self, n: usize, now: u64, front: u64) {
         self.slot(n);
         let deltas = self.tallies[n].take();
+        self.let_in_total += deltas.let_in.iter().map(|&(_, k)| k).sum::<u64>();
+        self.let_in.push_back((now, self.let_in_total));
+        while self.let_in.front().is_some_and(|&(t, _)| t + 5000 < now) {
+            self.let_in.pop_front();
+        }
+        let per_ks = match self.let_in.front() {
+            Some(&(t, k)) if now > t => (self.let_in_total - k) * 1_000_000 / (now - t),
+            _ => 0,
+        };
+        self.moved[n] = (now, per_ks);
         self.ledger.apply(&deltas, now);
         self.counts[n] = self.ledger.counts(front);
     }
