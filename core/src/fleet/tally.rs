@@ -396,16 +396,18 @@ mod tests {
         // dropped epoch 0: the session counts once.
         ledger.roll(25_000);
         let late = TallyReport {
-            deltas: vec![Delta {
-                epoch: 0,
-                bucket: 1,
-                delta: -1,
-            },
-            Delta {
-                epoch: 5,
-                bucket: 1,
-                delta: 1,
-            }],
+            deltas: vec![
+                Delta {
+                    epoch: 0,
+                    bucket: 1,
+                    delta: -1,
+                },
+                Delta {
+                    epoch: 5,
+                    bucket: 1,
+                    delta: 1,
+                },
+            ],
             ..TallyReport::default()
         };
         ledger.apply(&late, 25_001);
