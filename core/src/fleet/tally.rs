@@ -73,6 +73,25 @@ pub struct TallyReport {
     pub let_in: Vec<(u64, u64)>,
 }
 
+/// Adds `d` to `map[key]`, dropping the entry when it comes to zero (a count that went up and
+/// down again is not sent, nor kept).
+fn bump<K: Ord>(map: &mut BTreeMap<K, i64>, key: K, d: i64) {
+    let e = map.entry(key);
+    match e {
+        std::collections::btree_map::Entry::Occupied(mut o) => {
+            *o.get_mut() += d;
+            if *o.get() == 0 {
+                o.remove();
+            }
+        }
+        std::collections::btree_map::Entry::Vacant(v) => {
+            if d != 0 {
+                v.insert(d);
+            }
+        }
+    }
+}
+
 /// A node's counts since its last sync.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
@@ -82,14 +101,6 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, epoch: u64, bucket: u64, d: i64) {
-        let e = self.deltas.entry((epoch, bucket)).or_insert(0);
-        *e += d;
-        if *e == 0 {
-            self.deltas.remove(&(epoch, bucket));
-        }
-    }
-
     /// A waiting ticket answered at `now`: its place's `arrival`, and the stamp it came with
     /// (`last_seen`; None: it takes its place now). Returns whether the ticket is to be
     /// stamped again (written with `last_seen = now`): it was not counted in this epoch yet.
@@ -102,12 +113,12 @@ impl Tally {
                 return false;
             }
             if clock.live(x, now) {
-                self.add(x, bucket, -1);
+                bump(&mut self.deltas, (x, bucket), -1);
             }
         } else {
             *self.placed.entry(bucket).or_insert(0) += 1;
         }
-        self.add(e, bucket, 1);
+        bump(&mut self.deltas, (e, bucket), 1);
         true
     }
 
@@ -116,7 +127,7 @@ impl Tally {
         let x = clock.epoch(stamp);
         let bucket = Clock::bucket(arrival);
         if clock.live(x, now) {
-            self.add(x, bucket, -1);
+            bump(&mut self.deltas, (x, bucket), -1);
         }
         *self.let_in.entry(bucket).or_insert(0) += 1;
     }
@@ -173,15 +184,7 @@ impl Ledger {
                 break;
             }
             self.by_epoch.remove(&(x, b));
-            self.add_n(b, -c);
-        }
-    }
-
-    fn add_n(&mut self, b: u64, d: i64) {
-        let e = self.n.entry(b).or_insert(0);
-        *e += d;
-        if *e == 0 {
-            self.n.remove(&b);
+            bump(&mut self.n, b, -c);
         }
     }
 
@@ -199,12 +202,8 @@ impl Ledger {
             if !self.clock.live(d.epoch, now) {
                 continue;
             }
-            let e = self.by_epoch.entry((d.epoch, d.bucket)).or_insert(0);
-            *e += d.delta;
-            if *e == 0 {
-                self.by_epoch.remove(&(d.epoch, d.bucket));
-            }
-            self.add_n(d.bucket, d.delta);
+            bump(&mut self.by_epoch, (d.epoch, d.bucket), d.delta);
+            bump(&mut self.n, d.bucket, d.delta);
         }
     }
 
