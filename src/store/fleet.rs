@@ -192,17 +192,7 @@ impl Zone {
                     node.spent_here(p.key, now.saturating_add(p.ttl_ms));
                 }
             }
-            match (verdict, draw) {
-                // Its turn, but the share is used up, and this visit sent the draw: the
-                // request waits for the pool's answer.
-                (
-                    FleetVerdict::Wait {
-                        eta_secs: Some(0), ..
-                    },
-                    Some(draw),
-                ) => Visited::Drawing(draw),
-                (verdict, draw) => Visited::Decided(step(room, &v, verdict, now), draw),
-            }
+            visited(room, &v, verdict, draw, now)
         });
         let (step, draw) = match visited {
             Ok(Visited::Decided(step, draw)) => (step, draw),
@@ -247,13 +237,17 @@ impl Zone {
                         return None;
                     }
                     let verdict = node.decide(w, now, &cfg);
-                    Some((
-                        step(room, &v, verdict, now),
-                        self.draw_to_send(fs, node, now, &cfg),
-                    ))
+                    let draw = self.draw_to_send(fs, node, now, &cfg);
+                    Some(visited(room, &v, verdict, draw, now))
                 })?;
                 match seen {
-                    Some((step, draw)) => {
+                    // The first picture had no share for this node (the sync that brought it
+                    // was sent before the node saw anyone): the client whose turn it is waits
+                    // for the pool's answer and claims its place, as on any visit. Told to
+                    // come back instead, it found the cursor set to its own arrival and
+                    // everyone behind it waited a whole interval (t/274's first round).
+                    Some(Visited::Drawing(d)) => return self.draw_and_claim(fs, v, d, now).await,
+                    Some(Visited::Decided(step, draw)) => {
                         if let Some(d) = draw {
                             self.draw_for_later(fs, d, now);
                         }
@@ -336,36 +330,43 @@ impl Zone {
         d: Draw,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
+        Answer::Later(Box::pin(self.draw_and_claim(fs, v, d, now)))
+    }
+
+    /// The draw sent and waited for (at most [`DRAW_WAIT`]), then the claim.
+    async fn draw_and_claim(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        d: Draw,
+        now: u64,
+    ) -> Result<Decision, StoreError> {
         let want = d.want;
-        let draw = self.fleet_draw(fs, d, now);
-        Answer::Later(Box::pin(async move {
-            let mut draw = Box::pin(draw);
-            let mut limit = Box::pin(ngx::async_::sleep(DRAW_WAIT));
-            let answered = core::future::poll_fn(|cx| {
-                if let Poll::Ready(granted) = draw.as_mut().poll(cx) {
-                    return Poll::Ready(Some(granted));
-                }
-                limit.as_mut().poll(cx).map(|()| None)
-            })
-            .await;
-            if answered.is_none() {
-                // Redis is slow: the client is told to come back in a moment; the places
-                // the draw brings, if any, go to the next clients whose turn it is.
-                self.drawn_later(want, draw);
+        let mut draw = Box::pin(self.fleet_draw(fs, d, now));
+        let mut limit = Box::pin(ngx::async_::sleep(DRAW_WAIT));
+        let answered = core::future::poll_fn(|cx| {
+            if let Poll::Ready(granted) = draw.as_mut().poll(cx) {
+                return Poll::Ready(Some(granted));
             }
-            let now = now_ms();
-            // The places and this client's claim under one lock: no other worker takes them
-            // in between.
-            let step = self.shm.with_fleet(|room, node| {
-                if let Some(granted) = answered {
-                    node.drawn(want, granted);
-                }
-                let verdict =
-                    node.claim(v.sid, v.arrival, now, &fs.cfg_under(&self.limits_at(now)));
-                step(room, &v, verdict, now)
-            })?;
-            self.fleet_decided(step, v, now)
-        }))
+            limit.as_mut().poll(cx).map(|()| None)
+        })
+        .await;
+        if answered.is_none() {
+            // Redis is slow: the client is told to come back in a moment; the places the
+            // draw brings, if any, go to the next clients whose turn it is.
+            self.drawn_later(want, draw);
+        }
+        let now = now_ms();
+        // The places and this client's claim under one lock: no other worker takes them in
+        // between.
+        let step = self.shm.with_fleet(|room, node| {
+            if let Some(granted) = answered {
+                node.drawn(want, granted);
+            }
+            let verdict = node.claim(v.sid, v.arrival, now, &fs.cfg_under(&self.limits_at(now)));
+            step(room, &v, verdict, now)
+        })?;
+        self.fleet_decided(step, v, now)
     }
 
     fn fleet_decided(&self, step: Step, v: Visit, now: u64) -> Result<Decision, StoreError> {
@@ -517,6 +518,26 @@ impl Zone {
 }
 
 /// The node's verdict as the room's: counted, and remembered as the zone remembers any.
+/// What a visit comes to: decided now, or, when it is the client's turn, the node's share is
+/// used up and this visit sent the draw, a wait for the pool's answer.
+fn visited(
+    room: &mut Room,
+    v: &Visit,
+    verdict: FleetVerdict,
+    draw: Option<Draw>,
+    now: u64,
+) -> Visited {
+    match (verdict, draw) {
+        (
+            FleetVerdict::Wait {
+                eta_secs: Some(0), ..
+            },
+            Some(draw),
+        ) => Visited::Drawing(draw),
+        (verdict, draw) => Visited::Decided(step(room, v, verdict, now), draw),
+    }
+}
+
 fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
     match verdict {
         FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),
