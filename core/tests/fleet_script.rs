@@ -341,7 +341,7 @@ fn stale_syncs_and_draws_change_nothing() {
     let now = BASE + 10_000;
     t.sync(1, now, &waiters(&[(11, 1000)]));
     let p = t.sync(1, now + 1000, &waiters(&[]));
-    assert_eq!(p.quota, 3);
+    assert_eq!(p.quota, 2);
     // A sync answered late (sequence 1 again, e.g. a stalled ex-leader's) is refused; so is
     // one of an older configuration.
     let late = Report {
@@ -369,7 +369,7 @@ fn a_second_sync_in_the_interval_keeps_the_node_its_places() {
     let Some(srv) = start() else { return };
     let mut t = Twin::new(srv.port, "reload", cfg(10));
     let now = BASE + 10_500;
-    // Alone, with everyone's polls: 80 % of 10 free places.
+    // Alone, with everyone's polls: half of 10 free places (KEEP_PPM).
     let p = t.sync(
         1,
         now,
@@ -378,15 +378,15 @@ fn a_second_sync_in_the_interval_keeps_the_node_its_places() {
             ..Report::default()
         },
     );
-    assert_eq!(p.quota, 8);
-    // It admits 3, then a reload's new leader syncs in the same interval: it keeps the other 5.
+    assert_eq!(p.quota, 5);
+    // It admits 3, then a reload's new leader syncs in the same interval: it keeps the other 2.
     let r = Report {
         admitted: (1..=3).map(|s| sighting(s, now + 100)).collect(),
         ..Report::default()
     };
     let p = t.sync(1, now + 200, &r);
-    assert_eq!((p.quota, p.fleet_active), (5, 3));
-    // The next interval shares out again: 7 free places, 80 %.
+    assert_eq!((p.quota, p.fleet_active), (2, 3));
+    // The next interval shares out again: 7 free places, half (3.5: 3, the half carried).
     let p = t.sync(
         1,
         now + 1000,
@@ -395,7 +395,7 @@ fn a_second_sync_in_the_interval_keeps_the_node_its_places() {
             ..Report::default()
         },
     );
-    assert_eq!(p.quota, 5);
+    assert_eq!(p.quota, 3);
 }
 
 #[test]
@@ -450,15 +450,15 @@ fn a_picture_gives_when_the_places_it_shares_free() {
         },
     );
     assert_eq!((p.fleet_active, p.expiring, p.free), (128, 128, 130));
-    // The node's quota (80 % of the 130: 104) is the 2 free places, then 102 of the expiring
-    // ones in the order they end: ends of 64 of them evenly by rank (the i-th is held place
-    // floor(i x 102 / 64) - 1), ms from the picture.
-    assert_eq!((p.quota, p.held, p.ends.len()), (104, 102, 64));
+    // The node's quota (half of the 130: 65) is the 2 free places, then 63 of the expiring
+    // ones in the order they end: the ends of all 63 (at most 64 are listed; past that, evenly
+    // by rank), ms from the picture.
+    assert_eq!((p.quota, p.held, p.ends.len()), (65, 63, 63));
     let end = |rank: u64| 100 + 5 * rank;
-    let want: Vec<u64> = (1..=64u64).map(|i| end(i * 102 / 64 - 1)).collect();
+    let want: Vec<u64> = (1..=63u64).map(|i| end(i - 1)).collect();
     assert_eq!(p.ends, want);
     // A second node, in the same interval: the places after the first node's, those of the
-    // last 26 sessions to end (its share of them).
+    // last 65 sessions to end (its share of them).
     let p2 = t.sync(
         2,
         now + 10_001,
@@ -467,7 +467,8 @@ fn a_picture_gives_when_the_places_it_shares_free() {
             ..Report::default()
         },
     );
-    assert!(p2.quota > 0 && p2.quota <= 26, "{}", p2.quota);
+    assert!(p2.quota > 0 && p2.quota <= 65, "{}", p2.quota);
     assert_eq!(p2.held, p2.quota);
-    assert_eq!(p2.ends.first(), Some(&(end(102) - 1)));
+    // (Of 65 held, 64 ends are listed: the first is that of held place floor(65 / 64) - 1.)
+    assert_eq!(p2.ends.first(), Some(&(end(63) - 1)));
 }

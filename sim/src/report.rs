@@ -139,14 +139,15 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
     );
     let _ = writeln!(
         s,
-        "| inversions | share of admissions | worst gap (at t) | during the outage |"
+        "| inversions | share of admissions | over three intervals | worst gap (at t) | during the outage |"
     );
-    let _ = writeln!(s, "|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|");
     let _ = writeln!(
         s,
-        "| {} | {} | {} (t = {}) | {} |\n",
+        "| {} | {} | {} | {} (t = {}) | {} |\n",
         o.inversions.count,
         pct(o.inversions.count as f64 / o.admitted.max(1) as f64),
+        o.inversions.far,
         secs(o.inversions.worst_gap_ms),
         secs(o.worst_inversion.0),
         o.inversions_in_outage

@@ -43,6 +43,9 @@ pub struct Inversions {
     latest: Option<u64>,
     pub count: u64,
     pub worst_gap_ms: u64,
+    /// Inversions of more than three intervals (the rehearsal's checker tolerates up to
+    /// two intervals and a second).
+    pub far: u64,
 }
 
 impl Inversions {
@@ -50,6 +53,7 @@ impl Inversions {
         let inverted = match self.latest {
             Some(l) if l > arrival.saturating_add(slack_ms) => {
                 self.count += 1;
+                self.far += u64::from(l - arrival > slack_ms.saturating_mul(3));
                 self.worst_gap_ms = self.worst_gap_ms.max(l - arrival);
                 true
             }

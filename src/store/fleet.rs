@@ -246,7 +246,11 @@ impl Zone {
                     // for the pool's answer and claims its place, as on any visit. Told to
                     // come back instead, it found the cursor set to its own arrival and
                     // everyone behind it waited a whole interval (t/274's first round).
-                    Some(Visited::Drawing(d)) => return self.draw_and_claim(fs, v, d, now).await,
+                    Some(Visited::Drawing(d)) => {
+                        let want = d.want;
+                        let draw = self.fleet_draw(fs, d, now);
+                        return self.claim_drawn(fs, v, want, draw).await;
+                    }
                     Some(Visited::Decided(step, draw)) => {
                         if let Some(d) = draw {
                             self.draw_for_later(fs, d, now);
@@ -330,19 +334,21 @@ impl Zone {
         d: Draw,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
-        Answer::Later(Box::pin(self.draw_and_claim(fs, v, d, now)))
+        let want = d.want;
+        let draw = self.fleet_draw(fs, d, now);
+        Answer::Later(Box::pin(self.claim_drawn(fs, v, want, draw)))
     }
 
-    /// The draw sent and waited for (at most [`DRAW_WAIT`]), then the claim.
-    async fn draw_and_claim(
+    /// The pool's answer to a draw of `want` places waited for (at most [`DRAW_WAIT`]), then
+    /// the client's claim.
+    async fn claim_drawn(
         &'static self,
         fs: &'static FleetStore,
         v: Visit,
-        d: Draw,
-        now: u64,
+        want: u64,
+        draw: impl Future<Output = Option<Drawn>> + 'static,
     ) -> Result<Decision, StoreError> {
-        let want = d.want;
-        let mut draw = Box::pin(self.fleet_draw(fs, d, now));
+        let mut draw = Box::pin(draw);
         let mut limit = Box::pin(ngx::async_::sleep(DRAW_WAIT));
         let answered = core::future::poll_fn(|cx| {
             if let Poll::Ready(granted) = draw.as_mut().poll(cx) {
@@ -517,7 +523,6 @@ impl Zone {
     }
 }
 
-/// The node's verdict as the room's: counted, and remembered as the zone remembers any.
 /// What a visit comes to: decided now, or, when it is the client's turn, the node's share is
 /// used up and this visit sent the draw, a wait for the pool's answer.
 fn visited(
@@ -538,6 +543,7 @@ fn visited(
     }
 }
 
+/// The node's verdict as the room's: counted, and remembered as the zone remembers any.
 fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
     match verdict {
         FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),

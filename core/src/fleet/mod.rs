@@ -80,7 +80,11 @@ const SAMPLE_SLOTS: usize = if EXACT_LINE > MAX_SAMPLES {
 /// the node keeps exactly (see `fresh.rs`); those past it are told the last of these ranks.
 pub const FRESH_CAP: usize = 1024;
 /// Parts per million of an interval's free places shared out to nodes; the rest is the pool.
-pub const KEEP_PPM: u64 = 800_000;
+/// Half: a client whose turn it is on a node whose share is used up waits for a draw from the
+/// pool, so a larger pool lets the head of the line in wherever it polls (with 80 % shared,
+/// the head polling exhausted nodes watched clients 40 places back go in for 4 s: the
+/// ten-minute rehearsal; docs/fleet.md, "The pool's size", has the simulator's figures).
+pub const KEEP_PPM: u64 = 500_000;
 /// A node unheard of for this many intervals is dropped (its grants released).
 pub const STALE_INTERVALS: u64 = 3;
 /// Most sightings one sync carries (admissions first, then active sessions, then waiters; the
