@@ -26,7 +26,8 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     // them: up to as many again who came within an interval of the third (6 s; not 9 s).
     assert_eq!(p.cursor, BASE + 6000);
     // The first interval shared its 3 free places out by the polls seen so far (node 1's 3),
-    // 80 % of them: 2 to node 1; node 2, reporting later, got 1. Both are reserved.
+    // half of them (KEEP_PPM): 1 to node 1, the half place carried; node 2, reporting later,
+    // got 1. Both are reserved.
     assert_eq!(p.quota, 1);
     // Next interval: node 1 reports (its grant is released, it admitted nobody); node 2's is
     // still reserved until it reports: 2 free places, shared by the polls (node 2's).

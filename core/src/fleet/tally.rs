@@ -21,6 +21,16 @@
 
 use std::collections::BTreeMap;
 
+use crate::redis::resp::Value;
+use crate::redis::ReplyError;
+
+/// [`Ledger`] in Redis (tally.lua): not called by the module yet; checked against the
+/// `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
+pub const TALLY_SCRIPT: &str = include_str!("tally.lua");
+/// (epoch, bucket) entries one call of the script takes off the counts at most when their
+/// epoch leaves the window; the rest go at the next call (bounded work per call).
+pub const ROLL_CAP: u64 = 2048;
+
 /// Width of an arrival bucket.
 pub const BUCKET_MS: u64 = 1000;
 /// Epochs a stamp stays counted after its own: a window of `WINDOW_EPOCHS` whole epochs and the
@@ -90,6 +100,66 @@ fn bump<K: Ord>(map: &mut BTreeMap<K, i64>, key: K, d: i64) {
             }
         }
     }
+}
+
+impl TallyReport {
+    /// The script's arguments after its keys (tally.lua's ARGV), for a call at `now`.
+    pub fn args(&self, clock: &Clock, now: u64, ttl_ms: u64) -> Vec<String> {
+        let mut a = vec![
+            now.to_string(),
+            clock.epoch_ms.max(1).to_string(),
+            WINDOW_EPOCHS.to_string(),
+            ROLL_CAP.to_string(),
+            ttl_ms.max(1).to_string(),
+        ];
+        for pairs in [&self.placed, &self.let_in] {
+            a.push(pairs.len().to_string());
+            for &(b, k) in pairs {
+                a.extend([b.to_string(), k.to_string()]);
+            }
+        }
+        a.push(self.deltas.len().to_string());
+        for d in &self.deltas {
+            a.extend([
+                d.epoch.to_string(),
+                d.bucket.to_string(),
+                d.delta.to_string(),
+            ]);
+        }
+        a
+    }
+}
+
+/// The script's reply: whether every epoch out of the window was taken off (false: more
+/// than [`ROLL_CAP`] entries were due, the rest go at the next call), and the buckets.
+pub fn tally_reply(v: &Value) -> Result<(bool, Vec<Bucket>), ReplyError> {
+    if let Some(text) = v.error_text() {
+        return Err(ReplyError::Server(text.chars().take(200).collect()));
+    }
+    let (rolled, text) = match v {
+        Value::Array(items) => match items.as_slice() {
+            [Value::Int(rolled), Value::Bulk(text)] => (*rolled, text),
+            _ => return Err(ReplyError::Shape("expected an integer and a string")),
+        },
+        _ => return Err(ReplyError::Shape("expected an array")),
+    };
+    let bad = ReplyError::Shape("the counts");
+    let text = core::str::from_utf8(text).map_err(|_| bad.clone())?;
+    let ints = text
+        .split_ascii_whitespace()
+        .map(|w| w.parse::<u64>().map_err(|_| bad.clone()))
+        .collect::<Result<Vec<u64>, _>>()?;
+    if ints.len() % 4 != 0 {
+        return Err(bad);
+    }
+    let buckets = ints
+        .chunks_exact(4)
+        .map(|r| match *r {
+            [bucket, waiting, placed, let_in] => Bucket::of(bucket, waiting, placed, let_in),
+            _ => Bucket::of(0, 0, 0, 0),
+        })
+        .collect();
+    Ok((rolled == 1, buckets))
 }
 
 /// A node's counts since its last sync.
@@ -212,12 +282,12 @@ impl Ledger {
         let part = |m: &BTreeMap<u64, u64>, b: u64| m.get(&b).copied().unwrap_or(0);
         Counts::new(
             self.n.iter().map(|(&b, &c)| {
-                let (placed, let_in) = (part(&self.placed, b), part(&self.let_in, b));
-                Bucket {
-                    bucket: b,
-                    waiting: u64::try_from(c).unwrap_or(0),
-                    let_in_ppm: let_in.min(placed) * 1_000_000 / placed.max(1),
-                }
+                Bucket::of(
+                    b,
+                    u64::try_from(c).unwrap_or(0),
+                    part(&self.placed, b),
+                    part(&self.let_in, b),
+                )
             }),
             front,
         )
@@ -233,6 +303,18 @@ pub struct Bucket {
     /// The part of the bucket's places already let in, in millionths: the line admits by
     /// arrival, so they were its first arrivals, and those waiting are after them.
     pub let_in_ppm: u64,
+}
+
+impl Bucket {
+    /// From the fleet's sums: `waiting` counted, `placed` places taken and `let_in` waiters let
+    /// in since the bucket began.
+    pub fn of(bucket: u64, waiting: u64, placed: u64, let_in: u64) -> Bucket {
+        Bucket {
+            bucket,
+            waiting,
+            let_in_ppm: let_in.min(placed).saturating_mul(1_000_000) / placed.max(1),
+        }
+    }
 }
 
 /// The fleet's counts as a node holds them: buckets in order with the sum before each.
