@@ -8,7 +8,7 @@
 mod support;
 
 use smart_limit_core::fleet::tally::{
-    tally_reply, Bucket, Clock, Counts, Ledger, Tally, TallyReport, ROLL_CAP, TALLY_SCRIPT,
+    tally_reply, Bucket, Clock, Counts, Delta, Ledger, Tally, TallyReport, TALLY_KEYS, TALLY_SCRIPT,
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::ReplyError;
@@ -20,22 +20,22 @@ const TTL: u64 = 600_000;
 
 /// The script's keys for one room.
 fn keys(room: &str) -> Vec<String> {
-    ["by_epoch", "index", "n", "placed", "let_in"]
+    TALLY_KEYS
         .iter()
         .map(|k| format!("smart_limit:{{{room}}}:tally:{k}"))
         .collect()
 }
 
 /// One call of the script: its reply, parsed.
-fn call(c: &mut Client, room: &str, r: &TallyReport, clock: &Clock, now: u64) -> (bool, Counts) {
+fn call(c: &mut Client, room: &str, r: &TallyReport, clock: &Clock, now: u64) -> Counts {
     let keys = keys(room);
     let args = r.args(clock, now, TTL);
-    let mut all: Vec<&str> = vec!["EVAL", TALLY_SCRIPT, "5"];
+    let n = TALLY_KEYS.len().to_string();
+    let mut all: Vec<&str> = vec!["EVAL", TALLY_SCRIPT, &n];
     all.extend(keys.iter().map(String::as_str));
     all.extend(args.iter().map(String::as_str));
     let reply = c.cmd(&packed(&all));
-    let (rolled, buckets) = tally_reply(&reply).unwrap();
-    (rolled, Counts::new(buckets, 0))
+    Counts::new(tally_reply(&reply).unwrap(), 0)
 }
 
 /// xorshift64*: the same clients every run.
@@ -101,8 +101,7 @@ fn the_script_counts_as_the_ledger_does_through_polls_admissions_and_rolls() {
             let n = (step % 10) as usize;
             let report = nodes[n].take();
             ledger.apply(&report, now);
-            let (rolled, counts) = call(&mut c, "twin", &report, &clock, now);
-            assert!(rolled, "at step {step}");
+            let counts = call(&mut c, "twin", &report, &clock, now);
             assert_eq!(counts, ledger.counts(0), "at step {step}");
             compared += 1;
             peak = peak.max(counts.total());
@@ -113,62 +112,62 @@ fn the_script_counts_as_the_ledger_does_through_polls_admissions_and_rolls() {
     assert!(peak > 50, "{peak} of {} clients", clients.len());
     let end = BASE + 150_000 + PRESENCE * 2;
     ledger.apply(&TallyReport::default(), end);
-    let (_, counts) = call(&mut c, "twin", &TallyReport::default(), &clock, end);
+    let counts = call(&mut c, "twin", &TallyReport::default(), &clock, end);
     assert_eq!(counts, ledger.counts(0));
     assert_eq!(counts.total(), 0);
 }
 
 #[test]
-fn a_roll_longer_than_the_cap_is_finished_by_the_next_calls() {
+fn an_epoch_leaves_whole_and_its_slot_serves_a_later_one() {
     let Some(srv) = start() else { return };
     let mut c = Client::connect(srv.port).unwrap();
     let clock = Clock::new(PRESENCE);
     let mut ledger = Ledger::new(clock);
-    // One node counts ROLL_CAP + 10 buckets (one waiter each) in one epoch.
-    let mut t = Tally::default();
-    let n = ROLL_CAP + 10;
-    for i in 0..n {
-        t.seen(&clock, BASE - 3_600_000 + i * 1000, None, BASE);
-    }
-    let report = t.take();
+    let e = clock.epoch(BASE);
+    let delta = |epoch: u64, bucket: u64, delta: i64| Delta {
+        epoch,
+        bucket,
+        delta,
+    };
+    // 3,000 buckets of one waiter each in epoch e, 2 waiters of bucket 7 in e + 1, and deltas
+    // the window refuses: one to an epoch gone, one two epochs ahead.
+    let mut report = TallyReport {
+        deltas: (0..3000).map(|b| delta(e, 100 + b, 1)).collect(),
+        ..TallyReport::default()
+    };
+    report
+        .deltas
+        .extend([delta(e + 1, 7, 2), delta(e - 5, 9, 4), delta(e + 2, 9, 8)]);
     ledger.apply(&report, BASE);
-    let (rolled, counts) = call(&mut c, "cap", &report, &clock, BASE);
-    assert!(rolled);
-    assert_eq!(counts.total(), n);
-    assert_eq!(counts, ledger.counts(0));
-    // A window later, nobody was seen again: the first call takes ROLL_CAP entries off and says
-    // it did not finish; the next takes the rest.
-    let later = BASE + PRESENCE * 2;
-    let (rolled, counts) = call(&mut c, "cap", &TallyReport::default(), &clock, later);
-    assert!(!rolled);
-    assert_eq!(counts.total(), 10);
-    let (rolled, counts) = call(&mut c, "cap", &TallyReport::default(), &clock, later + 1);
-    ledger.roll(later + 1);
-    assert!(rolled);
-    assert_eq!((counts.total(), counts), (0, ledger.counts(0)));
+    let counts = call(&mut c, "slots", &report, &clock, BASE);
+    assert_eq!((counts.total(), &counts), (3002, &ledger.counts(0)));
+    // Epoch e + 6 takes epoch e's slot: e left the window whole, e + 1 with it; a waiter of
+    // bucket 8 is counted in e + 6.
+    let later = BASE + 6 * clock.epoch_ms;
+    let report = TallyReport {
+        deltas: vec![delta(e + 6, 8, 1)],
+        ..TallyReport::default()
+    };
+    ledger.apply(&report, later);
+    let counts = call(&mut c, "slots", &report, &clock, later);
+    assert_eq!((counts.total(), &counts), (1, &ledger.counts(0)));
 }
 
 #[test]
 fn a_broken_reply_is_an_error_not_counts() {
-    let reply = |rolled: i64, text: &str| {
-        Value::Array(vec![
-            Value::Int(rolled),
-            Value::Bulk(text.as_bytes().to_vec()),
-        ])
-    };
+    let reply = |text: &str| Value::Bulk(text.as_bytes().to_vec());
     assert_eq!(
-        tally_reply(&reply(1, "7 2 3 1 9 1 1 0")).unwrap(),
-        (true, vec![Bucket::of(7, 2, 3, 1), Bucket::of(9, 1, 1, 0)])
+        tally_reply(&reply("7 2 3 1 9 1 1 0")).unwrap(),
+        vec![Bucket::of(7, 2, 3, 1), Bucket::of(9, 1, 1, 0)]
     );
-    assert_eq!(tally_reply(&reply(0, "")).unwrap(), (false, vec![]));
+    assert_eq!(tally_reply(&reply("")).unwrap(), vec![]);
     let broken = [
         Value::Int(1),
         Value::Array(vec![]),
-        Value::Array(vec![Value::Int(1)]),
-        reply(1, "7 2 3"),
-        reply(1, "7 -2 3 1"),
-        reply(1, "7 2 3 x"),
-        Value::Array(vec![Value::Int(1), Value::Int(7)]),
+        Value::Nil,
+        reply("7 2 3"),
+        reply("7 -2 3 1"),
+        reply("7 2 3 x"),
         Value::Error(b"ERR smart_limit tally: bad arguments".to_vec()),
     ];
     for v in broken {

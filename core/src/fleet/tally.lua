@@ -1,37 +1,39 @@
 -- The fleet's arrival-bucket counts ([S22]): what `Ledger` in tally.rs keeps, in Redis. Not
 -- called by the module yet: the picture still comes from the line's samples (script.lua). It
--- is here, with its twin test against a real redis-server (core/tests/fleet_tally_script.rs),
--- so that the module's counts start from a script already checked against the Rust rules.
+-- is here, with its twin test against a real redis-server (core/tests/fleet_tally_script.rs)
+-- and its bench (scripts/bench --tally), so that the module's counts start from a script
+-- already checked against the Rust rules and measured.
 --
 -- A node sends what it counted since its last sync (Tally::take): per (epoch, bucket) how
 -- many waiting tickets it stamped there, less those it moved out; per bucket the places taken
--- and the waiters let in. The script adds them, first taking off the epochs that left the
--- window (at most ARGV[4] entries a call: the rest go at the next call), and answers the
--- counts per bucket.
+-- and the waiters let in. Each live epoch has a hash of its own, bucket -> count, in one of
+-- SLOTS keys (the epoch modulo SLOTS: more slots than live epochs, so a slot is always free
+-- for the next epoch). An epoch that leaves the window is dropped whole (one UNLINK): no
+-- per-entry work. The counts are the sums over the live epochs' hashes, made in the reply.
 --
--- Work per call: the entries the report carries, the entries rolled (capped), and the buckets
--- of the reply (one per second of arrivals the line spans). None grows with how many wait.
+-- Work per call: the live epochs' hashes, and the places and let-in hashes, read once each (one
+-- field per second of arrivals the line spans); the report's entries added in Lua and written
+-- back a thousand fields a call. None of it grows with how many wait.
 --
--- KEYS: [1] by epoch: hash "epoch:bucket" -> sessions last stamped there
---       [2] index: sorted set of the by-epoch fields, scored by epoch (what to roll)
---       [3] n: hash bucket -> the sum over the live epochs
---       [4] placed: hash bucket -> places taken   [5] let in: hash bucket -> waiters let in
+-- KEYS: [1..6] the epoch slots (hash bucket -> sessions last stamped there in that epoch)
+--       [7] which epoch each slot holds (hash slot -> epoch)
+--       [8] places taken (hash bucket -> count)   [9] waiters let in (hash bucket -> count)
 -- ARGV: [1] now (ms)  [2] epoch (ms)  [3] window (epochs a stamp stays counted after its own)
---       [4] roll cap  [5] key TTL (ms)
+--       [4] key TTL (ms)
 --       then the report: count, (bucket, k) x count placed; count, (bucket, k) x count let
 --       in; count, (epoch, bucket, delta) x count
--- Reply: {1 if every dead epoch was rolled else 0, "bucket waiting placed let_in ..." for each
---        bucket whose count is above 0, by bucket, as one string (an array of integers would
---        be capped at 1,024 elements by the module's reply parser; a bulk string at 1 MiB,
---        about 35,000 buckets: ten hours of arrivals)}
+-- Reply: "bucket waiting placed let_in ..." for each bucket whose count is above 0, by
+--        bucket, as one string (an array of integers would be capped at 1,024 elements by the
+--        module's reply parser; a bulk string at 1 MiB, about 35,000 buckets: ten hours of
+--        arrivals)
 
-local K_BY, K_IDX, K_N, K_PL, K_LI = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local SLOTS = 6
+local K_META, K_PL, K_LI = KEYS[7], KEYS[8], KEYS[9]
 local now = tonumber(ARGV[1])
 local epoch_ms = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
-local cap = tonumber(ARGV[4])
-local ttl = tonumber(ARGV[5])
-if not (now and epoch_ms and window and cap and ttl) or epoch_ms < 1 then
+local ttl = tonumber(ARGV[4])
+if not (now and epoch_ms and window and ttl) or epoch_ms < 1 or window + 2 > SLOTS then
   return redis.error_reply('ERR smart_limit tally: bad arguments')
 end
 
@@ -39,93 +41,151 @@ local function digits(x)
   return string.format('%.0f', x)
 end
 
--- Adds d to a hash field and drops the field at 0 (a count that went up and down again is not
--- kept); returns the new value.
-local function bump(key, field, d)
-  local v = redis.call('HINCRBY', key, field, d)
-  if v == 0 then
-    redis.call('HDEL', key, field)
-  end
-  return v
-end
-
 local current = math.floor(now / epoch_ms)
--- A stamp of epoch x counts while x + window >= the current epoch.
+-- A stamp of epoch x counts while x + window >= the current epoch; one an epoch ahead (a
+-- node whose clock runs a little ahead) counts too, one further ahead does not (window + 2
+-- epochs at most are live: no more than SLOTS, so no two live epochs share a slot).
 local function live(x)
-  return x + window >= current
+  return x + window >= current and x <= current + 1
 end
 
--- The epochs that left the window, off the counts (their sessions were not seen for a window).
-local dead = redis.call('ZRANGEBYSCORE', K_IDX, '-inf', '(' .. digits(current - window),
-  'LIMIT', 0, cap)
-for _, field in ipairs(dead) do
-  local c = tonumber(redis.call('HGET', K_BY, field)) or 0
-  redis.call('HDEL', K_BY, field)
-  redis.call('ZREM', K_IDX, field)
-  local b = string.match(field, ':(%d+)$')
-  if b and c ~= 0 then
-    bump(K_N, b, -c)
+-- Which epoch each slot holds; a slot whose epoch left the window is dropped whole.
+local held = {}
+local meta = redis.call('HGETALL', K_META)
+for j = 1, #meta, 2 do
+  local s, x = tonumber(meta[j]), tonumber(meta[j + 1])
+  if s and x and s >= 0 and s < SLOTS then
+    if live(x) then
+      held[s] = x
+    else
+      redis.call('UNLINK', KEYS[s + 1])
+      redis.call('HDEL', K_META, meta[j])
+    end
   end
 end
-local rolled_all = 1
-if #dead >= cap then
-  local more = redis.call('ZRANGEBYSCORE', K_IDX, '-inf', '(' .. digits(current - window),
-    'LIMIT', 0, 1)
-  if #more > 0 then
-    rolled_all = 0
+
+-- Each live epoch's hash, read once: the report's deltas are added here and written back in
+-- batches, and the counts are summed from these tables. (A HINCRBY per entry instead cost
+-- about as much on the 2-core machine: scripts/bench --tally; most of the time is Lua's.)
+local slot = {}
+for s, _ in pairs(held) do
+  local t = {}
+  local flat = redis.call('HGETALL', KEYS[s + 1])
+  for j = 1, #flat, 2 do
+    t[flat[j]] = tonumber(flat[j + 1]) or 0
   end
+  slot[s] = t
 end
 
 -- The report.
-local i = 6
+local i = 5
 local function take()
   local v = tonumber(ARGV[i])
   i = i + 1
   return v
 end
+-- A bucket as the report spells it: its decimal digits, the hash field as is (a
+-- string.format per entry cost more than the rest of its work).
+local function take_field()
+  local v = ARGV[i]
+  i = i + 1
+  if v and string.find(v, '^%d+$') then
+    return v
+  end
+  return nil
+end
 for _, key in ipairs({K_PL, K_LI}) do
   local count = take() or 0
   for _ = 1, count do
-    local b, k = take(), take()
+    local b, k = take_field(), take()
     if b and k then
-      redis.call('HINCRBY', key, digits(b), k)
+      redis.call('HINCRBY', key, b, k)
     end
   end
 end
+local changed = {}
 local deltas = take() or 0
 for _ = 1, deltas do
-  local x, b, d = take(), take(), take()
+  local x, field, d = take(), take_field(), take()
   -- A delta to an epoch out of the window is dropped: its sessions have left the counts.
-  if x and b and d and d ~= 0 and live(x) then
-    local field = digits(x) .. ':' .. digits(b)
-    if bump(K_BY, field, d) == 0 then
-      redis.call('ZREM', K_IDX, field)
-    else
-      redis.call('ZADD', K_IDX, x, field)
+  if x and field and d and d ~= 0 and live(x) then
+    local s = x % SLOTS
+    if held[s] ~= x then
+      -- (A live epoch's slot holds no other live epoch: it was free, or dropped above.)
+      redis.call('UNLINK', KEYS[s + 1])
+      redis.call('HSET', K_META, digits(s), digits(x))
+      held[s] = x
+      slot[s] = {}
     end
-    bump(K_N, digits(b), d)
+    slot[s][field] = (slot[s][field] or 0) + d
+    changed[s] = changed[s] or {}
+    changed[s][field] = true
   end
 end
 
-for _, key in ipairs({K_BY, K_IDX, K_N, K_PL, K_LI}) do
-  redis.call('PEXPIRE', key, ttl)
+-- The changes written back, a thousand fields a call (a count back at 0 is deleted).
+local BATCH = 1000
+for s, fields in pairs(changed) do
+  local set, del = {}, {}
+  local function flush(force)
+    if #set >= 2 * BATCH or (force and #set > 0) then
+      redis.call('HSET', KEYS[s + 1], unpack(set))
+      set = {}
+    end
+    if #del >= BATCH or (force and #del > 0) then
+      redis.call('HDEL', KEYS[s + 1], unpack(del))
+      del = {}
+    end
+  end
+  for field, _ in pairs(fields) do
+    local v = slot[s][field]
+    if v == 0 then
+      del[#del + 1] = field
+    else
+      set[#set + 1] = field
+      set[#set + 1] = tostring(v)
+    end
+    flush(false)
+  end
+  flush(true)
 end
 
--- The counts, by bucket.
-local flat = redis.call('HGETALL', K_N)
+for k = 1, 9 do
+  redis.call('PEXPIRE', KEYS[k], ttl)
+end
+
+-- The counts: per bucket, the sum over the live epochs.
+local sums = {}
+for _, t in pairs(slot) do
+  for b, c in pairs(t) do
+    sums[b] = (sums[b] or 0) + c
+  end
+end
+local function map(key)
+  local m = {}
+  local flat = redis.call('HGETALL', key)
+  for j = 1, #flat, 2 do
+    m[flat[j]] = flat[j + 1]
+  end
+  return m
+end
+local placed, let_in = map(K_PL), map(K_LI)
 local rows = {}
-for j = 1, #flat, 2 do
-  local b, c = tonumber(flat[j]), tonumber(flat[j + 1])
-  if b and c and c > 0 then
-    rows[#rows + 1] = {b, c}
+for b, c in pairs(sums) do
+  if c > 0 then
+    rows[#rows + 1] = b
   end
 end
-table.sort(rows, function(a, b) return a[1] < b[1] end)
+-- Buckets are digits without leading zeros: shorter is smaller, then as strings.
+table.sort(rows, function(x, y)
+  if #x ~= #y then
+    return #x < #y
+  end
+  return x < y
+end)
 local parts = {}
-for _, r in ipairs(rows) do
-  local b = digits(r[1])
-  parts[#parts + 1] = b .. ' ' .. digits(r[2]) .. ' '
-    .. digits(tonumber(redis.call('HGET', K_PL, b)) or 0) .. ' '
-    .. digits(tonumber(redis.call('HGET', K_LI, b)) or 0)
+for _, b in ipairs(rows) do
+  parts[#parts + 1] = b .. ' ' .. tostring(sums[b]) .. ' ' .. (placed[b] or '0') .. ' '
+    .. (let_in[b] or '0')
 end
-return {rolled_all, table.concat(parts, ' ')}
+return table.concat(parts, ' ')

@@ -27,9 +27,11 @@ use crate::redis::ReplyError;
 /// [`Ledger`] in Redis (tally.lua): not called by the module yet; checked against the
 /// `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
 pub const TALLY_SCRIPT: &str = include_str!("tally.lua");
-/// (epoch, bucket) entries one call of the script takes off the counts at most when their
-/// epoch leaves the window; the rest go at the next call (bounded work per call).
-pub const ROLL_CAP: u64 = 2048;
+/// The script's keys after the room's prefix: six epoch slots (more than the live epochs), the
+/// slots' epochs, places taken, waiters let in.
+pub const TALLY_KEYS: [&str; 9] = [
+    "e0", "e1", "e2", "e3", "e4", "e5", "epochs", "placed", "let_in",
+];
 
 /// Width of an arrival bucket.
 pub const BUCKET_MS: u64 = 1000;
@@ -109,7 +111,6 @@ impl TallyReport {
             now.to_string(),
             clock.epoch_ms.max(1).to_string(),
             WINDOW_EPOCHS.to_string(),
-            ROLL_CAP.to_string(),
             ttl_ms.max(1).to_string(),
         ];
         for pairs in [&self.placed, &self.let_in] {
@@ -130,18 +131,13 @@ impl TallyReport {
     }
 }
 
-/// The script's reply: whether every epoch out of the window was taken off (false: more
-/// than [`ROLL_CAP`] entries were due, the rest go at the next call), and the buckets.
-pub fn tally_reply(v: &Value) -> Result<(bool, Vec<Bucket>), ReplyError> {
+/// The script's reply: the buckets whose count is above 0, by bucket.
+pub fn tally_reply(v: &Value) -> Result<Vec<Bucket>, ReplyError> {
     if let Some(text) = v.error_text() {
         return Err(ReplyError::Server(text.chars().take(200).collect()));
     }
-    let (rolled, text) = match v {
-        Value::Array(items) => match items.as_slice() {
-            [Value::Int(rolled), Value::Bulk(text)] => (*rolled, text),
-            _ => return Err(ReplyError::Shape("expected an integer and a string")),
-        },
-        _ => return Err(ReplyError::Shape("expected an array")),
+    let Value::Bulk(text) = v else {
+        return Err(ReplyError::Shape("expected a string"));
     };
     let bad = ReplyError::Shape("the counts");
     let text = core::str::from_utf8(text).map_err(|_| bad.clone())?;
@@ -152,14 +148,13 @@ pub fn tally_reply(v: &Value) -> Result<(bool, Vec<Bucket>), ReplyError> {
     if ints.len() % 4 != 0 {
         return Err(bad);
     }
-    let buckets = ints
+    Ok(ints
         .chunks_exact(4)
         .map(|r| match *r {
             [bucket, waiting, placed, let_in] => Bucket::of(bucket, waiting, placed, let_in),
             _ => Bucket::of(0, 0, 0, 0),
         })
-        .collect();
-    Ok((rolled == 1, buckets))
+        .collect())
 }
 
 /// A node's counts since its last sync.
@@ -259,7 +254,8 @@ impl Ledger {
     }
 
     /// A node's deltas, at `now`. A delta to an epoch already out of the window is dropped:
-    /// that epoch's sessions have left the counts already.
+    /// that epoch's sessions have left the counts already; so is one more than an epoch ahead
+    /// of `now` (a clock far ahead: the script keeps six epochs at most).
     pub fn apply(&mut self, report: &TallyReport, now: u64) {
         self.roll(now);
         for &(b, k) in &report.placed {
@@ -268,8 +264,9 @@ impl Ledger {
         for &(b, k) in &report.let_in {
             *self.let_in.entry(b).or_insert(0) += k;
         }
+        let ahead = self.clock.epoch(now).saturating_add(1);
         for d in &report.deltas {
-            if !self.clock.live(d.epoch, now) {
+            if !self.clock.live(d.epoch, now) || d.epoch > ahead {
                 continue;
             }
             bump(&mut self.by_epoch, (d.epoch, d.bucket), d.delta);
