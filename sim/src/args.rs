@@ -57,6 +57,8 @@ pub struct Args {
     pub active_every_ms: u64,
     pub stay_ms: u64,
     pub abandon: f64,
+    /// A waiting client's poll comes its period times 1 ± this, uniformly.
+    pub jitter: f64,
     pub max_active: u64,
     pub interval_ms: u64,
     pub active_window_ms: u64,
@@ -92,6 +94,7 @@ impl Default for Args {
             active_every_ms: 5_000,
             stay_ms: 60_000,
             abandon: 0.1,
+            jitter: 0.2,
             max_active: 5000,
             interval_ms: 1000,
             active_window_ms: 20_000,
@@ -139,6 +142,9 @@ WORKLOAD
     --abandon P           probability that a client gives up waiting (stops polling), at a
                           time uniform between its arrival and the end of the run
                           [default: 0.1]
+    --jitter F            a waiting client polls after its period times 1 +- F, uniformly
+                          (0.03: each client keeps its phase against the syncs' ticks, as a
+                          browser following its page's refresh does) [default: 0.2]
 
 FLEET
     --nodes N             nodes [default: 3]
@@ -292,6 +298,12 @@ where
                 a.abandon = match v.trim().parse::<f64>() {
                     Ok(p) if (0.0..=1.0).contains(&p) => p,
                     _ => return err(format!("{f}: expected a probability in 0..1, got \"{v}\"")),
+                }
+            }
+            "jitter" => {
+                a.jitter = match v.trim().parse::<f64>() {
+                    Ok(p) if (0.0..=0.9).contains(&p) => p,
+                    _ => return err(format!("{f}: expected a fraction in 0..0.9, got \"{v}\"")),
                 }
             }
             "max-active" => a.max_active = int(&f, v)?,
@@ -457,6 +469,10 @@ impl Args {
             let w: Vec<String> = self.weights.iter().map(|w| format!("{w}")).collect();
             c += &format!(" --weights {}", w.join(","));
         }
+        // (Only when not the default: runs without it print what they printed before.)
+        if self.jitter != Args::default().jitter {
+            c += &format!(" --jitter {}", self.jitter);
+        }
         c += &format!(
             " --refresh {} --active-every {} --stay {} --abandon {} --max-active {} \
              --interval-ms {} --active-window-ms {} --presence-ms {} --seconds {} --seed {} \
@@ -538,6 +554,8 @@ mod tests {
             "90",
             "--abandon",
             "0.25",
+            "--jitter",
+            "0.05",
             "--max-active",
             "100",
             "--interval-ms",
@@ -582,6 +600,7 @@ mod tests {
             (8000, 2000, 90_000)
         );
         assert_eq!(a.abandon, 0.25);
+        assert_eq!(a.jitter, 0.05);
         assert_eq!(
             (
                 a.max_active,
@@ -613,6 +632,7 @@ mod tests {
             (&["--nodes", "0"][..], "--nodes"),
             (&["--curve", "square"][..], "--curve"),
             (&["--abandon", "1.5"][..], "--abandon"),
+            (&["--jitter", "0.95"][..], "--jitter"),
             (&["--outage", "300"][..], "--outage"),
             (&["--outage-report", "maybe"][..], "--outage-report"),
             (&["--arrive", "-1"][..], "--arrive"),

@@ -579,7 +579,7 @@ impl Engine {
     }
 
     fn next_poll(&mut self, c: usize, now: u64, every_ms: u64) {
-        let next = now + self.rng.jitter(every_ms);
+        let next = now + self.rng.spread(every_ms, self.a.jitter);
         // One who gives up before the next poll is seen going at that moment.
         let at = next.min(self.clients[c].abandon_at);
         self.schedule(at, c);

@@ -31,7 +31,13 @@ impl Rng {
 
     /// `ms` with +-20 % jitter (at least 1 ms): clients' timers drift apart, as real ones do.
     pub fn jitter(&mut self, ms: u64) -> u64 {
-        ((ms as f64 * (0.8 + 0.4 * self.f64())).round() as u64).max(1)
+        self.spread(ms, 0.2)
+    }
+
+    /// `ms` times 1 +- `f`, uniformly (at least 1). (With 0.2, the very numbers `jitter`
+    /// gave before it took this form: 1 - 0.2 and 2 x 0.2 are 0.8 and 0.4 exactly.)
+    pub fn spread(&mut self, ms: u64, f: f64) -> u64 {
+        ((ms as f64 * ((1.0 - f) + 2.0 * f * self.f64())).round() as u64).max(1)
     }
 }
 
