@@ -12,7 +12,7 @@ use smart_limit_core::fleet::tally::{
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::ReplyError;
-use support::{packed, start, Client};
+use support::{packed, start, Client, Server};
 
 const BASE: u64 = 1_800_000_000_000;
 const PRESENCE: u64 = 20_000; // epochs of 5 s
@@ -50,6 +50,15 @@ impl Rng {
     }
 }
 
+/// A server, a connection to it, the room's clock and the Rust twin, for one test (None: no
+/// `redis-server` here).
+fn twin() -> Option<(Server, Client, Clock, Ledger)> {
+    let srv = start()?;
+    let c = Client::connect(srv.port).unwrap();
+    let clock = Clock::new(PRESENCE);
+    Some((srv, c, clock, Ledger::new(clock)))
+}
+
 struct Person {
     arrival: u64,
     stamp: Option<u64>,
@@ -58,17 +67,16 @@ struct Person {
 
 #[test]
 fn the_script_counts_as_the_ledger_does_through_polls_admissions_and_rolls() {
-    let Some(srv) = start() else { return };
-    let mut c = Client::connect(srv.port).unwrap();
-    let clock = Clock::new(PRESENCE);
-    let mut ledger = Ledger::new(clock);
+    let Some((_srv, mut c, clock, mut ledger)) = twin() else {
+        return;
+    };
     let mut nodes = [Tally::default(), Tally::default(), Tally::default()];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut clients: Vec<Person> = Vec::new();
     let (mut compared, mut peak) = (0, 0);
-    // 150 s in 100 ms steps: clients arrive for the first 90 s, poll every 1-5 s on any node
-    // (round robin as often as not), a few are let in, some stop polling (their count leaves
-    // with the window).
+    // 150 s in 100 ms steps: clients arrive for the first 90 s and poll about every 3 s (a
+    // chance in 30 each step), each time on one of the three nodes at random; a few are let
+    // in, some stop polling (their count leaves with the window).
     for step in 0..1_500u64 {
         let now = BASE + step * 100;
         if step < 900 && rng.below(3) == 0 {
@@ -119,10 +127,9 @@ fn the_script_counts_as_the_ledger_does_through_polls_admissions_and_rolls() {
 
 #[test]
 fn an_epoch_leaves_whole_and_its_slot_serves_a_later_one() {
-    let Some(srv) = start() else { return };
-    let mut c = Client::connect(srv.port).unwrap();
-    let clock = Clock::new(PRESENCE);
-    let mut ledger = Ledger::new(clock);
+    let Some((_srv, mut c, clock, mut ledger)) = twin() else {
+        return;
+    };
     let e = clock.epoch(BASE);
     let delta = |epoch: u64, bucket: u64, delta: i64| Delta {
         epoch,

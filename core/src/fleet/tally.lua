@@ -84,12 +84,13 @@ local function take()
   i = i + 1
   return v
 end
--- A bucket as the report spells it: its decimal digits, the hash field as is (a
--- string.format per entry cost more than the rest of its work).
+-- A bucket as the report spells it, the hash field as is: its decimal digits without a
+-- leading zero (one field per bucket, and the sort below relies on it). Formatting each one
+-- instead (string.format) was 1.4 ms of a 600-bucket call's 2.6 ms of parsing.
 local function take_field()
   local v = ARGV[i]
   i = i + 1
-  if v and string.find(v, '^%d+$') then
+  if v and (v == '0' or string.find(v, '^[1-9]%d*$')) then
     return v
   end
   return nil

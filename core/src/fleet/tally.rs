@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use crate::redis::resp::Value;
-use crate::redis::ReplyError;
+use crate::redis::{server_error, ReplyError};
 
 /// [`Ledger`] in Redis (tally.lua): not called by the module yet; checked against the
 /// `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
@@ -133,8 +133,8 @@ impl TallyReport {
 
 /// The script's reply: the buckets whose count is above 0, by bucket.
 pub fn tally_reply(v: &Value) -> Result<Vec<Bucket>, ReplyError> {
-    if let Some(text) = v.error_text() {
-        return Err(ReplyError::Server(text.chars().take(200).collect()));
+    if let Some(e) = server_error(v) {
+        return Err(e);
     }
     let Value::Bulk(text) = v else {
         return Err(ReplyError::Shape("expected a string"));

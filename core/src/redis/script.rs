@@ -65,7 +65,9 @@ impl fmt::Display for ReplyError {
 
 impl std::error::Error for ReplyError {}
 
-fn server_error(v: &Value) -> Option<ReplyError> {
+/// An error reply as a [`ReplyError`] (`NOSCRIPT` told apart, the text shortened); None for
+/// any other reply.
+pub fn server_error(v: &Value) -> Option<ReplyError> {
     let text = v.error_text()?;
     if text.starts_with("NOSCRIPT") {
         return Some(ReplyError::NoScript);
