@@ -9,7 +9,9 @@
 
 mod support;
 
-use smart_limit_core::fleet::{Fence, FleetConfig, Report, SpentProof, SyncAnswer, EXACT_LINE};
+use smart_limit_core::fleet::{
+    Ask, Fence, FleetConfig, Report, SpentProof, SyncAnswer, EXACT_LINE,
+};
 use support::start;
 use support::twin::{cfg, fence, sighting, waiter, waiters, Twin, BASE};
 
@@ -48,6 +50,65 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     };
     let p = t.sync(1, now + 2000, &r);
     assert_eq!((p.fleet_active, p.queue_len), (1, 4));
+}
+
+/// Interval W0 of the starved-mark tests: node 1 sees five waiters (arrived at 1..5 s) and
+/// takes its share; node 2 draws the pool empty for the youngest, then finds it empty for the
+/// head (`starve`), or does not (no mark).
+fn starved_room(t: &mut Twin, now: u64, starve: bool) {
+    let line = [(11, 1000), (12, 2000), (13, 3000), (14, 4000), (15, 5000)];
+    t.sync(1, now, &waiters(&line));
+    t.sync(2, now + 1, &waiters(&[]));
+    if starve {
+        assert!(t.draw_for(2, now + 2, 50, BASE + 5000) < 50);
+        assert_eq!(t.draw_for(2, now + 3, 1, BASE + 1000), 0);
+    }
+}
+
+/// An interval's syncs, node 2 first (so the rooms compared share the same free places).
+fn next_interval(t: &mut Twin, now: u64, r1: &Report) {
+    t.sync(2, now, &waiters(&[]));
+    t.sync(1, now + 1, r1);
+}
+
+#[test]
+fn the_pool_keeps_a_place_for_the_oldest_client_a_draw_found_it_empty_for() {
+    let Some(srv) = start() else { return };
+    let now = BASE + 10_000;
+    // Without a mark, a draw for a young client takes what the pool has.
+    let mut plain = Twin::new(srv.port, "unmarked", cfg(6));
+    starved_room(&mut plain, now, false);
+    next_interval(&mut plain, now + 1000, &waiters(&[]));
+    let all = plain.draw_for(2, now + 1010, 50, BASE + 5000);
+    assert!(all >= 2, "the pool has places to keep: {all}");
+    assert_eq!(plain.draw_for(1, now + 1011, 1, BASE + 1000), 0);
+    // With the head found starved in the interval before, the pool keeps one place from the
+    // young client's draw, and a draw for the head takes it, on any node; then the mark is
+    // gone and nothing more is kept.
+    let mut t = Twin::new(srv.port, "marked", cfg(6));
+    starved_room(&mut t, now, true);
+    next_interval(&mut t, now + 1000, &waiters(&[]));
+    assert_eq!(t.draw_for(2, now + 1010, 50, BASE + 5000), all - 1);
+    assert_eq!(t.draw_for(1, now + 1011, 1, BASE + 1000), 1);
+    assert_eq!(t.draw_for(2, now + 1012, 1, BASE + 5000), 0);
+    // A mark lasts the interval it was set in and the next: two intervals on, nothing kept.
+    let mut t = Twin::new(srv.port, "lapsed", cfg(6));
+    starved_room(&mut t, now, true);
+    next_interval(&mut t, now + 2000, &waiters(&[]));
+    let later = t.draw_for(2, now + 2010, 50, BASE + 5000);
+    assert!(later >= 2, "{later}");
+    assert_eq!(t.draw_for(1, now + 2011, 1, BASE + 1000), 0);
+    // The head let in (node 1 reports it): nobody at or before the mark waits, nothing kept.
+    let mut t = Twin::new(srv.port, "served", cfg(6));
+    starved_room(&mut t, now, true);
+    let admitted = Report {
+        admitted: vec![sighting(11, now + 900)],
+        ..Report::default()
+    };
+    next_interval(&mut t, now + 1000, &admitted);
+    let left = t.draw_for(2, now + 1010, 50, BASE + 5000);
+    assert!(left >= 1, "{left}");
+    assert_eq!(t.draw_for(1, now + 1011, 1, BASE + 2000), 0);
 }
 
 #[test]
@@ -290,7 +351,12 @@ fn random_syncs_and_draws_match_the_model() {
         }
         let node = 1 + next(3);
         if next(10) == 0 {
-            t.draw(node, now, 1 + next(4));
+            // For no client known, or for one of those waiting (the starved mark).
+            let oldest = match next(3) {
+                0 => 0,
+                _ => waiting.get(next(4) as usize).map_or(BASE, |w| BASE + w.1),
+            };
+            t.draw_for(node, now, 1 + next(4), oldest);
             continue;
         }
         let mut r = Report {
@@ -359,7 +425,14 @@ fn stale_syncs_and_draws_change_nothing() {
     };
     assert_eq!(t.sync_fenced(old_gen, now + 1100, &late), SyncAnswer::Stale);
     // A draw sent before the node's last sync was run is refused.
-    assert_eq!(t.draw_fenced(fence(1, 1, now + 1200), now + 1200, 1), 0);
+    assert_eq!(
+        t.draw_fenced(
+            fence(1, 1, now + 1200),
+            now + 1200,
+            Ask { want: 1, oldest: 0 }
+        ),
+        0
+    );
     // Nothing moved: the line still has 11, nobody is active.
     let p = t.sync(2, now + 1300, &waiters(&[]));
     assert_eq!((p.fleet_active, p.queue_len), (0, 1));

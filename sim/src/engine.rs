@@ -511,14 +511,15 @@ impl Engine {
             first
         };
         if !outage {
-            if let Some(want) = node.take_draw(now, &self.cfg) {
+            if let Some(ask) = node.take_draw(now, &self.cfg) {
+                let want = ask.want;
                 let fence = Fence {
                     node_id: node.node_id(),
                     generation: 1,
                     window: window_end(now, self.cfg.interval_ms),
                     seq: node.seq(),
                 };
-                let drawn = self.model.draw(fence, now, want);
+                let drawn = self.model.draw(fence, now, ask);
                 let granted = drawn.granted;
                 node.drawn(want, Some(drawn));
                 self.out.draws += 1;

@@ -36,8 +36,8 @@ use ngx::ffi::ngx_conf_t;
 use smart_limit_core::challenge::FLEET_FRESH_MS;
 use smart_limit_core::fleet::MAX_SYNCS_PER_INTERVAL;
 use smart_limit_core::fleet::{
-    draw_reply, picture_reply, Drawn, Fence, FleetConfig, FleetNode, FleetScript, FleetSnapshot,
-    FleetVerdict, Report, RoomPicture, SyncAnswer, Waiter,
+    draw_reply, picture_reply, Ask, Drawn, Fence, FleetConfig, FleetNode, FleetScript,
+    FleetSnapshot, FleetVerdict, Report, RoomPicture, SyncAnswer, Waiter,
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::{Form, ReplyError, SpentProof};
@@ -135,6 +135,8 @@ struct Draw {
     node_id: u64,
     seq: u64,
     want: u64,
+    /// The oldest arrival among the clients it is for (the script's starved mark).
+    oldest: u64,
 }
 
 /// A visit under the zone's lock: decided, perhaps with a pool draw to send for clients turned
@@ -317,11 +319,12 @@ impl Zone {
         if !fs.client()?.available(now) {
             return None;
         }
-        let want = node.take_draw(now, cfg)?;
+        let ask = node.take_draw(now, cfg)?;
         Some(Draw {
             node_id: node.node_id(),
             seq: node.seq(),
-            want,
+            want: ask.want,
+            oldest: ask.oldest,
         })
     }
 
@@ -438,12 +441,15 @@ impl Zone {
             window: window_end(now, fs.cfg.interval_ms),
             seq: d.seq,
         };
-        let want = d.want;
+        let ask = Ask {
+            want: d.want,
+            oldest: d.oldest,
+        };
         let max_active = self.limits_at(now).max_active;
         async move {
             let client = fs.client()?;
             let reply = client
-                .eval(|form| fs.script.draw(form, fence, 0, want, max_active))
+                .eval(|form| fs.script.draw(form, fence, 0, ask, max_active))
                 .await;
             match reply.map(|value| draw_reply(&value)) {
                 Ok(Ok(drawn)) => {

@@ -11,8 +11,8 @@ use super::{Sample, Sighting, SpentProof, WaiterSighting, ENDS_CAP, FRESH_CAP, S
 
 use crate::sync::leader::Leadership;
 
-// "SLFLEET", version 8 (7 + a small line whole in the picture: sessions in its samples)
-const MAGIC: u64 = 0x534c_464c_4545_5408;
+// "SLFLEET", version 9 (8 + the oldest arrival a draw is for, and the oldest told)
+const MAGIC: u64 = 0x534c_464c_4545_5409;
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -45,8 +45,16 @@ pub(super) struct Header {
     pub(super) age_carry: u64,
     /// The window the pool was found empty in (no more draws until the next picture).
     pub(super) pool_empty_window: u64,
-    /// Clients whose turn it was, turned away for want of a place since the last draw.
+    /// Clients whose turn it was, turned away for want of a place since the last draw, and
+    /// the oldest arrival among them (0: none).
     pub(super) want: u64,
+    pub(super) want_oldest: u64,
+    /// The oldest arrival the draw in flight is for, and the oldest a draw came back short
+    /// for since the picture came (0: none): with the pool found empty, only a client who
+    /// arrived before it is worth another draw (the starved mark, see
+    /// [`FleetNode::take_draw`]).
+    pub(super) draw_oldest: u64,
+    pub(super) told_oldest: u64,
     /// When the draw in flight was sent (0: none).
     pub(super) draw_since: u64,
     /// The last window a tick (re)granted the quota in.

@@ -370,6 +370,15 @@ pub fn lottery_arrival(lottery: Range<u64>) -> Option<u64> {
     Some(lottery.start + crate::util::random::u64().ok()? % span)
 }
 
+/// A pool draw to send ([`FleetNode::take_draw`]): the places wanted, and the oldest arrival
+/// among the clients they are for (the script keeps a place of the pool for the oldest client
+/// a draw found it empty for: its starved mark).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ask {
+    pub want: u64,
+    pub oldest: u64,
+}
+
 /// What the node says to a client without a valid admitted ticket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FleetVerdict {

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::flood_model::FloodModel;
 #[cfg(test)]
 use super::Sighting;
-use super::{Drawn, Fence, FleetConfig, Report, RoomPicture, SyncAnswer};
+use super::{Ask, Drawn, Fence, FleetConfig, Report, RoomPicture, SyncAnswer};
 use super::{SpentProof, ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 use crate::room::gcra::Rate;
 
@@ -158,6 +158,10 @@ pub struct FleetModel {
     spent: Vec<SpentEntry>,
     spent_seq: u64,
     spent_told: HashMap<u64, u64>,
+    /// The starved mark and the window it was set in (the script's "starved",
+    /// "starved_win").
+    starved: u64,
+    starved_win: u64,
     /// Script calls made (syncs and draws).
     pub calls: u64,
 }
@@ -258,6 +262,8 @@ impl FleetModel {
             spent: Vec::new(),
             spent_seq: 0,
             spent_told: HashMap::new(),
+            starved: 0,
+            starved_win: 0,
             nodes: HashMap::new(),
             active: BySight::default(),
             present: BySight::default(),
@@ -407,8 +413,9 @@ impl FleetModel {
             .collect()
     }
 
-    /// The script's "draw": up to `want` places.
-    pub fn draw(&mut self, f: Fence, now: u64, want: u64) -> Drawn {
+    /// The script's "draw": up to `ask.want` places.
+    pub fn draw(&mut self, f: Fence, now: u64, ask: Ask) -> Drawn {
+        let Ask { want, oldest } = ask;
         self.calls += 1;
         self.hear(now);
         self.trim_active(now);
@@ -422,11 +429,26 @@ impl FleetModel {
         }
         let (reserved, _, _) = self.census(f.node_id, now);
         me.seen = now;
-        let left =
-            self.cfg.max_active as i128 - active as i128 - (reserved + me.grant + me.draws) as i128;
+        let mut mark = self.starved;
+        let head = self.at_rank(0);
+        let stale = self.starved_win.saturating_add(self.cfg.interval_ms) < f.window;
+        if mark != 0 && (stale || head.is_none_or(|h| h > mark)) {
+            mark = 0;
+        }
+        let ours = mark != 0 && oldest != 0 && oldest <= mark;
+        let kept = u64::from(mark != 0 && !ours);
+        let left = self.cfg.max_active as i128
+            - active as i128
+            - (reserved + me.grant + me.draws + kept) as i128;
         let granted = (want as i128).min(left).max(0) as u64;
         me.draws += granted;
         self.nodes.insert(f.node_id, me);
+        if ours && granted > 0 {
+            mark = 0;
+        } else if granted < want && oldest != 0 && (mark == 0 || oldest <= mark) {
+            (mark, self.starved_win) = (oldest, f.window);
+        }
+        self.starved = mark;
         Drawn {
             granted,
             seq: me.seq,
@@ -640,7 +662,11 @@ mod tests {
             now += next(300);
             let node = 1 + next(3) as usize;
             if next(3) == 0 {
-                let d = m.draw(fence(node as u64, seqs[node], now), now, 1 + next(5));
+                let ask = Ask {
+                    want: 1 + next(5),
+                    oldest: 0,
+                };
+                let d = m.draw(fence(node as u64, seqs[node], now), now, ask);
                 if d.seq == seqs[node] {
                     held[node] += d.granted;
                 }

@@ -6,7 +6,7 @@ use super::layout::{record, Seen};
 use super::layout::{Sight, ACTIVE_TAG};
 use super::{Sample, Sighting, WaiterSighting};
 
-use super::{Drawn, FleetConfig, FleetNode, FleetVerdict, Header, Waiter};
+use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Header, Waiter};
 
 impl<'m> FleetNode<'m> {
     /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
@@ -41,8 +41,10 @@ impl<'m> FleetNode<'m> {
             return FleetVerdict::Admit;
         }
         // (A share held for sessions about to end has its places coming: no draw for them.)
-        if !self.pool_empty() && self.hdr.quota_left == 0 {
-            self.hdr.want += 1;
+        if self.hdr.quota_left == 0 && (!self.pool_empty() || self.untold(arrival)) {
+            let h = &mut *self.hdr;
+            h.want += 1;
+            h.want_oldest = oldest(h.want_oldest, arrival);
         }
         // The picture said nobody waits, and now someone does: until the next picture,
         // nobody who came later is let in ahead of it (the place drawn for it is its own).
@@ -193,16 +195,37 @@ impl<'m> FleetNode<'m> {
     /// Places to ask the fleet's pool for now, if any: as many as clients whose turn it was
     /// were turned away since the last draw, one draw in flight per node (one that has not
     /// answered within an interval is given up).
-    pub fn take_draw(&mut self, now: u64, cfg: &FleetConfig) -> Option<u64> {
-        let h = &mut *self.hdr;
+    ///
+    /// Once the pool was found empty, a draw goes only for a client older than any a draw
+    /// was sent for since the picture: the script marks the oldest client a draw found the
+    /// pool empty for (its starved mark) and keeps the pool's next place for a draw for a
+    /// client at or before the mark, wherever it polls. Places are given in the order clients
+    /// poll, so without this a head of the line whose polls keep one phase past the interval's
+    /// start (a browser following its page's whole-second refresh; the syncs on the clock's
+    /// multiples of the interval) could find its node's share and the pool used up at every
+    /// poll, while clients further back took what another node had left (the ten-minute
+    /// rehearsal, docs/benchmarks.md run 4: the head told position 1 for 7 s).
+    pub fn take_draw(&mut self, now: u64, cfg: &FleetConfig) -> Option<Ask> {
+        let h = &*self.hdr;
         let busy = h.draw_since != 0 && now.saturating_sub(h.draw_since) < cfg.interval_ms;
-        if h.want == 0 || busy || self.pool_empty() {
+        if h.want == 0 || busy || (self.pool_empty() && !self.untold(h.want_oldest)) {
             return None;
         }
         let h = &mut *self.hdr;
         h.draw_since = now.max(1);
         h.draws += 1;
-        Some(core::mem::take(&mut h.want))
+        let ask = Ask {
+            want: core::mem::take(&mut h.want),
+            oldest: core::mem::take(&mut h.want_oldest),
+        };
+        h.draw_oldest = ask.oldest;
+        Some(ask)
+    }
+
+    /// Whether a client who arrived at `arrival` is older than any a draw came back short for
+    /// since the picture.
+    fn untold(&self, arrival: u64) -> bool {
+        arrival != 0 && (self.hdr.told_oldest == 0 || arrival < self.hdr.told_oldest)
     }
 
     /// The node's last sync sent (a draw carries it: the script refuses a draw sent before
@@ -226,6 +249,7 @@ impl<'m> FleetNode<'m> {
         h.quota_left += got;
         if got < asked {
             h.pool_empty_window = h.window_ms;
+            h.told_oldest = oldest(h.told_oldest, h.draw_oldest);
         }
     }
 
@@ -474,6 +498,14 @@ impl<'m> FleetNode<'m> {
     }
 
     // ------------------------------------------------------------------ the sync
+}
+
+/// The older of two arrivals, 0 standing for none.
+fn oldest(a: u64, b: u64) -> u64 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (a, b) => a.min(b),
+    }
 }
 
 /// How many places the line gains an interval, as the last picture saw it: the free places,

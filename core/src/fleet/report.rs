@@ -154,6 +154,7 @@ impl<'m> FleetNode<'m> {
         }
         h.pressure = u64::from(p.pressure) + 1;
         h.pool_empty_window = 0;
+        h.told_oldest = 0;
         h.syncs += 1;
         let n = p.samples.len().min(self.samples.len());
         for (slot, s) in self.samples.iter_mut().zip(p.samples.iter()) {

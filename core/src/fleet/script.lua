@@ -13,7 +13,8 @@
 --                               expiry is held at that time, for which nodes), "pr_win" /
 --                               "pr_in" / "pr_out" / "pr_r" / "pr_d" / "pr_ch" (the pressure),
 --                               "spent_seq" and "s:<id>" (spent proofs: the last number, and
---                               the last each node was told), and one
+--                               the last each node was told), "starved" / "starved_win" (the
+--                               starved mark, in "draw", and the window it was set in), and one
 --                               field per node, "n:<id>":
 --                               "seen grant draws alloc_win polls carry gen seq"
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
@@ -43,7 +44,8 @@
 --   reported it ("n n ...", one per KEYS[7..])  [22] newcomers that took a place on the node
 --   since its last sync, [23] challenges it gave since (the fleet's pressure, below)
 --   [24] proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)
---   draw only: [15] places wanted
+--   draw only: [15] places wanted  [16] the oldest arrival (ms) among the clients they are for
+--   (0: not known; the starved mark, in "draw" below)
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
 -- sequence) is not newer than the last one this node's entry saw is stale (a stalled ex-leader,
 -- a retry answered late): it changes nothing and gets {-1}. A draw sent before the node's last
@@ -264,8 +266,29 @@ if op == 'draw' then
   end
   local reserved = census()
   me.seen = now
-  local granted = math.max(math.min(want, max_active - active - reserved - me.grant - me.draws), 0)
+  -- The starved mark: the oldest arrival a draw found the pool empty for, set in this interval
+  -- or the last, while someone who arrived at or before it still waits. The pool keeps one
+  -- place for a draw for a client at or before the mark (FleetNode::take_draw says why); the
+  -- first such draw that gets a place clears the mark. Two reads and one write.
+  local oldest = number(ARGV[16])
+  local st = redis.call('HMGET', K_FLEET, 'starved', 'starved_win')
+  local mark, mark_win = number(st[1]), number(st[2])
+  if mark ~= 0 then
+    local head = tonumber(redis.call('ZRANGE', K_ARRIVAL, 0, 0, 'WITHSCORES')[2])
+    if mark_win + interval < window or not head or head > mark then mark = 0 end
+  end
+  local ours = mark ~= 0 and oldest ~= 0 and oldest <= mark
+  local kept = 0
+  if mark ~= 0 and not ours then kept = 1 end
+  local granted = math.max(math.min(want,
+    max_active - active - reserved - me.grant - me.draws - kept), 0)
   me.draws = me.draws + granted
+  if ours and granted > 0 then
+    mark = 0
+  elseif granted < want and oldest ~= 0 and (mark == 0 or oldest <= mark) then
+    mark, mark_win = oldest, window
+  end
+  redis.call('HSET', K_FLEET, 'starved', digits(mark), 'starved_win', digits(mark_win))
   save()
   return {granted, active, me.seq}
 end

@@ -1,7 +1,7 @@
 //! The fleet room's script in Redis (`script.lua`): its arguments, and its replies (the
 //! fleet's picture, a pool draw) read fallibly.
 
-use super::{FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, EXACT_LINE, MAX_SAMPLES};
+use super::{Ask, FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, EXACT_LINE, MAX_SAMPLES};
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
 use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
@@ -156,10 +156,12 @@ impl FleetScript {
         cmd.get_packed_command()
     }
 
-    /// A draw of up to `want` places from the pool (`f.seq`: the node's last sync sent).
-    pub fn draw(&self, form: Form, f: Fence, now: u64, want: u64, max_active: u64) -> Vec<u8> {
+    /// A draw of up to `ask.want` places from the pool, for clients the oldest of whom
+    /// arrived at `ask.oldest` (`f.seq`: the node's last sync sent).
+    pub fn draw(&self, form: Form, f: Fence, now: u64, ask: Ask, max_active: u64) -> Vec<u8> {
         self.head(form, ("draw", &[]), f, now, max_active)
-            .arg(want)
+            .arg(ask.want)
+            .arg(ask.oldest)
             .get_packed_command()
     }
 }

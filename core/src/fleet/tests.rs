@@ -172,7 +172,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             eta_secs: Some(0)
         }
     );
-    assert_eq!(n.take_draw(1100, &c), Some(1));
+    assert_eq!(n.take_draw(1100, &c).map(|a| a.want), Some(1));
     // One draw in flight at a time.
     assert!(matches!(
         n.visit(w(2, 200), 1150, &c),
@@ -187,7 +187,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
         n.visit(w(5, 150), 1210, &c),
         FleetVerdict::Wait { .. }
     ));
-    assert_eq!(n.take_draw(1210, &c), Some(2));
+    assert_eq!(n.take_draw(1210, &c).map(|a| a.want), Some(2));
     // The pool is empty: no more draws this interval.
     n.drawn(2, got(0));
     assert!(matches!(
@@ -195,6 +195,30 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
         FleetVerdict::Wait { .. }
     ));
     assert_eq!(n.take_draw(1220, &c), None);
+    // Except for a client older than any the pool was found empty for (150): its draw tells
+    // the script, which keeps the pool's next place for it (the starved mark).
+    assert!(matches!(
+        n.visit(w(6, 180), 1230, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1230, &c), None);
+    assert!(matches!(
+        n.visit(w(7, 120), 1240, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(
+        n.take_draw(1240, &c),
+        Some(Ask {
+            want: 1,
+            oldest: 120
+        })
+    );
+    n.drawn(1, got(0));
+    assert!(matches!(
+        n.visit(w(7, 120), 1250, &c),
+        FleetVerdict::Wait { .. }
+    ));
+    assert_eq!(n.take_draw(1250, &c), None);
     // Younger than the cursor: waits, at its place in the fleet's line.
     assert!(matches!(
         n.visit(w(3, 300), 1100, &c),
@@ -211,7 +235,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     let r = n.take_report();
     let sids = |v: &[Sighting]| v.iter().map(|e| (e.sid, e.at)).collect::<Vec<_>>();
     assert_eq!(sids(&r.admitted), vec![(1, 1100), (2, 1200)]);
-    assert_eq!(r.polls, 9);
+    assert_eq!(r.polls, 12);
     // Each waiter once per half presence (the admitted ones included: they were waiting),
     // at its latest sighting.
     let waiters = r
@@ -225,6 +249,8 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             (1, 100, 1100),
             (2, 200, 1200),
             (5, 150, 1220),
+            (6, 180, 1230),
+            (7, 120, 1250),
             (3, 300, 1100),
             (4, 900, 1100)
         ]
@@ -267,7 +293,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
         n.visit(w(2, 1020), 1020, &c),
         FleetVerdict::Wait { .. }
     ));
-    assert_eq!(n.take_draw(1020, &c), Some(1));
+    assert_eq!(n.take_draw(1020, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(1));
     // C, who came after B, does not take B's place ...
     assert!(matches!(
@@ -285,7 +311,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             ..
         }
     ));
-    assert_eq!(n.take_draw(1510, &c), Some(1));
+    assert_eq!(n.take_draw(1510, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(1));
     assert_eq!(n.claim(4, 1005, 1512, &c), FleetVerdict::Admit);
     // The pool had nothing for E (who came before D): it waits, by its place in the line.
@@ -293,7 +319,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
         n.visit(w(5, 1002), 1520, &c),
         FleetVerdict::Wait { .. }
     ));
-    assert_eq!(n.take_draw(1520, &c), Some(1));
+    assert_eq!(n.take_draw(1520, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(0));
     assert!(matches!(
         n.claim(5, 1002, 1522, &c),

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use smart_limit_core::fleet::{
-    draw_reply, picture_reply, Fence, FleetConfig, FleetModel, FleetScript, Report, RoomPicture,
-    Sighting, SyncAnswer, WaiterSighting,
+    draw_reply, picture_reply, Ask, Fence, FleetConfig, FleetModel, FleetScript, Report,
+    RoomPicture, Sighting, SyncAnswer, WaiterSighting,
 };
 use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::Form;
@@ -91,14 +91,14 @@ impl Twin {
         }
     }
 
-    pub fn draw_fenced(&mut self, f: Fence, now: u64, want: u64) -> u64 {
+    pub fn draw_fenced(&mut self, f: Fence, now: u64, ask: Ask) -> u64 {
         let v = self
             .redis
-            .cmd(&self.script.draw(Form::Sha, f, now, want, self.max_active));
+            .cmd(&self.script.draw(Form::Sha, f, now, ask, self.max_active));
         let got = draw_reply(&v).unwrap_or_else(|e| panic!("{e}: {v:?}"));
         assert_eq!(
             got,
-            self.model.draw(f, now, want),
+            self.model.draw(f, now, ask),
             "draw of node {} at {now}",
             f.node_id
         );
@@ -106,8 +106,13 @@ impl Twin {
     }
 
     pub fn draw(&mut self, node: u64, now: u64, want: u64) -> u64 {
+        self.draw_for(node, now, want, 0)
+    }
+
+    /// A draw for clients the oldest of whom arrived at `oldest` (0: not known).
+    pub fn draw_for(&mut self, node: u64, now: u64, want: u64, oldest: u64) -> u64 {
         let seq = self.seqs.get(&node).copied().unwrap_or(0);
-        self.draw_fenced(fence(node, seq, now), now, want)
+        self.draw_fenced(fence(node, seq, now), now, Ask { want, oldest })
     }
 }
 

@@ -41,7 +41,7 @@ fn expiring_places_are_taken_as_their_sessions_end() {
     assert!(admitted(&mut n, 3, 1400));
     // Its share used up: a draw for the next one.
     assert!(!admitted(&mut n, 4, 1450));
-    assert_eq!(n.take_draw(1450, &c), Some(1));
+    assert_eq!(n.take_draw(1450, &c).map(|a| a.want), Some(1));
 
     // More than ENDS_CAP held: the ends of ENDS_CAP of them evenly by rank; once the i-th has
     // passed, i x held / ENDS_CAP have ended. 128 held: 2 per end.
