@@ -52,10 +52,13 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     assert_eq!((p.fleet_active, p.queue_len), (1, 4));
 }
 
-/// Interval W0 of the starved-mark tests: node 1 sees five waiters (arrived at 1..5 s) and
-/// takes its share; node 2 draws the pool empty for the youngest, then finds it empty for the
-/// head (`starve`), or does not (no mark).
-fn starved_room(t: &mut Twin, now: u64, starve: bool) {
+/// A room for the starved-mark tests. Interval W0 (`now`): node 1 sees five waiters (arrived
+/// at 1..5 s) and takes its share; node 2 draws the pool empty for the youngest, then finds it
+/// empty for the head (`starve`), or does not (no mark). Then the syncs of the interval `later`
+/// ms on, node 2 first (so the rooms compared share the same free places), node 1 reporting
+/// `r1`.
+fn starved_room(port: u16, name: &str, now: u64, starve: bool, later: u64, r1: &Report) -> Twin {
+    let mut t = Twin::new(port, name, cfg(6));
     let line = [(11, 1000), (12, 2000), (13, 3000), (14, 4000), (15, 5000)];
     t.sync(1, now, &waiters(&line));
     t.sync(2, now + 1, &waiters(&[]));
@@ -63,52 +66,47 @@ fn starved_room(t: &mut Twin, now: u64, starve: bool) {
         assert!(t.draw_for(2, now + 2, 50, BASE + 5000) < 50);
         assert_eq!(t.draw_for(2, now + 3, 1, BASE + 1000), 0);
     }
+    t.sync(2, now + later, &waiters(&[]));
+    t.sync(1, now + later + 1, r1);
+    t
 }
 
-/// An interval's syncs, node 2 first (so the rooms compared share the same free places).
-fn next_interval(t: &mut Twin, now: u64, r1: &Report) {
-    t.sync(2, now, &waiters(&[]));
-    t.sync(1, now + 1, r1);
+/// Node 2 draws all it can for the youngest (arrived at 5 s), then node 1 one place for a
+/// client who arrived at `head` ms: what each got.
+fn young_then_head(t: &mut Twin, at: u64, head: u64) -> (u64, u64) {
+    let young = t.draw_for(2, at, 50, BASE + 5000);
+    (young, t.draw_for(1, at + 1, 1, BASE + head))
 }
 
 #[test]
 fn the_pool_keeps_a_place_for_the_oldest_client_a_draw_found_it_empty_for() {
     let Some(srv) = start() else { return };
-    let now = BASE + 10_000;
+    let (now, none) = (BASE + 10_000, waiters(&[]));
     // Without a mark, a draw for a young client takes what the pool has.
-    let mut plain = Twin::new(srv.port, "unmarked", cfg(6));
-    starved_room(&mut plain, now, false);
-    next_interval(&mut plain, now + 1000, &waiters(&[]));
-    let all = plain.draw_for(2, now + 1010, 50, BASE + 5000);
+    let mut t = starved_room(srv.port, "unmarked", now, false, 1000, &none);
+    let (all, head) = young_then_head(&mut t, now + 1010, 1000);
     assert!(all >= 2, "the pool has places to keep: {all}");
-    assert_eq!(plain.draw_for(1, now + 1011, 1, BASE + 1000), 0);
+    assert_eq!(head, 0);
     // With the head found starved in the interval before, the pool keeps one place from the
     // young client's draw, and a draw for the head takes it, on any node; then the mark is
     // gone and nothing more is kept.
-    let mut t = Twin::new(srv.port, "marked", cfg(6));
-    starved_room(&mut t, now, true);
-    next_interval(&mut t, now + 1000, &waiters(&[]));
-    assert_eq!(t.draw_for(2, now + 1010, 50, BASE + 5000), all - 1);
-    assert_eq!(t.draw_for(1, now + 1011, 1, BASE + 1000), 1);
+    let mut t = starved_room(srv.port, "marked", now, true, 1000, &none);
+    assert_eq!(young_then_head(&mut t, now + 1010, 1000), (all - 1, 1));
     assert_eq!(t.draw_for(2, now + 1012, 1, BASE + 5000), 0);
     // A mark lasts the interval it was set in and the next: two intervals on, nothing kept.
-    let mut t = Twin::new(srv.port, "lapsed", cfg(6));
-    starved_room(&mut t, now, true);
-    next_interval(&mut t, now + 2000, &waiters(&[]));
-    let later = t.draw_for(2, now + 2010, 50, BASE + 5000);
+    let mut t = starved_room(srv.port, "lapsed", now, true, 2000, &none);
+    let (later, head) = young_then_head(&mut t, now + 2010, 1000);
     assert!(later >= 2, "{later}");
-    assert_eq!(t.draw_for(1, now + 2011, 1, BASE + 1000), 0);
+    assert_eq!(head, 0);
     // The head let in (node 1 reports it): nobody at or before the mark waits, nothing kept.
-    let mut t = Twin::new(srv.port, "served", cfg(6));
-    starved_room(&mut t, now, true);
     let admitted = Report {
         admitted: vec![sighting(11, now + 900)],
         ..Report::default()
     };
-    next_interval(&mut t, now + 1000, &admitted);
-    let left = t.draw_for(2, now + 1010, 50, BASE + 5000);
+    let mut t = starved_room(srv.port, "served", now, true, 1000, &admitted);
+    let (left, next) = young_then_head(&mut t, now + 1010, 2000);
     assert!(left >= 1, "{left}");
-    assert_eq!(t.draw_for(1, now + 1011, 1, BASE + 2000), 0);
+    assert_eq!(next, 0);
 }
 
 #[test]
