@@ -134,9 +134,8 @@ enum Step {
 struct Draw {
     node_id: u64,
     seq: u64,
-    want: u64,
-    /// The oldest arrival among the clients it is for (the script's starved mark).
-    oldest: u64,
+    /// The places wanted, and the oldest arrival among the clients they are for.
+    ask: Ask,
 }
 
 /// A visit under the zone's lock: decided, perhaps with a pool draw to send for clients turned
@@ -249,7 +248,7 @@ impl Zone {
                     // come back instead, it found the cursor set to its own arrival and
                     // everyone behind it waited a whole interval (t/274's first round).
                     Some(Visited::Drawing(d)) => {
-                        let want = d.want;
+                        let want = d.ask.want;
                         let draw = self.fleet_draw(fs, d, now);
                         return self.claim_drawn(fs, v, want, draw).await;
                     }
@@ -323,8 +322,7 @@ impl Zone {
         Some(Draw {
             node_id: node.node_id(),
             seq: node.seq(),
-            want: ask.want,
-            oldest: ask.oldest,
+            ask,
         })
     }
 
@@ -337,7 +335,7 @@ impl Zone {
         d: Draw,
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
-        let want = d.want;
+        let want = d.ask.want;
         let draw = self.fleet_draw(fs, d, now);
         Answer::Later(Box::pin(self.claim_drawn(fs, v, want, draw)))
     }
@@ -414,7 +412,7 @@ impl Zone {
 
     /// Sends a pool draw no request waits for (see [`Zone::drawn_later`]).
     fn draw_for_later(&'static self, fs: &'static FleetStore, d: Draw, now: u64) {
-        self.drawn_later(d.want, self.fleet_draw(fs, d, now));
+        self.drawn_later(d.ask.want, self.fleet_draw(fs, d, now));
     }
 
     /// A draw no request waits for: its places go to the next clients whose turn it is.
@@ -441,10 +439,7 @@ impl Zone {
             window: window_end(now, fs.cfg.interval_ms),
             seq: d.seq,
         };
-        let ask = Ask {
-            want: d.want,
-            oldest: d.oldest,
-        };
+        let ask = d.ask;
         let max_active = self.limits_at(now).max_active;
         async move {
             let client = fs.client()?;

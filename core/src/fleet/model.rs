@@ -430,9 +430,8 @@ impl FleetModel {
         let (reserved, _, _) = self.census(f.node_id, now);
         me.seen = now;
         let mut mark = self.starved;
-        let head = self.at_rank(0);
         let stale = self.starved_win.saturating_add(self.cfg.interval_ms) < f.window;
-        if mark != 0 && (stale || head.is_none_or(|h| h > mark)) {
+        if mark != 0 && (stale || self.at_rank(0).is_none_or(|h| h > mark)) {
             mark = 0;
         }
         let ours = mark != 0 && oldest != 0 && oldest <= mark;

@@ -197,7 +197,7 @@ impl<'m> FleetNode<'m> {
     /// answered within an interval is given up).
     ///
     /// Once the pool was found empty, a draw goes only for a client older than any a draw
-    /// was sent for since the picture: the script marks the oldest client a draw found the
+    /// came back short for since the picture: the script marks the oldest client a draw found the
     /// pool empty for (its starved mark) and keeps the pool's next place for a draw for a
     /// client at or before the mark, wherever it polls. Places are given in the order clients
     /// poll, so without this a head of the line whose polls keep one phase past the interval's

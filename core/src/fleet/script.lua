@@ -269,10 +269,12 @@ if op == 'draw' then
   -- The starved mark: the oldest arrival a draw found the pool empty for, set in this interval
   -- or the last, while someone who arrived at or before it still waits. The pool keeps one
   -- place for a draw for a client at or before the mark (FleetNode::take_draw says why); the
-  -- first such draw that gets a place clears the mark. Two reads and one write.
+  -- first such draw that gets a place clears the mark. At most two reads and one write (none
+  -- when the mark stays as it was).
   local oldest = number(ARGV[16])
   local st = redis.call('HMGET', K_FLEET, 'starved', 'starved_win')
   local mark, mark_win = number(st[1]), number(st[2])
+  local was, was_win = mark, mark_win
   if mark ~= 0 then
     local head = tonumber(redis.call('ZRANGE', K_ARRIVAL, 0, 0, 'WITHSCORES')[2])
     if mark_win + interval < window or not head or head > mark then mark = 0 end
@@ -288,7 +290,9 @@ if op == 'draw' then
   elseif granted < want and oldest ~= 0 and (mark == 0 or oldest <= mark) then
     mark, mark_win = oldest, window
   end
-  redis.call('HSET', K_FLEET, 'starved', digits(mark), 'starved_win', digits(mark_win))
+  if mark ~= was or mark_win ~= was_win then
+    redis.call('HSET', K_FLEET, 'starved', digits(mark), 'starved_win', digits(mark_win))
+  end
   save()
   return {granted, active, me.seq}
 end
