@@ -324,6 +324,90 @@ fn an_admitted_session_never_rejoins_the_line() {
     assert_eq!(p.samples[0].arrival, BASE + 2000);
 }
 
+/// The grants' held places are the last of an interval to free, and are of one interval end
+/// (hz): places an earlier end's grant still waits for are given to nobody else, and a late
+/// sync of an earlier window does not move the end.
+#[test]
+fn held_places_of_two_interval_ends_are_never_given_twice() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "two_ends", cfg(10));
+    let tick = BASE + 20_000;
+    // The room is full: 10 sessions, whose windows end at tick + 700, + 800, ... + 1600.
+    let r = Report {
+        active: (0..10)
+            .map(|k| sighting(1 + k, tick - 9_300 + 100 * k))
+            .collect(),
+        polls: 10,
+        ..Report::default()
+    };
+    t.sync(1, tick - 5_000, &r);
+    let polls = |n| Report {
+        polls: n,
+        ..Report::default()
+    };
+    // Node 1, 600 ms into the interval (its end: tick + 1600): 9 places free by then, its
+    // half 4, the last 4 to free (tick + 1200 .. + 1500).
+    let p1 = t.sync(1, tick + 600, &polls(10));
+    assert_eq!((p1.quota, p1.held), (4, 4), "{p1:?}");
+    assert_eq!(p1.ends, [600, 700, 800, 900]);
+    // Node 2 starts the next interval at tick + 1150 (its end: tick + 2150). Node 1 still
+    // waits for sessions that end by tick + 1600 (any of the four left before it): node 2's
+    // held place is the one after them (tick + 1600), and one of the 5 free now.
+    let p2 = t.sync(2, tick + 1_150, &polls(1_000));
+    assert_eq!((p2.fleet_active, p2.quota, p2.held), (5, 2, 1), "{p2:?}");
+    assert_eq!(p2.ends, [450]);
+    // The other 4 free seats are node 1's places, taken as its sessions end: none for the
+    // pool.
+    assert_eq!(t.draw(3, tick + 1_160, 3), 0);
+    // A late sync of the last window (node 3) keeps the interval's end: node 1 waits for 3
+    // more, node 2 for one; one place is free now, none to hold.
+    let late = Fence {
+        window: tick,
+        ..fence(3, 1, tick + 1_200)
+    };
+    let SyncAnswer::Picture(p3) = t.sync_fenced(late, tick + 1_200, &polls(100_000)) else {
+        panic!("a late sync of a new node was taken for stale");
+    };
+    assert_eq!((p3.fleet_active, p3.quota, p3.held), (4, 1, 0), "{p3:?}");
+}
+
+/// A node's second sync in the interval (a capped report's rest) keeps its held places where
+/// they were: another node's, placed since, are never given to it again.
+#[test]
+fn a_second_sync_keeps_its_held_places_off_anothers() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "resync_held", cfg(10));
+    let tick = BASE + 20_000;
+    // The room is full: 10 sessions, whose windows end at tick + 100, + 200, ... + 1000.
+    let r = Report {
+        active: (0..10)
+            .map(|k| sighting(1 + k, tick - 9_900 + 100 * k))
+            .collect(),
+        polls: 10,
+        ..Report::default()
+    };
+    t.sync(1, tick - 5_000, &r);
+    let polls = |n| Report {
+        polls: n,
+        ..Report::default()
+    };
+    // Node 1 holds the last 5 to end (tick + 600 .. + 1000), node 2 the 5 before them.
+    let p1 = t.sync(1, tick + 1, &polls(10));
+    assert_eq!((p1.quota, p1.held), (5, 5), "{p1:?}");
+    assert_eq!(p1.ends, [599, 699, 799, 899, 999]);
+    let p2 = t.sync(2, tick + 2, &polls(10));
+    assert_eq!((p2.quota, p2.held), (5, 5), "{p2:?}");
+    assert_eq!(p2.ends, [98, 198, 298, 398, 498]);
+    // Node 1 again, in the same interval: the same 5 (placed past node 2's, it would wait
+    // for node 2's sessions too, and both would take their places).
+    let p1 = t.sync(1, tick + 3, &polls(0));
+    assert_eq!((p1.quota, p1.held), (5, 5), "{p1:?}");
+    assert_eq!(p1.ends, [597, 697, 797, 897, 997]);
+    // The grants hold every place of the interval: the pool has none, early or late.
+    assert_eq!(t.draw(3, tick + 4, 1), 0);
+    assert_eq!(t.draw(3, tick + 700, 1), 0);
+}
+
 #[test]
 fn random_syncs_and_draws_match_the_model() {
     let Some(srv) = start() else { return };
@@ -522,25 +606,31 @@ fn a_picture_gives_when_the_places_it_shares_free() {
         },
     );
     assert_eq!((p.fleet_active, p.expiring, p.free), (128, 128, 130));
-    // The node's quota (half of the 130: 65) is the 2 free places, then 63 of the expiring
-    // ones in the order they end: the ends of all 63 (at most 64 are listed; past that, evenly
-    // by rank), ms from the picture.
-    assert_eq!((p.quota, p.held, p.ends.len()), (65, 63, 63));
+    // The node's quota (half of the 130: 65) is the last 65 places of the interval to free,
+    // those of the sessions of rank 63..127 by their ends: all held. At most 64 ends are
+    // listed, evenly by rank (the i-th is that of held place floor(i x 65 / 64) - 1), ms from
+    // the picture.
+    assert_eq!((p.quota, p.held, p.ends.len()), (65, 65, 64));
     let end = |rank: u64| 100 + 5 * rank;
-    let want: Vec<u64> = (1..=63u64).map(|i| end(i - 1)).collect();
+    let want: Vec<u64> = (1..=64u64).map(|i| end(63 + i * 65 / 64 - 1)).collect();
     assert_eq!(p.ends, want);
-    // A second node, in the same interval: the places after the first node's, those of the
-    // last 65 sessions to end (its share of them).
+    // The pool keeps the places that free first: a draw at once gets the 2 free now (before
+    // 2026-11-29 the grants took those, and this draw got none), ...
+    assert_eq!(t.draw(3, now + 10_001, 3), 2);
+    // ... and one 400 ms later those of the 61 sessions that ended since (ranks 0..60),
+    // while the node's held places wait for theirs.
+    assert_eq!(t.draw(3, now + 10_400, 70), 61);
+    // A second node, in the same interval: what is left, the 2 places of the pool still to
+    // free (ranks 61 and 62: just before the first node's), held for their sessions' ends.
     let p2 = t.sync(
         2,
-        now + 10_001,
+        now + 10_401,
         &Report {
             polls: 10,
             ..Report::default()
         },
     );
-    assert!(p2.quota > 0 && p2.quota <= 65, "{}", p2.quota);
-    assert_eq!(p2.held, p2.quota);
-    // (Of 65 held, 64 ends are listed: the first is that of held place floor(65 / 64) - 1.)
-    assert_eq!(p2.ends.first(), Some(&(end(63) - 1)));
+    assert_eq!((p2.quota, p2.held), (2, 2), "{p2:?}");
+    assert_eq!(p2.ends, [end(61) - 401, end(62) - 401]);
+    assert_eq!(t.draw(3, now + 10_402, 1), 0);
 }

@@ -15,6 +15,7 @@ use super::{Ask, Drawn, Fence, FleetConfig, Report, RoomPicture, SyncAnswer};
 use super::{SpentProof, ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 use crate::room::gcra::Rate;
 
+mod held;
 mod line;
 
 /// Most waiters one call drops from the line: EXPIRE_STEP less the waiters it reports, at least
@@ -36,6 +37,12 @@ struct Node {
     carry: u64,
     gen: u64,
     seq: u64,
+    /// Of its grant, the places held for sessions that end by `held_hz`: those `held_off`..
+    /// `held_off + held` places from the last of them to end (the script's "h:NODE": "held
+    /// hz off"); they count as held only while `held_hz` is the fleet's `hz`.
+    held: u64,
+    held_hz: u64,
+    held_off: u64,
 }
 
 /// A member's place among equal scores: Redis orders them by the member's bytes (its decimal
@@ -107,12 +114,18 @@ impl BySight {
 
     /// Members last seen in `from..to`.
     fn count(&self, from: u64, to: u64) -> u64 {
+        if from >= to {
+            return 0;
+        }
         self.order.range((from, 0, 0)..(to, 0, 0)).count() as u64
     }
 
     /// The sights of `held` members last seen in `from..to`, from the `lo`-th on: every one
     /// while they are at most `n`, else `n` of them evenly by rank (the script's ends).
     fn sights_by_rank(&self, (from, to): (u64, u64), lo: usize, held: usize, n: usize) -> Vec<u64> {
+        if from >= to {
+            return Vec::new();
+        }
         let all: Vec<u64> = self
             .order
             .range((from, 0, 0)..(to, 0, 0))
@@ -132,6 +145,9 @@ pub struct FleetModel {
     cfg: FleetConfig,
     base_ms: u64,
     win: u64,
+    /// The end of the interval `win` shares out (the first sync of `win`'s now + interval):
+    /// every node's held places in it are among the sessions that end by then.
+    hz: u64,
     free_w: u64,
     polls_w: u64,
     given_w: u64,
@@ -251,6 +267,7 @@ impl FleetModel {
             cfg,
             base_ms,
             win: 0,
+            hz: 0,
             free_w: 0,
             polls_w: 0,
             given_w: 0,
@@ -436,9 +453,13 @@ impl FleetModel {
         }
         let ours = mark != 0 && oldest != 0 && oldest <= mark;
         let kept = u64::from(mark != 0 && !ours);
+        // The grants' places still held for sessions that have not ended are not free yet,
+        // but they are not taken either: the pool's are those before them.
+        let held = self.still_held(now);
         let left = self.cfg.max_active as i128
             - active as i128
-            - (reserved + me.grant + me.draws + kept) as i128;
+            - (reserved + me.grant + me.draws + kept) as i128
+            + held as i128;
         let granted = (want as i128).min(left).max(0) as u64;
         me.draws += granted;
         self.nodes.insert(f.node_id, me);
@@ -521,9 +542,30 @@ impl FleetModel {
             .count(since, self.cut(now + cfg.horizon_ms(), aw));
         let left = (me.grant + me.draws).saturating_sub(r.admitted.len() as u64);
         me.draws = 0;
-        let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128
-            + expiring as i128)
+        if self.win != f.window && self.hz <= now + cfg.interval_ms / 2 {
+            self.hz = now + cfg.interval_ms;
+        }
+        let ending_range = (since, self.cut(self.hz, aw));
+        let ending = self.active.count(ending_range.0, ending_range.1);
+        let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128 + ending as i128)
             .max(0) as u64;
+        // Where the node's held places may go: before the other nodes' (of this hz), after
+        // the sessions an earlier hz's grants may still wait for; and what else is free now.
+        let me_id = Some(f.node_id);
+        let pend = self.pending(now, me_id).min(ending);
+        // (A second sync in the interval keeps where its grant held, or what is left of it.)
+        let (off, held_room) = if me.held > 0 && me.held_hz == self.hz && self.hz != 0 {
+            let off = me.held_off;
+            (off, (off + me.held).min(ending - pend).saturating_sub(off))
+        } else {
+            let off = self.span_of(me_id);
+            (off, (ending - pend).saturating_sub(off))
+        };
+        let others = self.still_of(ending, me_id);
+        let free_room = (cfg.max_active as i128 - active as i128 - reserved as i128
+            + others as i128)
+            .max(0) as u64;
+        let room = held_room + free_room;
         if self.win != f.window {
             self.win = f.window;
             self.free_w = free_now;
@@ -542,27 +584,26 @@ impl FleetModel {
                 (self.free_w as f64 * share * KEEP_PPM as f64).floor() as u64 + me.carry;
             let quota = millionths / 1_000_000;
             me.carry = millionths - quota * 1_000_000;
-            let quota = quota.min(free_now);
+            let quota = quota.min(room);
             self.given_w += quota;
             me.alloc = f.window;
             quota
         } else {
-            left.min(free_now)
+            left.min(room)
         };
         me.grant = quota;
-        // The script's held places: the node's quota in the order places free (free now, then
-        // the expiring sessions' by their ends), after the other nodes' grants.
-        let first = reserved as i128 - (cfg.max_active as i128 - active as i128);
-        let held = (quota as i128).min(quota as i128 + first).max(0) as u64;
-        let expiring_range = (since, self.cut(now + cfg.interval_ms, aw));
+        // The script's held places: the grants take the last places of the interval to free
+        // (the ending sessions' by their ends), this node's past the other grants' (a node's
+        // second sync in the interval as well: where it held before may be behind another's);
+        // the pool keeps those free first.
+        let held = quota.min(held_room);
+        let lo = ending.saturating_sub(off + held);
+        me.held = held;
+        me.held_hz = self.hz;
+        me.held_off = if held > 0 { off } else { 0 };
         let ends = self
             .active
-            .sights_by_rank(
-                expiring_range,
-                first.max(0) as usize,
-                held as usize,
-                ENDS_CAP,
-            )
+            .sights_by_rank(ending_range, lo as usize, held as usize, ENDS_CAP)
             .into_iter()
             .map(|seen| (seen + aw).saturating_sub(now))
             .collect();
@@ -693,6 +734,10 @@ mod tests {
                 "{staying} + {} at {now}",
                 m.reserved()
             );
+            // And now: the grants' places still held for a session's end are not in use.
+            m.trim_active(now);
+            let in_use = m.active.len() + m.reserved() - m.still_held(now);
+            assert!(in_use <= cfg.max_active, "{in_use} in use at {now}");
         }
     }
 }

@@ -40,8 +40,11 @@ impl<'m> FleetNode<'m> {
         if self.take_place(sid, arrival, now) {
             return FleetVerdict::Admit;
         }
-        // (A share held for sessions about to end has its places coming: no draw for them.)
-        if self.hdr.quota_left == 0 && (!self.pool_empty() || self.untold(arrival)) {
+        // Nothing free on the node now (what is left of its share is held for sessions that
+        // have not ended): the pool's places are those that free first.
+        if self.hdr.quota_left <= self.held_back(now)
+            && (!self.pool_empty() || self.untold(arrival))
+        {
             let h = &mut *self.hdr;
             h.want += 1;
             h.want_oldest = oldest(h.want_oldest, arrival);

@@ -6,8 +6,9 @@
 -- up takes more places from what the fleet has left (the global pool), atomically.
 --
 -- KEYS (one {room} hash tag, one slot):
---   [1] PREFIX:{ROOM}:fleet     hash: "win" / "free" / "polls" / "given" (this interval's
---                               allocation: its base, the polls it is shared by, what was
+--   [1] PREFIX:{ROOM}:fleet     hash: "win" / "hz" / "free" / "polls" / "given" (this
+--                               interval's allocation: its window, when the interval it
+--                               shares ends, its base, the polls it is shared by, what was
 --                               given out), "heard" / "hold" / "hold_until" / "hold_wait"
 --                               (the last call; after a silence: when it began, until when
 --                               expiry is held at that time, for which nodes), "pr_win" /
@@ -16,7 +17,9 @@
 --                               the last each node was told), "starved" / "starved_win" (the
 --                               starved mark, in "draw", and the window it was set in), and one
 --                               field per node, "n:<id>":
---                               "seen grant draws alloc_win polls carry gen seq"
+--                               "seen grant draws alloc_win polls carry gen seq", and
+--                               "h:<id>": "held hz" (how many of its grant's places wait for
+--                               sessions that end by hz)
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
 --   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms): the fleet's line
@@ -175,24 +178,60 @@ end
 
 -- The live nodes' places (grants and draws not yet reported): recomputed from the entries on
 -- every call, never kept as a running total that could drift. Silent nodes are dropped.
+-- Also the held places of the live nodes' grants (their "h:NODE": "held hz off"): {held, hz,
+-- off} of each other node, and this node's own.
 local function census()
   local reserved, nodes, polls = 0, 0, 0
+  local mine, live, holds, others = {0, 0, 0}, {}, {}, {}
   local all = redis.call('HGETALL', K_FLEET)
   for i = 1, #all, 2 do
     local f = all[i]
-    if string.sub(f, 1, 2) == 'n:' and f ~= field then
+    local kind, who = string.sub(f, 1, 2), string.sub(f, 3)
+    if kind == 'h:' then
+      local h, z, o = string.match(all[i + 1], '^(%d+) (%d+) (%d+)$')
+      if h then holds[who] = {tonumber(h), tonumber(z), tonumber(o)} end
+    elseif kind == 'n:' and f ~= field then
       local e = read_node(all[i + 1])
       if not e or now - e.seen > stale then
-        redis.call('HDEL', K_FLEET, f, 's:' .. string.sub(f, 3))
+        redis.call('HDEL', K_FLEET, f, 's:' .. who, 'h:' .. who)
       else
+        live[who] = true
         nodes = nodes + 1
         polls = polls + e.polls
         reserved = reserved + e.grant + e.draws
       end
     end
   end
-  return reserved, nodes, polls
+  for who, h in pairs(holds) do
+    if who == id then
+      mine = h
+    elseif live[who] then
+      others[#others + 1] = h
+    end
+  end
+  return reserved, nodes, polls, others, mine
 end
+
+-- The places of `holds` still held for a session's end, with `ending` sessions to end by hz:
+-- each grant holds places counted from the last session to end by hz, so those below
+-- `ending` wait. And where a new grant's held places begin: past every other grant's.
+local function still_for(holds, hz, ending)
+  local sum = 0
+  for _, h in ipairs(holds) do
+    if h[1] > 0 and h[2] == hz and hz > 0 then
+      sum = sum + math.min(math.max(ending - h[3], 0), h[1])
+    end
+  end
+  return sum
+end
+local function span_of(holds, hz)
+  local span = 0
+  for _, h in ipairs(holds) do
+    if h[1] > 0 and h[2] == hz and hz > 0 then span = math.max(span, h[3] + h[1]) end
+  end
+  return span
+end
+
 
 -- A session (a waiter) last seen before cut(t, active_window) (cut(t, presence)) has left at t.
 -- The fleet normally hears every node each interval. After a silence longer than a node's
@@ -248,6 +287,22 @@ local function synced_since_silence()
   redis.call('HSET', K_FLEET, 'hold_until', digits(hold_until), 'hold_wait', hold_wait)
 end
 
+-- Sessions whose window ends by t (after the expired ones were removed).
+local function ending_by(t)
+  return redis.call('ZCOUNT', K_ACTIVE, '-inf', '(' .. digits(cut(t, active_window)))
+end
+
+-- The sessions that grants of an earlier hz may still wait for: all that end by the latest
+-- such hz, as they could be any of them (0 when none waits).
+local function pending(holds, hz)
+  local latest = 0
+  for _, h in ipairs(holds) do
+    if h[1] > 0 and h[2] ~= hz and h[2] > now and h[2] > latest then latest = h[2] end
+  end
+  if latest == 0 then return 0 end
+  return ending_by(latest)
+end
+
 local function save()
   redis.call('HSET', K_FLEET, field, write_node(me))
   for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
@@ -264,7 +319,7 @@ if op == 'draw' then
   if gen < me.gen or seq < me.seq then
     return {0, active, me.seq}
   end
-  local reserved = census()
+  local reserved, _, _, holds, mine = census()
   me.seen = now
   -- The starved mark: the oldest arrival a draw found the pool empty for, set in this interval
   -- or the last, while someone who arrived at or before it still waits. The pool keeps one
@@ -272,7 +327,7 @@ if op == 'draw' then
   -- first such draw that gets a place clears the mark. At most two reads and one write (none
   -- when the mark stays as it was).
   local oldest = number(ARGV[16])
-  local st = redis.call('HMGET', K_FLEET, 'starved', 'starved_win')
+  local st = redis.call('HMGET', K_FLEET, 'starved', 'starved_win', 'hz')
   local mark, mark_win = number(st[1]), number(st[2])
   local was, was_win = mark, mark_win
   if mark ~= 0 then
@@ -282,8 +337,18 @@ if op == 'draw' then
   local ours = mark ~= 0 and oldest ~= 0 and oldest <= mark
   local kept = 0
   if mark ~= 0 and not ours then kept = 1 end
+  -- The grants' places still held for sessions that have not ended are not free yet, but
+  -- not taken either: the pool's are those that free before them (the sync's held places).
+  -- As long as the sessions that end by the interval's end (hz) are more than the grants
+  -- hold, all of them are held; fewer, those.
+  local hz = number(st[3])
+  local still = 0
+  if hz > 0 then
+    holds[#holds + 1] = mine
+    still = still_for(holds, hz, ending_by(hz))
+  end
   local granted = math.max(math.min(want,
-    max_active - active - reserved - me.grant - me.draws - kept), 0)
+    max_active - active - reserved - me.grant - me.draws - kept + still), 0)
   me.draws = me.draws + granted
   if ours and granted > 0 then
     mark = 0
@@ -388,7 +453,7 @@ if #old > 0 then
 end
 redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
 
-local reserved, others, polls = census()
+local reserved, others, polls, holds, held_mine = census()
 local nodes = others + 1
 me.seen = now
 -- The polls since the last sync weigh this node's share of the next interval; a later sync in
@@ -420,7 +485,28 @@ local leaving = redis.call('ZCOUNT', K_ACTIVE, since,
 -- node never loses its share.
 local left = math.max(me.grant + me.draws - #admitted, 0)
 me.draws = 0
-local free_now = math.max(max_active - active - reserved + expiring, 0)
+-- The interval being shared out ends at hz (the first sync of the window's now + interval):
+-- the places it gives are those free now and those of the sessions that end by then.
+-- A sync of another window (a late one, a node whose clock disagrees) moves it only once the
+-- last is at most half an interval from its end, so the nodes' held places are of one hz.
+local wz = redis.call('HMGET', K_FLEET, 'win', 'hz')
+local win, hz = number(wz[1]), number(wz[2])
+if win ~= window and hz <= now + math.floor(interval / 2) then hz = now + interval end
+local ending = ending_by(hz)
+local free_now = math.max(max_active - active - reserved + ending, 0)
+-- Where the node's held places may go: before the other nodes' (of this hz), after the
+-- sessions an earlier hz's grants may still wait for; and what else is free now.
+local pend = math.min(pending(holds, hz), ending)
+-- (A second sync in the interval keeps where its grant held, or what is left of it.)
+local off, held_room
+if held_mine[1] > 0 and held_mine[2] == hz and hz > 0 then
+  off = held_mine[3]
+  held_room = math.max(math.min(off + held_mine[1], ending - pend) - off, 0)
+else
+  off = span_of(holds, hz)
+  held_room = math.max(ending - pend - off, 0)
+end
+local room = held_room + math.max(max_active - active - reserved + still_for(holds, hz, ending), 0)
 
 -- This interval's allocation: the free places (with those that free within the interval: a
 -- place is shared out as its session's window ends, not an interval later), shared out by each
@@ -428,7 +514,6 @@ local free_now = math.max(max_active - active - reserved + expiring, 0)
 -- call in the interval sets it; nodes that call later in it raise it by what their reports
 -- freed (grants of the last interval they did not use), so places held by a report not yet in
 -- are not lost for long.
-local win = number(redis.call('HGET', K_FLEET, 'win'))
 local free_w, polls_w, given_w
 if win ~= window then
   free_w, polls_w, given_w = free_now, polls, 0
@@ -445,28 +530,30 @@ if me.alloc ~= window then
   local millionths = math.floor(free_w * math.min(share, 1) * keep) + me.carry
   quota = math.floor(millionths / 1000000)
   me.carry = millionths - quota * 1000000
-  quota = math.max(math.min(quota, free_now), 0)
+  quota = math.max(math.min(quota, room), 0)
   given_w = given_w + quota
   me.alloc = window
 else
-  quota = math.min(left, free_now)
+  quota = math.min(left, room)
 end
 me.grant = quota
 
--- Which of the node's places free only later. The places in the order they free: those free
--- now (max_active - active), then the expiring sessions' by their ends; the other nodes' grants
--- hold the first `reserved` of them, this node's quota the next. Those of its places that are
--- expiring (`held`) it takes only as their sessions end (shared out at the sync and taken at
--- once, they held a session more than max_active until the old one's window ended: a
--- rehearsal saw 103 of 100 for 67 ms). The reply gives the ends of n = min(held, ENDS) of
--- them, evenly by rank (the i-th, 1..n, is the end of the held place of rank
--- floor(i * held / n) - 1), ms from now (0 when expiry is held).
-local first = reserved - (max_active - active)
-local held = math.max(math.min(quota, quota + first), 0)
+-- Which of the node's places free only later. The grants take the last places of the interval
+-- to free (the ending sessions' by their ends: this node's past the other grants' held ones,
+-- counted from the last to end; a node's second sync in the interval too, as where it held
+-- before may be behind another's), so the pool keeps those free now and first, and a draw
+-- early in the interval finds them (the ten-minute rehearsal: a head polling 0.2 s after each
+-- tick found the pool empty while later polls took the places as they freed). Those of its places that are held the
+-- node takes only as their sessions end (shared out at the sync and taken at once, they held
+-- a session more than max_active until the old one's window ended: a rehearsal saw 103 of
+-- 100 for 67 ms). The reply gives the ends of n = min(held, ENDS) of them, evenly by rank
+-- (the i-th, 1..n, is the end of the held place of rank floor(i * held / n) - 1), ms from now
+-- (0 when expiry is held).
+local held = math.min(quota, held_room)
 local ends = {held}
 if held > 0 then
   local before = redis.call('ZCOUNT', K_ACTIVE, '-inf', '(' .. digits(since))
-  local lo = math.max(first, 0)
+  local lo = ending - off - held
   local n = math.min(held, ENDS)
   for i = 1, n do
     local r = before + lo + math.floor(i * held / n) - 1
@@ -474,8 +561,10 @@ if held > 0 then
     ends[#ends + 1] = math.max((tonumber(e[2]) or now) + active_window - now, 0)
   end
 end
-redis.call('HSET', K_FLEET, 'win', digits(window), 'free', digits(free_w), 'polls',
-  digits(polls_w), 'given', digits(given_w))
+if held == 0 then off = 0 end
+redis.call('HSET', K_FLEET, 'h:' .. id, digits(held) .. ' ' .. digits(hz) .. ' ' .. digits(off))
+redis.call('HSET', K_FLEET, 'win', digits(window), 'hz', digits(hz), 'free', digits(free_w),
+  'polls', digits(polls_w), 'given', digits(given_w))
 
 -- The fleet's pressure (challenge_bits=auto, [S19]; the central room's in redis/room.lua):
 -- the newcomers that took a place on every node (ARGV[22]) and the challenges they gave

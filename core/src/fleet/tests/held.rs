@@ -32,16 +32,28 @@ fn expiring_places_are_taken_as_their_sessions_end() {
     let admitted = |n: &mut FleetNode, sid, now| {
         matches!(n.visit(w(sid, 100 * sid), now, &c), FleetVerdict::Admit)
     };
-    // The free place at once; then nothing until 1200, and no draw for the held two.
+    // The free place at once; then none of its own until 1200: a client turned away before
+    // draws from the pool, whose places are those that free first.
     assert!(admitted(&mut n, 1, 1010));
     assert!(!admitted(&mut n, 2, 1100));
-    assert_eq!(n.take_draw(1100, &c), None);
-    assert!(admitted(&mut n, 2, 1200));
-    assert!(!admitted(&mut n, 3, 1250));
-    assert!(admitted(&mut n, 3, 1400));
-    // Its share used up: a draw for the next one.
-    assert!(!admitted(&mut n, 4, 1450));
-    assert_eq!(n.take_draw(1450, &c).map(|a| a.want), Some(1));
+    let ask = Ask {
+        want: 1,
+        oldest: 200,
+    };
+    assert_eq!(n.take_draw(1100, &c), Some(ask));
+    let seq = n.seq();
+    n.drawn(1, Some(Drawn { granted: 1, seq }));
+    assert!(admitted(&mut n, 2, 1110));
+    // The pool empty: the held two as their sessions end, and no more draws this interval
+    // for younger clients.
+    assert!(!admitted(&mut n, 3, 1150));
+    assert_eq!(n.take_draw(1150, &c).map(|a| a.oldest), Some(300));
+    n.drawn(1, Some(Drawn { granted: 0, seq }));
+    assert!(admitted(&mut n, 3, 1200));
+    assert!(!admitted(&mut n, 4, 1250));
+    assert!(admitted(&mut n, 4, 1400));
+    assert!(!admitted(&mut n, 5, 1450));
+    assert_eq!(n.take_draw(1450, &c), None);
 
     // More than ENDS_CAP held: the ends of ENDS_CAP of them evenly by rank; once the i-th has
     // passed, i x held / ENDS_CAP have ended. 128 held: 2 per end.
@@ -69,7 +81,7 @@ fn expiring_places_are_taken_as_their_sessions_end() {
     show(&mut n, &picture, 3000);
     n.age(4000, &c);
     assert!(n.snapshot(4000).quota_left > 0);
-    assert!(admitted(&mut n, 4, 4001));
+    assert!(admitted(&mut n, 5, 4001));
 }
 
 /// A held place that frees is the band's only half an interval after its session ended: until
