@@ -538,6 +538,7 @@ impl Engine {
         if verdict == FleetVerdict::Admit && !node.synced() {
             self.out.admitted_unsynced += 1;
         }
+        let next_picture = node.picture_window() + self.cfg.interval_ms + 1;
         match verdict {
             FleetVerdict::Admit => {
                 self.counted.admitted(n, c, arrival, now);
@@ -569,6 +570,12 @@ impl Engine {
                     self.a.refresh_ms
                 };
                 self.next_poll(c, now, every);
+            }
+            // Its turn as the node's picture ends: the module holds the request until the next
+            // picture; here it comes again just after the next tick (a poll counted again).
+            FleetVerdict::NextPicture => {
+                let at = next_picture.min(self.clients[c].abandon_at);
+                self.schedule(at, c);
             }
             // No picture, Redis away: the node admits nobody until its first picture; the
             // client waits (the configured refresh). (No max_line here.)

@@ -52,6 +52,8 @@ use crate::clock::now_ms;
 use crate::redis::{Client, ClientConfig};
 use crate::sync::{Driver, Synced};
 
+mod picture;
+
 /// How often a request waiting for the node's first picture looks whether it came (another
 /// worker may have sent the sync, so there is nothing to wake this one: it looks).
 const FIRST_PICTURE_LOOK: Duration = Duration::from_millis(5);
@@ -143,6 +145,8 @@ struct Draw {
 enum Visited {
     Decided(Step, Option<Draw>),
     Drawing(Draw),
+    /// Its turn as the node's picture ends: it waits for the next (the window it saw).
+    NextPicture(u64),
 }
 
 impl Zone {
@@ -181,23 +185,33 @@ impl Zone {
                 // Everyone waits: the line is still reported, so positions stay true.
                 Mode::QueueAll => (node.hold(w, now, &cfg), None),
                 // The fleet's line is by arrival; the lottery has no fleet-wide form.
-                Mode::Fifo | Mode::Random => {
-                    let verdict = node.visit(w, now, &cfg);
-                    (verdict, self.draw_to_send(fs, node, now, &cfg))
-                }
+                Mode::Fifo | Mode::Random => match node.visit(w, now, &cfg) {
+                    // (Its draw, if any, goes by the next picture.)
+                    FleetVerdict::NextPicture => (FleetVerdict::NextPicture, None),
+                    verdict => (verdict, self.draw_to_send(fs, node, now, &cfg)),
+                },
             };
             // A proof that took a new place: the other nodes refuse it from their next
             // picture on.
             if let (Some(p), true) = (spent, w.new_place) {
-                if matches!(verdict, FleetVerdict::Admit | FleetVerdict::Wait { .. }) {
+                if matches!(
+                    verdict,
+                    FleetVerdict::Admit | FleetVerdict::Wait { .. } | FleetVerdict::NextPicture
+                ) {
                     node.spent_here(p.key, now.saturating_add(p.ttl_ms));
                 }
+            }
+            if verdict == FleetVerdict::NextPicture {
+                return Visited::NextPicture(node.picture_window());
             }
             visited(room, &v, verdict, draw, now)
         });
         let (step, draw) = match visited {
             Ok(Visited::Decided(step, draw)) => (step, draw),
             Ok(Visited::Drawing(draw)) => return self.fleet_drawing(fs, v, draw, now),
+            Ok(Visited::NextPicture(window)) => {
+                return self.fleet_next_picture(fs, v, w, window, now);
+            }
             Err(e) => return Answer::Now(Err(e)),
         };
         if let Some(d) = draw {
@@ -208,72 +222,6 @@ impl Zone {
             return self.fleet_first_picture(fs, v, w, now);
         }
         Answer::Now(self.fleet_decided(step, v, now))
-    }
-
-    /// [S21] The node has no picture yet: the request waits for the node's first sync (sent
-    /// now unless one is out), suspended, and is decided by the picture it brings; at most
-    /// `timeout=` (the sync's own bound) and a look. Only when no sync can bring one (it
-    /// failed, or the connection backs off after a failure) does the on_error policy decide.
-    fn fleet_first_picture(
-        &'static self,
-        fs: &'static FleetStore,
-        v: Visit,
-        w: Waiter,
-        now: u64,
-    ) -> Answer<Result<Decision, StoreError>> {
-        if !self.first_sync_out(now) {
-            return Answer::Now(self.fleet_decided(Step::Unknown, v, now));
-        }
-        let timeout = self.params.timeout_ms;
-        // Counted in looks, not read off a clock: the wait is bounded whatever the clocks do.
-        let looks = timeout.div_ceil(FIRST_PICTURE_LOOK.as_millis() as u64) + 1;
-        Answer::Later(Box::pin(async move {
-            let mut now = now;
-            for _ in 0..looks {
-                ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
-                now = now_ms();
-                let cfg = fs.cfg_under(&self.limits_at(now));
-                let seen = self.shm.with_fleet(|room, node| {
-                    if !node.synced() {
-                        return None;
-                    }
-                    let verdict = node.decide(w, now, &cfg);
-                    let draw = self.draw_to_send(fs, node, now, &cfg);
-                    Some(visited(room, &v, verdict, draw, now))
-                })?;
-                match seen {
-                    // The first picture had no share for this node (the sync that brought it
-                    // was sent before the node saw anyone): the client whose turn it is waits
-                    // for the pool's answer and claims its place, as on any visit. Told to
-                    // come back instead, it found the cursor set to its own arrival and
-                    // everyone behind it waited a whole interval (t/274's first round).
-                    Some(Visited::Drawing(d)) => {
-                        let want = d.ask.want;
-                        let draw = self.fleet_draw(fs, d, now);
-                        return self.claim_drawn(fs, v, want, draw).await;
-                    }
-                    Some(Visited::Decided(step, draw)) => {
-                        if let Some(d) = draw {
-                            self.draw_for_later(fs, d, now);
-                        }
-                        return self.fleet_decided(step, v, now);
-                    }
-                    None if self.first_sync_out(now) => {}
-                    None => break,
-                }
-            }
-            self.fleet_decided(Step::Unknown, v, now)
-        }))
-    }
-
-    /// Whether a sync that may bring the node's first picture is out: one sent within
-    /// `timeout=` by any worker, or one this worker sends now.
-    fn first_sync_out(&'static self, now: u64) -> bool {
-        let timeout = self.params.timeout_ms;
-        let pending = self
-            .shm
-            .with_fleet(|_, node| node.first_sync_pending(now, timeout));
-        matches!(pending, Ok(true)) || crate::sync::send_now(self)
     }
 
     /// Flood control ([S15]) on a synced node, without Redis: a client taking its place is
@@ -557,7 +505,8 @@ fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
             room.counters_mut().rejected += 1;
             Step::Done(Verdict::Refuse(Refusal::LineFull { queue_len }))
         }
-        FleetVerdict::Unknown => Step::Unknown,
+        // (NextPicture never comes here: `visited` takes it.)
+        FleetVerdict::Unknown | FleetVerdict::NextPicture => Step::Unknown,
     }
 }
 

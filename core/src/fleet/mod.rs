@@ -398,6 +398,10 @@ pub enum FleetVerdict {
     /// for the node's first sync ([`FleetNode::first_sync_pending`]); only when that fails
     /// does the zone's on_error policy decide.
     Unknown,
+    /// Its turn, with no place it may take now, as the node's picture ends: the request
+    /// waits for the next picture ([`FleetNode::picture_window`] changes) and is decided by it
+    /// ([`FleetNode::decide`]), at most half an interval past the picture's end.
+    NextPicture,
 }
 
 /// The node's side of a synced room, laid over a block of shared memory; build one per use with

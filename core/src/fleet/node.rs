@@ -17,7 +17,38 @@ impl<'m> FleetNode<'m> {
             return full;
         }
         self.saw_waiting(w, now, cfg);
+        if self.waits_for_picture(w, now, cfg) {
+            return FleetVerdict::NextPicture;
+        }
         self.decide(w, now, cfg)
+    }
+
+    /// Whether a client whose turn it is, with no place it may take now, waits for the node's
+    /// next picture rather than be told to come back ([`FleetVerdict::NextPicture`]): the
+    /// picture's interval is over, or ends within a twentieth of it, so its places are used and
+    /// the next picture is a sync away, and it ended less than half an interval ago (past that
+    /// the sync is late, or failed, and nobody is held for it). Told to come back, a client
+    /// polling at the tick itself came back a refresh later at the same phase, again before
+    /// the places freed (the ten-minute rehearsal, docs/benchmarks.md run 8: the head of the
+    /// line told position 1 or 2 for 7 s). Decided by the next picture, it draws from a pool
+    /// that holds the places that free first.
+    fn waits_for_picture(&self, w: Waiter, now: u64, cfg: &FleetConfig) -> bool {
+        let h = &*self.hdr;
+        let end = h.window_ms.saturating_add(cfg.interval_ms);
+        let ending = now.saturating_add(cfg.interval_ms / 20) >= end
+            && now < end.saturating_add(cfg.interval_ms / 2);
+        self.synced()
+            && h.window_ms != 0
+            && ending
+            && h.quota_left <= self.held_back(now)
+            && self.eligible(w.arrival)
+            && !self.band_waits(w.arrival, now, cfg)
+    }
+
+    /// The window of the node's picture (the tick its sync was for; 0: none yet), which
+    /// changes when the next picture comes (or an interval passes without one).
+    pub fn picture_window(&self) -> u64 {
+        self.hdr.window_ms
     }
 
     /// The decision on a visit the node has seen ([`FleetNode::visit`]): by the picture, or

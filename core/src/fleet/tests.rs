@@ -5,6 +5,7 @@ use crate::redis::resp::Value;
 
 mod first;
 mod held;
+mod next;
 mod replies;
 mod whole;
 

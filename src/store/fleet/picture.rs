@@ -1,0 +1,128 @@
+//! Requests of a synced node that wait for a picture, suspended on nginx's loop and bounded
+//! in looks: a new node's first ([S21]), and a turn at the tick for the next one.
+
+use smart_limit_core::fleet::Waiter;
+use smart_limit_core::room::Visit;
+
+use super::{visited, FleetStore, Step, Visited, FIRST_PICTURE_LOOK};
+use crate::clock::now_ms;
+use crate::store::{Answer, Decision, StoreError, Zone};
+
+impl Zone {
+    /// [S21] The node has no picture yet: the request waits for the node's first sync (sent
+    /// now unless one is out), suspended, and is decided by the picture it brings; at most
+    /// `timeout=` (the sync's own bound) and a look. Only when no sync can bring one (it
+    /// failed, or the connection backs off after a failure) does the on_error policy decide.
+    pub(super) fn fleet_first_picture(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        w: Waiter,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>> {
+        if !self.first_sync_out(now) {
+            return Answer::Now(self.fleet_decided(Step::Unknown, v, now));
+        }
+        let timeout = self.params.timeout_ms;
+        // Counted in looks, not read off a clock: the wait is bounded whatever the clocks do.
+        let looks = timeout.div_ceil(FIRST_PICTURE_LOOK.as_millis() as u64) + 1;
+        Answer::Later(Box::pin(async move {
+            let mut now = now;
+            for _ in 0..looks {
+                ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
+                now = now_ms();
+                let cfg = fs.cfg_under(&self.limits_at(now));
+                let seen = self.shm.with_fleet(|room, node| {
+                    if !node.synced() {
+                        return None;
+                    }
+                    let verdict = node.decide(w, now, &cfg);
+                    let draw = self.draw_to_send(fs, node, now, &cfg);
+                    Some(visited(room, &v, verdict, draw, now))
+                })?;
+                match seen {
+                    // The first picture had no share for this node (the sync that brought it
+                    // was sent before the node saw anyone): the client whose turn it is waits
+                    // for the pool's answer and claims its place, as on any visit. Told to
+                    // come back instead, it found the cursor set to its own arrival and
+                    // everyone behind it waited a whole interval (t/274's first round).
+                    Some(Visited::Drawing(d)) => {
+                        let want = d.ask.want;
+                        let draw = self.fleet_draw(fs, d, now);
+                        return self.claim_drawn(fs, v, want, draw).await;
+                    }
+                    Some(Visited::Decided(step, draw)) => {
+                        if let Some(d) = draw {
+                            self.draw_for_later(fs, d, now);
+                        }
+                        return self.fleet_decided(step, v, now);
+                    }
+                    // (decide never says NextPicture.)
+                    Some(Visited::NextPicture(_)) | None if self.first_sync_out(now) => {}
+                    Some(Visited::NextPicture(_)) | None => break,
+                }
+            }
+            self.fleet_decided(Step::Unknown, v, now)
+        }))
+    }
+
+    /// [`FleetVerdict::NextPicture`]: a client whose turn it is came as the node's picture
+    /// ends. The request waits, suspended, for the next picture (the node's sync at the tick
+    /// brings it a few ms on; looks, at most until half an interval past the picture's end),
+    /// and is decided by it as on any visit: a place of the node's, or the pool's answer to
+    /// the draw it sends. Past the bound it is decided by the picture there is.
+    pub(super) fn fleet_next_picture(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        w: Waiter,
+        window: u64,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>> {
+        let cfg = fs.cfg_under(&self.limits_at(now));
+        let look = FIRST_PICTURE_LOOK.as_millis() as u64;
+        // Counted in looks, not read off a clock: the wait is bounded whatever the clocks do.
+        let looks = (cfg.interval_ms / 2 + cfg.interval_ms / 20).div_ceil(look) + 1;
+        Answer::Later(Box::pin(async move {
+            let mut now = now;
+            for left in (0..looks).rev() {
+                ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
+                now = now_ms();
+                let cfg = fs.cfg_under(&self.limits_at(now));
+                let seen = self.shm.with_fleet(|room, node| {
+                    if node.picture_window() == window && left > 0 {
+                        return None;
+                    }
+                    let verdict = node.decide(w, now, &cfg);
+                    let draw = self.draw_to_send(fs, node, now, &cfg);
+                    Some(visited(room, &v, verdict, draw, now))
+                })?;
+                match seen {
+                    Some(Visited::Drawing(d)) => {
+                        let want = d.ask.want;
+                        let draw = self.fleet_draw(fs, d, now);
+                        return self.claim_drawn(fs, v, want, draw).await;
+                    }
+                    Some(Visited::Decided(step, draw)) => {
+                        if let Some(d) = draw {
+                            self.draw_for_later(fs, d, now);
+                        }
+                        return self.fleet_decided(step, v, now);
+                    }
+                    Some(Visited::NextPicture(_)) | None => {}
+                }
+            }
+            self.fleet_decided(Step::Unknown, v, now)
+        }))
+    }
+
+    /// Whether a sync that may bring the node's first picture is out: one sent within
+    /// `timeout=` by any worker, or one this worker sends now.
+    fn first_sync_out(&'static self, now: u64) -> bool {
+        let timeout = self.params.timeout_ms;
+        let pending = self
+            .shm
+            .with_fleet(|_, node| node.first_sync_pending(now, timeout));
+        matches!(pending, Ok(true)) || crate::sync::send_now(self)
+    }
+}
