@@ -145,6 +145,13 @@ impl FleetConfig {
         self.interval_ms.saturating_mul(STALE_INTERVALS)
     }
 
+    /// How near a picture's end a client whose turn it is waits for the next picture
+    /// ([`FleetVerdict::NextPicture`]), before it and after it: a twentieth of the interval, at
+    /// most 50 ms, as a pool draw waits (no request waits longer for Redis, slow or hung).
+    pub fn picture_edge_ms(&self) -> u64 {
+        (self.interval_ms / 20).min(50)
+    }
+
     /// How far ahead the picture counts the sessions about to leave, to tell how fast the line
     /// will move: the interval, or half the active window up to 10 s, whichever is longer.
     pub fn horizon_ms(&self) -> u64 {
@@ -400,7 +407,8 @@ pub enum FleetVerdict {
     Unknown,
     /// Its turn, with no place it may take now, as the node's picture ends: the request
     /// waits for the next picture ([`FleetNode::picture_window`] changes) and is decided by it
-    /// ([`FleetNode::decide`]), at most half an interval past the picture's end.
+    /// ([`FleetNode::decide`]), at most [`FleetConfig::picture_edge_ms`] past the picture's
+    /// end.
     NextPicture,
 }
 

@@ -25,9 +25,9 @@ impl<'m> FleetNode<'m> {
 
     /// Whether a client whose turn it is, with no place it may take now, waits for the node's
     /// next picture rather than be told to come back ([`FleetVerdict::NextPicture`]): the
-    /// picture's interval is over, or ends within a twentieth of it, so its places are used and
-    /// the next picture is a sync away, and it ended less than half an interval ago (past that
-    /// the sync is late, or failed, and nobody is held for it). Told to come back, a client
+    /// picture's interval ends within [`FleetConfig::picture_edge_ms`] (its places are used,
+    /// the next picture is a sync away) or ended less than that ago (past that the sync is
+    /// late, or failed, and nobody is held for it). Told to come back, a client
     /// polling at the tick itself came back a refresh later at the same phase, again before
     /// the places freed (the ten-minute rehearsal, docs/benchmarks.md run 8: the head of the
     /// line told position 1 or 2 for 7 s). Decided by the next picture, it draws from a pool
@@ -35,8 +35,8 @@ impl<'m> FleetNode<'m> {
     fn waits_for_picture(&self, w: Waiter, now: u64, cfg: &FleetConfig) -> bool {
         let h = &*self.hdr;
         let end = h.window_ms.saturating_add(cfg.interval_ms);
-        let ending = now.saturating_add(cfg.interval_ms / 20) >= end
-            && now < end.saturating_add(cfg.interval_ms / 2);
+        let edge = cfg.picture_edge_ms();
+        let ending = now.saturating_add(edge) >= end && now < end.saturating_add(edge);
         self.synced()
             && h.window_ms != 0
             && ending

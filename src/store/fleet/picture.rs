@@ -68,7 +68,7 @@ impl Zone {
 
     /// [`FleetVerdict::NextPicture`]: a client whose turn it is came as the node's picture
     /// ends. The request waits, suspended, for the next picture (the node's sync at the tick
-    /// brings it a few ms on; looks, at most until half an interval past the picture's end),
+    /// brings it a few ms on; looks, at most `picture_edge_ms` past the picture's end),
     /// and is decided by it as on any visit: a place of the node's, or the pool's answer to
     /// the draw it sends. Past the bound it is decided by the picture there is.
     pub(super) fn fleet_next_picture(
@@ -82,7 +82,7 @@ impl Zone {
         let cfg = fs.cfg_under(&self.limits_at(now));
         let look = FIRST_PICTURE_LOOK.as_millis() as u64;
         // Counted in looks, not read off a clock: the wait is bounded whatever the clocks do.
-        let looks = (cfg.interval_ms / 2 + cfg.interval_ms / 20).div_ceil(look) + 1;
+        let looks = (2 * cfg.picture_edge_ms()).div_ceil(look) + 1;
         Answer::Later(Box::pin(async move {
             let mut now = now;
             for left in (0..looks).rev() {

@@ -2,9 +2,9 @@
 
 use super::*;
 
-/// With no place it may take, a client whose turn it is waits for the next picture in the
-/// picture's last twentieth and up to half an interval past its end; before and after that
-/// (and anyone whose turn it is not) is told as before. `decide`, which the waiting request
+/// With no place it may take, a client whose turn it is waits for the next picture from 50 ms
+/// before the picture's end to 50 ms after it (a twentieth of the interval, at most 50 ms);
+/// before and after that (and anyone whose turn it is not) is told as before. `decide`, which the waiting request
 /// is decided by, never says so.
 #[test]
 fn a_turn_at_the_tick_waits_for_the_next_picture() {
@@ -34,9 +34,9 @@ fn a_turn_at_the_tick_waits_for_the_next_picture() {
     };
     assert!(come_back(n.visit(w(1, 100), 1900, &c)));
     assert_eq!(n.visit(w(1, 100), 1950, &c), FleetVerdict::NextPicture);
-    assert_eq!(n.visit(w(2, 200), 2100, &c), FleetVerdict::NextPicture);
-    assert!(come_back(n.decide(w(2, 200), 2100, &c)));
-    assert!(come_back(n.visit(w(2, 200), 2500, &c)));
+    assert_eq!(n.visit(w(2, 200), 2049, &c), FleetVerdict::NextPicture);
+    assert!(come_back(n.decide(w(2, 200), 2049, &c)));
+    assert!(come_back(n.visit(w(2, 200), 2050, &c)));
     assert!(matches!(
         n.visit(w(6, 600), 1990, &c),
         FleetVerdict::Wait { eta_secs, .. } if eta_secs != Some(0)
