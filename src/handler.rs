@@ -207,7 +207,8 @@ fn place_of(zone: &Zone, t: &Ticket, now: u64) -> (u64, u64) {
 
 /// Whether a waiting ticket is written again: its place changed, or (a synced room) its
 /// `last_seen` is a quarter of a presence old ([`fleet::ticket_renew_ms`]), so every node can
-/// tell it is still present.
+/// tell it is still present. (Its stamp is then of an earlier epoch of the line's counts,
+/// which [`tally_waiting`] moves it from.)
 fn renew_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) -> bool {
     let Some(t) = held else { return true };
     if t.qnum != place.qnum || t.sid != place.sid {
@@ -215,6 +216,18 @@ fn renew_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) -> 
     }
     zone.fleet.is_some()
         && now.saturating_sub(t.last_seen) >= fleet::ticket_renew_ms(zone.limits.presence_ms)
+}
+
+/// A synced room's waiting ticket written again: counted in this epoch (and taken off the
+/// epoch of its old stamp, when it keeps its place).
+fn tally_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) {
+    if zone.fleet.is_none() {
+        return;
+    }
+    let stamp = held
+        .filter(|t| t.qnum != 0 && t.qnum == place.qnum && t.sid == place.sid)
+        .map(|t| t.last_seen);
+    zone.tally_seen(place.qnum, stamp, now);
 }
 
 /// `one_place_per=`: the session id of this request's user key (None: no such setting, or an
@@ -536,6 +549,13 @@ fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> ngx
 /// Let in: an admitted ticket, and the request goes on (or, on a poll location, the
 /// "admitted" answer).
 fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int_t {
+    // A synced room's waiter leaves the line's counts.
+    if let Some(held) = turn
+        .held
+        .filter(|t| t.qnum != 0 && turn.zone.fleet.is_some())
+    {
+        turn.zone.tally_left(held.qnum, held.last_seen, turn.now);
+    }
     let t = Ticket {
         sid,
         qnum: 0,
@@ -557,6 +577,9 @@ fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx
     // A new ticket only when the place changed (or a synced room's proof of presence is old):
     // polling costs no encryption.
     if renew_waiting(turn.zone, turn.held, place, turn.now) {
+        if !turn.dry {
+            tally_waiting(turn.zone, turn.held, place, turn.now);
+        }
         let t = Ticket {
             sid: place.sid,
             qnum: place.qnum,

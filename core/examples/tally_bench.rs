@@ -151,7 +151,7 @@ fn median(v: &mut [u64]) -> u64 {
 }
 
 /// A node's report moving one waiter of every bucket from the last epoch to `epoch`, and
-/// `placed` places in the newest bucket.
+/// `placed` places in the newest bucket (over its whole second).
 fn moves(first: u64, buckets: u64, epoch: u64, placed: u64) -> TallyReport {
     let mut deltas = Vec::with_capacity(2 * buckets as usize);
     for b in first..first + buckets {
@@ -166,10 +166,12 @@ fn moves(first: u64, buckets: u64, epoch: u64, placed: u64) -> TallyReport {
             delta: 1,
         });
     }
+    let newest = first + buckets - 1;
     TallyReport {
         deltas,
-        placed: vec![(first + buckets - 1, placed)],
+        placed: vec![(newest, placed)],
         let_in: vec![(first, 1)],
+        spans: vec![(newest, newest * 1000, newest * 1000 + 999)],
     }
 }
 

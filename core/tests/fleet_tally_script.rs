@@ -1,7 +1,6 @@
 //! The arrival-bucket counts' script (core/src/fleet/tally.lua) against a real `redis-server`,
 //! side by side with its Rust twin [`Ledger`]: the same node reports at the same times must
-//! give the same counts, bucket by bucket. The module does not call the script yet ([S22],
-//! docs/fleet.md, "Counting a long line").
+//! give the same counts, bucket by bucket ([S22], docs/fleet.md, "Counting a long line").
 //!
 //! Needs `redis-server` on the PATH; without it the tests print a note and pass.
 
@@ -164,8 +163,11 @@ fn an_epoch_leaves_whole_and_its_slot_serves_a_later_one() {
 fn a_broken_reply_is_an_error_not_counts() {
     let reply = |text: &str| Value::Bulk(text.as_bytes().to_vec());
     assert_eq!(
-        tally_reply(&reply("7 2 3 1 9 1 1 0")).unwrap(),
-        vec![Bucket::of(7, 2, 3, 1), Bucket::of(9, 1, 1, 0)]
+        tally_reply(&reply("7 2 3 1 7100 7250 9 1 1 0 0 0")).unwrap(),
+        vec![
+            Bucket::of(7, 2, 3, 1).spanning(7_100, 7_250),
+            Bucket::of(9, 1, 1, 0)
+        ]
     );
     assert_eq!(tally_reply(&reply("")).unwrap(), vec![]);
     let broken = [
@@ -173,8 +175,9 @@ fn a_broken_reply_is_an_error_not_counts() {
         Value::Array(vec![]),
         Value::Nil,
         reply("7 2 3"),
-        reply("7 -2 3 1"),
-        reply("7 2 3 x"),
+        reply("7 2 3 1"),
+        reply("7 -2 3 1 0 0"),
+        reply("7 2 3 x 0 0"),
         Value::Error(b"ERR smart_limit tally: bad arguments".to_vec()),
     ];
     for v in broken {

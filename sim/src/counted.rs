@@ -19,10 +19,13 @@ pub struct Counted {
     let_in_total: u64,
     /// Per node slot: when its counts came, and the fleet's admissions per 1,000 s then.
     moved: Vec<(u64, u64)>,
+    /// How long after an arrival every node has reported it (an interval: each node syncs
+    /// once an interval): the counts are settled over it (`Counts::settled`).
+    settle_ms: u64,
 }
 
 impl Counted {
-    pub fn new(presence_ms: u64, clients: usize) -> Counted {
+    pub fn new(presence_ms: u64, clients: usize, settle_ms: u64) -> Counted {
         let clock = Clock::new(presence_ms);
         Counted {
             clock,
@@ -33,6 +36,7 @@ impl Counted {
             let_in: Default::default(),
             let_in_total: 0,
             moved: Vec::new(),
+            settle_ms,
         }
     }
 
@@ -82,7 +86,7 @@ impl Counted {
         };
         self.moved[n] = (now, per_ks);
         self.ledger.apply(&deltas, now);
-        self.counts[n] = self.ledger.counts(front);
+        self.counts[n] = self.ledger.settled(front, now, self.settle_ms);
     }
 
     /// Node `n` lost its zone (a restart).

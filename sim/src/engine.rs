@@ -83,7 +83,13 @@ pub struct Positions {
     pub abs: Vec<u64>,
     /// Each sample's error relative to its true position, in millionths.
     pub rel_ppm: Vec<u64>,
+    /// The same, of the samples past the head ([`HEAD`]), where the line moves by more than
+    /// 2 % between two polls and no estimate between pictures can be that close.
+    pub rel_ppm_past_head: Vec<u64>,
 }
+
+/// Positions up to this many are the head, for [`Positions::rel_ppm_past_head`].
+pub const HEAD: u64 = 1000;
 
 impl Positions {
     /// One answer against the truth.
@@ -94,8 +100,11 @@ impl Positions {
         self.sum_signed += err;
         self.sum_true += truth as f64;
         self.abs.push(answered.abs_diff(truth));
-        self.rel_ppm
-            .push(answered.abs_diff(truth).saturating_mul(1_000_000) / truth.max(1));
+        let rel = answered.abs_diff(truth).saturating_mul(1_000_000) / truth.max(1);
+        self.rel_ppm.push(rel);
+        if truth > HEAD {
+            self.rel_ppm_past_head.push(rel);
+        }
     }
 }
 
@@ -255,7 +264,7 @@ impl Engine {
             arrived: 0,
             wait_polls: 0,
             true_active: TrueActive::default(),
-            counted: Counted::new(a.presence_ms, a.clients),
+            counted: Counted::new(a.presence_ms, a.clients, a.interval_ms),
             out: Outcome {
                 args: a.clone(),
                 ticks: Vec::with_capacity((a.seconds_ms / a.interval_ms) as usize + 1),

@@ -293,9 +293,10 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
     );
     let _ = writeln!(
         s,
-        "| answered from | samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | admissions per interval | mean abs error in intervals |"
+        "| answered from | samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | relative p99 past position {} | admissions per interval | mean abs error in intervals |",
+        crate::engine::HEAD
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
     for (from, p) in [
         ("the line's samples", &mut o.positions),
         ("arrival-bucket counts", &mut o.positions_counted),
@@ -304,7 +305,7 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
         let mean_abs = p.sum_abs / n;
         let _ = writeln!(
             s,
-            "| {from} | {} | {:.1} | {:+.1} | {} / {} / {} / {} | {} | {} / {} / {} | {:.1} | {:.1} |",
+            "| {from} | {} | {:.1} | {:+.1} | {} / {} / {} / {} | {} | {} / {} / {} | {} | {:.1} | {:.1} |",
             p.samples,
             mean_abs,
             p.sum_signed / n,
@@ -316,6 +317,7 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
             pct(quantile(&mut p.rel_ppm, 0.5) as f64 / 1e6),
             pct(quantile(&mut p.rel_ppm, 0.99) as f64 / 1e6),
             pct(p.rel_ppm.iter().max().copied().unwrap_or(0) as f64 / 1e6),
+            pct(quantile(&mut p.rel_ppm_past_head, 0.99) as f64 / 1e6),
             per_interval,
             if per_interval > 0.0 {
                 mean_abs / per_interval

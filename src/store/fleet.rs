@@ -34,6 +34,7 @@ use core::time::Duration;
 
 use ngx::ffi::ngx_conf_t;
 use smart_limit_core::challenge::FLEET_FRESH_MS;
+use smart_limit_core::fleet::tally::TallyScript;
 use smart_limit_core::fleet::MAX_SYNCS_PER_INTERVAL;
 use smart_limit_core::fleet::{
     draw_reply, picture_reply, Ask, Drawn, Fence, FleetConfig, FleetNode, FleetScript,
@@ -53,6 +54,9 @@ use crate::redis::{Client, ClientConfig};
 use crate::sync::{Driver, Synced};
 
 mod picture;
+mod tally;
+
+use tally::TallyCalls;
 
 /// How often a request waiting for the node's first picture looks whether it came (another
 /// worker may have sent the sync, so there is nothing to wake this one: it looks).
@@ -66,6 +70,8 @@ const DRAW_WAIT: Duration = Duration::from_millis(50);
 /// fork: the connection, the timer, the sync in flight).
 pub struct FleetStore {
     script: FleetScript,
+    /// The arrival-bucket counts' calls ([S22]).
+    tally: TallyCalls,
     pub cfg: FleetConfig,
     pub sync: Driver,
 }
@@ -83,7 +89,7 @@ impl FleetStore {
             cf,
             &params.redis,
             params.timeout_ms,
-            vec![FleetScript::load_command()],
+            vec![FleetScript::load_command(), TallyScript::load_command()],
             &label,
             "the node's last picture of the fleet (its part of the sessions leaving)",
         )?
@@ -104,6 +110,7 @@ impl FleetStore {
         let flood = params.flood.map(|f| f.rate());
         Ok(FleetStore {
             script: FleetScript::new(&params.prefix, &params.name, cfg).with_flood(flood),
+            tally: TallyCalls::new(&params.prefix, &params.name),
             cfg,
             sync,
         })
@@ -583,6 +590,7 @@ impl Synced for Zone {
 
     fn take(&'static self, now: u64, generation: u32) -> Option<SyncJob> {
         let fs = self.fleet.as_ref()?;
+        self.send_tally(fs, now);
         let (fence, report) = self
             .shm
             .with_fleet(|_, node| {

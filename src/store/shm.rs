@@ -34,7 +34,7 @@ struct Shared {
 /// With `sync=`, the part of `size=` that holds the node's side of the fleet's room (its
 /// reports between two syncs: about 96 bytes per session reported), within these bounds.
 const FLEET_SHARE: usize = 4;
-const FLEET_MIN_BYTES: usize = 256 << 10;
+const FLEET_MIN_BYTES: usize = 384 << 10;
 const FLEET_MAX_BYTES: usize = 16 << 20;
 
 /// The zone's handle on its shared memory.

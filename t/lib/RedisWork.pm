@@ -138,9 +138,15 @@ sub _line {
         if ($self->{cur}) { push @{ $self->{cur}{lua} }, \@a } else { $self->{stray}++ }
         return;
     }
-    if ($a[0] =~ /^eval(?:sha)?$/i && ($a[3] // '') eq $self->{call_key}) {
+    if ($a[0] =~ /^eval(?:sha)?$/i) {
+        # A call of the script under study, or of another (a synced room's counts' script,
+        # `tally:` keys): counted apart, its commands kept with it, not with the last call.
         $self->{cur} = { args => \@a, lua => [], ts => $ts };
-        push @{ $self->{calls} }, $self->{cur};
+        if (($a[3] // '') eq $self->{call_key}) {
+            push @{ $self->{calls} }, $self->{cur};
+        } else {
+            $self->{other_calls}++;
+        }
         return;
     }
     $self->{cur} = undef;
@@ -171,6 +177,8 @@ sub drain_to_end {
 }
 
 sub calls { $_[0]{calls} }
+# Calls of other scripts (commandstats counts them too).
+sub other_calls { $_[0]{other_calls} // 0 }
 # `lua` lines seen before any call: MONITOR's order is not the one assumed (a call, then its
 # commands).
 sub stray { $_[0]{stray} }

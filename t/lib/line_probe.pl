@@ -14,7 +14,10 @@
 # client polls the node after the one it polled before (every node tells every client its
 # place over the rounds). Prints, per round:
 #   round R: admitted A waiting W positions p1,p2,... distinct yes|no first F last L
-# and at the end "errors E" (an answer that is neither 200 nor a waiting 503 with a position).
+# (with --off instead of the positions: "off max M within P", M the most a client's position
+# was off its true place, its rank by arrival among those waiting, and P the percentile of
+# the line's length that 99 % of the clients were within), and at the end "errors E" (an
+# answer that is neither 200 nor a waiting 503 with a position).
 
 use strict;
 use warnings;
@@ -22,10 +25,10 @@ use Getopt::Long;
 use HTTP::Tiny;
 use Time::HiRes qw(sleep);
 
-my ($ports, $clients, $gap, $again, $rounds, $syncs, $rotate) = ('', 1, 0, 1, 1, '', 0);
+my ($ports, $clients, $gap, $again, $rounds, $syncs, $rotate, $off) = ('', 1, 0, 1, 1, '', 0, 0);
 GetOptions('ports=s' => \$ports, 'clients=i' => \$clients, 'gap=f' => \$gap,
            'again=f' => \$again, 'rounds=i' => \$rounds, 'syncs=s' => \$syncs,
-           'rotate' => \$rotate)
+           'rotate' => \$rotate, 'off' => \$off)
     or die "bad arguments\n";
 my @ports = split /,/, $ports;
 die "--ports needed\n" unless @ports;
@@ -102,6 +105,17 @@ sub report {
     my %n;
     $n{$_}++ for @p;
     my $distinct = (grep { $_ > 1 } values %n) ? 'no' : 'yes';
+    if ($off) {
+        # Clients arrived one after another by id: the true place is the rank among those
+        # waiting.
+        my @by_id = sort { $a->{id} <=> $b->{id} } @waiting;
+        my @d = sort { $a <=> $b } map { abs($by_id[$_]{pos} - ($_ + 1)) } 0 .. $#by_id;
+        my $p99 = @d ? $d[ int(0.99 * $#d) ] : 0;
+        printf "round %d: admitted %d waiting %d off max %d within %.1f%% distinct %s first %s last %s\n",
+            $round, $admitted, scalar(@waiting), $d[-1] // 0, 100 * $p99 / (@waiting || 1),
+            $distinct, $p[0] // '-', $p[-1] // '-';
+        return;
+    }
     printf "round %d: admitted %d waiting %d positions %s distinct %s first %s last %s\n",
         $round, $admitted, scalar(@waiting), join(',', @p), $distinct, $p[0] // '-', $p[-1] // '-';
 }

@@ -428,8 +428,9 @@ if ($err_over) {
     print "poserr $_->[4]\n" for @worst[0 .. min(4, $#worst)];
     push @bad, "$err_over positions off by more than the moves since their picture";
 }
-push @bad, "MONITOR saw $out{monitor_calls} script calls, commandstats $calls"
-    if $out{monitor_calls} != $calls;
+push @bad, "MONITOR saw $out{monitor_calls} script calls and " . $rw->other_calls
+    . " of other scripts, commandstats $calls"
+    if $out{monitor_calls} + $rw->other_calls != $calls;
 push @bad, "$most_per_window syncs stamped with one window > 2 x $o{'syncs-cap'}"
     if $most_per_window > 2 * $o{'syncs-cap'};
 for my $n (sort keys %per_node) {

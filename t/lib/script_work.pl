@@ -99,8 +99,9 @@ for my $g (sort keys %per_group) {
         if $o{'group-cap'} && $per_group{$g} > $o{'group-cap'};
 }
 my $seen = @{ $rw->calls };
-push @broken, "MONITOR saw $seen calls, commandstats " . ($calls1 - $calls0)
-    if $seen != $calls1 - $calls0;
+push @broken, "MONITOR saw $seen calls and " . $rw->other_calls . " of other scripts, commandstats "
+    . ($calls1 - $calls0)
+    if $seen + $rw->other_calls != $calls1 - $calls0;
 push @broken, $rw->stray . " script commands in MONITOR before any call" if $rw->stray;
 print STDERR "broken: $_\n" for @broken[0 .. ($#broken < 19 ? $#broken : 19)];
 printf "script calls %d; monitor saw %d; most entries a call %d; most removed a call %d; "

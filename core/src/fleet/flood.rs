@@ -184,16 +184,16 @@ mod tests {
         assert_eq!(table_lens(80), (80, 16));
         assert_eq!(table_lens(87), (80, 16));
         assert_eq!(table_lens(100_000), (TAKEN_MAX, OVER_MAX));
-        // A block of the smallest size the zone gives (256 KiB) gets the largest tables, a
-        // 64 KiB one small ones, and both attach again.
-        for len in [64 << 10, 256 << 10] {
+        // A block of the smallest size the zone gives (384 KiB) gets the largest tables, a
+        // 160 KiB one small ones, and both attach again.
+        for len in [160 << 10, 384 << 10] {
             let mut mem = block(len);
             let (t, o) = {
                 let n = node(&mut mem);
                 (n.flood_taken.len(), n.flood_over.len())
             };
             assert!(t >= WAYS && t % WAYS == 0 && o >= WAYS && o % WAYS == 0);
-            if len == 256 << 10 {
+            if len == 384 << 10 {
                 assert_eq!((t, o), (TAKEN_MAX, OVER_MAX));
             } else {
                 assert!(t < TAKEN_MAX && o < OVER_MAX, "{t} {o}");
@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn keys_within_the_allowance_are_not_reported_the_rest_most_first() {
-        let mut mem = block(256 << 10);
+        let mut mem = block(384 << 10);
         let mut n = node(&mut mem);
         // Key 1 takes one place (within the allowance), 2 takes two, 3 takes five.
         n.flood_took(1);
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn a_report_carries_at_most_its_cap_the_rest_waits() {
-        let mut mem = block(256 << 10);
+        let mut mem = block(384 << 10);
         let mut n = node(&mut mem);
         let keys = FLOOD_REPORT_CAP as u64 + 10;
         for key in 1..=keys {
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_full_set_evicts_the_key_with_the_fewest_places() {
-        let mut mem = block(64 << 10);
+        let mut mem = block(160 << 10);
         let mut n = node(&mut mem);
         // Keys of one set (the table's first): a heavy one, then more one-place keys than
         // the set holds.
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn refusals_hold_until_their_time_and_are_renewed_by_each_answer() {
-        let mut mem = block(256 << 10);
+        let mut mem = block(384 << 10);
         let mut n = node(&mut mem);
         assert_eq!(n.flood_over(9, 1000), None);
         n.flood_answers(
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn a_full_refusal_set_drops_the_one_that_lapses_first() {
-        let mut mem = block(64 << 10);
+        let mut mem = block(160 << 10);
         let mut n = node(&mut mem);
         let keys = first_set(n.flood_over.len(), WAYS + 1);
         // WAYS keys refused for 10 s and more, one of them for 1 s; then one more.

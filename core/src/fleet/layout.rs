@@ -5,14 +5,16 @@
 use core::mem::{align_of, size_of};
 
 use super::flood::{self, Over, Taken};
+use super::tally::Row;
+use super::tally_zone::{TallyEntry, COUNT_SLOTS, TALLY_SLOTS};
 use super::SPENT_REPORT_CAP;
 use super::{FleetNode, NotAFleetNode};
 use super::{Sample, Sighting, SpentProof, WaiterSighting, ENDS_CAP, FRESH_CAP, SAMPLE_SLOTS};
 
 use crate::sync::leader::Leadership;
 
-// "SLFLEET", version 9 (8 + the oldest arrival a draw is for, and the oldest told)
-const MAGIC: u64 = 0x534c_464c_4545_5409;
+// "SLFLEET", version 10 (9 + the arrival-bucket tally and counts)
+const MAGIC: u64 = 0x534c_464c_4545_540a;
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -100,6 +102,15 @@ pub(super) struct Header {
     pub(super) expiring_held: u64,
     pub(super) ends_len: u64,
     pub(super) ends: [u64; ENDS_CAP],
+    /// The arrival-bucket tally ([S22], `tally_zone.rs`): entries of the tally table in use,
+    /// changes dropped for want of room in it (cumulative), and whether a tally call is out.
+    pub(super) tally_len: u64,
+    pub(super) tally_dropped: u64,
+    /// The counts the last tally call brought: rows, when they were settled (0: none), and
+    /// the fleet's arrivals a second then.
+    pub(super) counts_len: u64,
+    pub(super) counts_at: u64,
+    pub(super) counts_per_s: u64,
     leadership: Leadership,
 }
 
@@ -172,6 +183,8 @@ fn round8(n: usize) -> usize {
 
 struct Layout {
     pub(super) samples: usize,
+    pub(super) tally: usize,
+    pub(super) counts: usize,
     pub(super) seen: usize,
     pub(super) active: usize,
     pub(super) admitted: usize,
@@ -184,7 +197,9 @@ struct Layout {
 
 fn layout(seen: usize, batch: usize) -> Layout {
     let samples = round8(size_of::<Header>());
-    let seen_at = samples + SAMPLE_SLOTS * size_of::<Sample>();
+    let tally = samples + SAMPLE_SLOTS * size_of::<Sample>();
+    let counts = tally + TALLY_SLOTS * size_of::<TallyEntry>();
+    let seen_at = counts + COUNT_SLOTS * size_of::<Row>();
     let active = seen_at + seen * size_of::<Seen>();
     let admitted = active + batch * size_of::<Sighting>();
     let waiters = admitted + batch * size_of::<Sighting>();
@@ -194,6 +209,8 @@ fn layout(seen: usize, batch: usize) -> Layout {
     let end = flood_over + n_over * size_of::<Over>();
     Layout {
         samples,
+        tally,
+        counts,
         seen: seen_at,
         active,
         admitted,
@@ -262,6 +279,8 @@ impl<'m> FleetNode<'m> {
         unsafe {
             Ok(FleetNode {
                 samples: core::slice::from_raw_parts_mut(base.add(l.samples).cast(), SAMPLE_SLOTS),
+                tally: core::slice::from_raw_parts_mut(base.add(l.tally).cast(), TALLY_SLOTS),
+                counts: core::slice::from_raw_parts_mut(base.add(l.counts).cast(), COUNT_SLOTS),
                 seen: core::slice::from_raw_parts_mut(base.add(l.seen).cast(), seen),
                 active: core::slice::from_raw_parts_mut(base.add(l.active).cast(), batch),
                 admitted: core::slice::from_raw_parts_mut(base.add(l.admitted).cast(), batch),

@@ -49,6 +49,7 @@ mod layout;
 mod node;
 mod report;
 mod script;
+mod tally_zone;
 
 pub mod model;
 pub mod tally;
@@ -417,6 +418,9 @@ pub enum FleetVerdict {
 pub struct FleetNode<'m> {
     hdr: &'m mut Header,
     samples: &'m mut [Sample],
+    /// The arrival-bucket tally since the last tally call, and the counts it brought.
+    tally: &'m mut [tally_zone::TallyEntry],
+    counts: &'m mut [tally::Row],
     seen: &'m mut [Seen],
     active: &'m mut [Sighting],
     admitted: &'m mut [Sighting],

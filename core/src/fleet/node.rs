@@ -433,20 +433,34 @@ impl<'m> FleetNode<'m> {
     }
 
     pub(super) fn wait(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> FleetVerdict {
-        // Past the picture's line: behind it, and behind this node's newcomers before it.
-        let behind = if arrival > self.tail() {
-            self.fresh_ahead(arrival)
-        } else {
-            0
+        // A line too long to come whole is counted by arrival buckets, once counts came
+        // (tally_zone.rs): they hold the fleet's newest arrivals too. Not while they hold
+        // far fewer than the line Redis keeps (a fleet just upgraded from a build that did not
+        // count: its waiters are counted as their tickets are written again, within an epoch).
+        let counts = match self.hdr.samples_exact {
+            0 => self
+                .counts()
+                .filter(|c| c.total().saturating_mul(10) >= self.hdr.queue_len.saturating_mul(9)),
+            _ => None,
         };
-        let position = self
-            .position_of(arrival, sid)
-            .saturating_add(behind)
-            .saturating_sub(self.hdr.aged_ranks)
-            .max(1);
+        let (told, queue_len) = match counts {
+            Some(c) => (c.position(arrival), self.hdr.queue_len.max(c.total())),
+            None => {
+                // Past the picture's line: behind it, and behind this node's newcomers before
+                // it.
+                let behind = if arrival > self.tail() {
+                    self.fresh_ahead(arrival)
+                } else {
+                    0
+                };
+                let told = self.position_of(arrival, sid).saturating_add(behind);
+                (told, self.hdr.queue_len)
+            }
+        };
+        let position = told.saturating_sub(self.hdr.aged_ranks).max(1);
         FleetVerdict::Wait {
             position,
-            queue_len: self.hdr.queue_len.max(position),
+            queue_len: queue_len.max(position),
             eta_secs: self.eta_secs(position, cfg),
         }
     }

@@ -18,17 +18,19 @@
 -- KEYS: [1..6] the epoch slots (hash bucket -> sessions last stamped there in that epoch)
 --       [7] which epoch each slot holds (hash slot -> epoch)
 --       [8] places taken (hash bucket -> count)   [9] waiters let in (hash bucket -> count)
+--       [10] the arrivals the places came at (hash bucket -> "first last", ms)
 -- ARGV: [1] now (ms)  [2] epoch (ms)  [3] window (epochs a stamp stays counted after its own)
 --       [4] key TTL (ms)
 --       then the report: count, (bucket, k) x count placed; count, (bucket, k) x count let
---       in; count, (epoch, bucket, delta) x count
--- Reply: "bucket waiting placed let_in ..." for each bucket whose count is above 0, by
+--       in; count, (epoch, bucket, delta) x count; count, (bucket, first, last) x count
+--       spans
+-- Reply: "bucket waiting placed let_in first last ..." for each bucket whose count is above 0, by
 --        bucket, as one string (an array of integers would be capped at 1,024 elements by the
 --        module's reply parser; a bulk string at 1 MiB, about 35,000 buckets: ten hours of
 --        arrivals)
 
 local SLOTS = 6
-local K_META, K_PL, K_LI = KEYS[7], KEYS[8], KEYS[9]
+local K_META, K_PL, K_LI, K_SP = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local now = tonumber(ARGV[1])
 local epoch_ms = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
@@ -124,6 +126,40 @@ for _ = 1, deltas do
   end
 end
 
+-- The spans: each bucket's first and last arrival, widened.
+local function map(key)
+  local m = {}
+  local flat = redis.call('HGETALL', key)
+  for j = 1, #flat, 2 do
+    m[flat[j]] = flat[j + 1]
+  end
+  return m
+end
+local spans = map(K_SP)
+local spans_set = {}
+for _ = 1, (take() or 0) do
+  local field, lo, hi = take_field(), take(), take()
+  if field and lo and hi and lo <= hi then
+    local old = spans[field]
+    if old then
+      local a, z = string.match(old, '^(%d+) (%d+)$')
+      a, z = tonumber(a), tonumber(z)
+      if a and z then
+        lo, hi = math.min(lo, a), math.max(hi, z)
+      end
+    end
+    local v = digits(lo) .. ' ' .. digits(hi)
+    if v ~= old then
+      spans[field] = v
+      spans_set[#spans_set + 1] = field
+      spans_set[#spans_set + 1] = v
+    end
+  end
+end
+for j = 1, #spans_set, 2000 do
+  redis.call('HSET', K_SP, unpack(spans_set, j, math.min(j + 1999, #spans_set)))
+end
+
 -- The changes written back, a thousand fields a call (a count back at 0 is deleted).
 local BATCH = 1000
 for s, fields in pairs(changed) do
@@ -151,7 +187,7 @@ for s, fields in pairs(changed) do
   flush(true)
 end
 
-for k = 1, 9 do
+for k = 1, 10 do
   redis.call('PEXPIRE', KEYS[k], ttl)
 end
 
@@ -161,14 +197,6 @@ for _, t in pairs(slot) do
   for b, c in pairs(t) do
     sums[b] = (sums[b] or 0) + c
   end
-end
-local function map(key)
-  local m = {}
-  local flat = redis.call('HGETALL', key)
-  for j = 1, #flat, 2 do
-    m[flat[j]] = flat[j + 1]
-  end
-  return m
 end
 local placed, let_in = map(K_PL), map(K_LI)
 local rows = {}
@@ -187,6 +215,6 @@ end)
 local parts = {}
 for _, b in ipairs(rows) do
   parts[#parts + 1] = b .. ' ' .. tostring(sums[b]) .. ' ' .. (placed[b] or '0') .. ' '
-    .. (let_in[b] or '0')
+    .. (let_in[b] or '0') .. ' ' .. (spans[b] or '0 0')
 end
 return table.concat(parts, ' ')

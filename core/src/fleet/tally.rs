@@ -21,6 +21,10 @@
 
 use std::collections::BTreeMap;
 
+mod counts;
+
+pub use counts::{Counts, CountsView, Row};
+
 use crate::redis::resp::Value;
 use crate::redis::{server_error, ReplyError};
 
@@ -29,8 +33,8 @@ use crate::redis::{server_error, ReplyError};
 pub const TALLY_SCRIPT: &str = include_str!("tally.lua");
 /// The script's keys after the room's prefix: six epoch slots (more than the live epochs), the
 /// slots' epochs, places taken, waiters let in.
-pub const TALLY_KEYS: [&str; 9] = [
-    "e0", "e1", "e2", "e3", "e4", "e5", "epochs", "placed", "let_in",
+pub const TALLY_KEYS: [&str; 10] = [
+    "e0", "e1", "e2", "e3", "e4", "e5", "epochs", "placed", "let_in", "spans",
 ];
 
 /// Width of an arrival bucket.
@@ -83,6 +87,8 @@ pub struct TallyReport {
     pub deltas: Vec<Delta>,
     pub placed: Vec<(u64, u64)>,
     pub let_in: Vec<(u64, u64)>,
+    /// Per bucket, the first and the last arrival (ms) of the places taken.
+    pub spans: Vec<(u64, u64, u64)>,
 }
 
 /// Adds `d` to `map[key]`, dropping the entry when it comes to zero (a count that went up and
@@ -105,6 +111,10 @@ fn bump<K: Ord>(map: &mut BTreeMap<K, i64>, key: K, d: i64) {
 }
 
 impl TallyReport {
+    pub fn is_empty(&self) -> bool {
+        self.deltas.is_empty() && self.placed.is_empty() && self.let_in.is_empty()
+    }
+
     /// The script's arguments after its keys (tally.lua's ARGV), for a call at `now`.
     pub fn args(&self, clock: &Clock, now: u64, ttl_ms: u64) -> Vec<String> {
         let mut a = vec![
@@ -127,7 +137,55 @@ impl TallyReport {
                 d.delta.to_string(),
             ]);
         }
+        a.push(self.spans.len().to_string());
+        for &(b, lo, hi) in &self.spans {
+            a.extend([b.to_string(), lo.to_string(), hi.to_string()]);
+        }
         a
+    }
+}
+
+/// The tally calls of one synced room (the script's keys share the room's hash tag, so a
+/// Redis Cluster keeps them on the fleet's slot).
+#[derive(Debug, Clone)]
+pub struct TallyScript {
+    pub sha: String,
+    pub keys: Vec<String>,
+}
+
+impl TallyScript {
+    pub fn new(prefix: &str, room: &str) -> TallyScript {
+        TallyScript {
+            sha: crate::redis::sha_of(TALLY_SCRIPT),
+            keys: TALLY_KEYS
+                .iter()
+                .map(|k| format!("{prefix}:{{{room}}}:tally:{k}"))
+                .collect(),
+        }
+    }
+
+    pub fn load_command() -> Vec<u8> {
+        crate::redis::load_command_of(TALLY_SCRIPT)
+    }
+
+    /// A call with a node's report, at `now` on the node's clock (the stamps' clock).
+    pub fn call(
+        &self,
+        form: crate::redis::Form,
+        r: &TallyReport,
+        clock: &Clock,
+        now: u64,
+        ttl_ms: u64,
+    ) -> Vec<u8> {
+        let mut cmd = crate::redis::script_call(form, &self.sha, TALLY_SCRIPT);
+        cmd.arg(self.keys.len());
+        for k in &self.keys {
+            cmd.arg(k);
+        }
+        for a in r.args(clock, now, ttl_ms) {
+            cmd.arg(a);
+        }
+        cmd.get_packed_command()
     }
 }
 
@@ -145,13 +203,15 @@ pub fn tally_reply(v: &Value) -> Result<Vec<Bucket>, ReplyError> {
         .split_ascii_whitespace()
         .map(|w| w.parse::<u64>().map_err(|_| bad.clone()))
         .collect::<Result<Vec<u64>, _>>()?;
-    if ints.len() % 4 != 0 {
+    if ints.len() % 6 != 0 {
         return Err(bad);
     }
     Ok(ints
-        .chunks_exact(4)
+        .chunks_exact(6)
         .map(|r| match *r {
-            [bucket, waiting, placed, let_in] => Bucket::of(bucket, waiting, placed, let_in),
+            [bucket, waiting, placed, let_in, first, last] => {
+                Bucket::of(bucket, waiting, placed, let_in).spanning(first, last)
+            }
             _ => Bucket::of(0, 0, 0, 0),
         })
         .collect())
@@ -163,6 +223,13 @@ pub struct Tally {
     deltas: BTreeMap<(u64, u64), i64>,
     placed: BTreeMap<u64, u64>,
     let_in: BTreeMap<u64, u64>,
+    spans: BTreeMap<u64, (u64, u64)>,
+}
+
+/// Widens the span of `bucket` in `map` to hold `lo..=hi`.
+fn widen(map: &mut BTreeMap<u64, (u64, u64)>, bucket: u64, lo: u64, hi: u64) {
+    let e = map.entry(bucket).or_insert((lo, hi));
+    *e = (e.0.min(lo), e.1.max(hi));
 }
 
 impl Tally {
@@ -182,6 +249,7 @@ impl Tally {
             }
         } else {
             *self.placed.entry(bucket).or_insert(0) += 1;
+            widen(&mut self.spans, bucket, arrival, arrival);
         }
         bump(&mut self.deltas, (e, bucket), 1);
         true
@@ -210,6 +278,10 @@ impl Tally {
                 .collect(),
             placed: std::mem::take(&mut self.placed).into_iter().collect(),
             let_in: std::mem::take(&mut self.let_in).into_iter().collect(),
+            spans: std::mem::take(&mut self.spans)
+                .into_iter()
+                .map(|(b, (lo, hi))| (b, lo, hi))
+                .collect(),
         }
     }
 
@@ -229,6 +301,8 @@ pub struct Ledger {
     /// Per bucket: places taken, and waiters let in, since the bucket began.
     placed: BTreeMap<u64, u64>,
     let_in: BTreeMap<u64, u64>,
+    /// Per bucket: the first and last arrival of the places taken in it.
+    spans: BTreeMap<u64, (u64, u64)>,
 }
 
 impl Ledger {
@@ -239,6 +313,7 @@ impl Ledger {
             n: BTreeMap::new(),
             placed: BTreeMap::new(),
             let_in: BTreeMap::new(),
+            spans: BTreeMap::new(),
         }
     }
 
@@ -264,6 +339,11 @@ impl Ledger {
         for &(b, k) in &report.let_in {
             *self.let_in.entry(b).or_insert(0) += k;
         }
+        for &(b, lo, hi) in &report.spans {
+            if lo <= hi {
+                widen(&mut self.spans, b, lo, hi);
+            }
+        }
         let ahead = self.clock.epoch(now).saturating_add(1);
         for d in &report.deltas {
             if !self.clock.live(d.epoch, now) || d.epoch > ahead {
@@ -276,18 +356,30 @@ impl Ledger {
 
     /// The counts by bucket, for the picture; `front` as [`Counts::new`] takes it.
     pub fn counts(&self, front: u64) -> Counts {
+        Counts::new(self.buckets(), front)
+    }
+
+    /// The same, settled at `at` ([`Counts::settled`]).
+    pub fn settled(&self, front: u64, at: u64, settle_ms: u64) -> Counts {
+        Counts::settled(self.buckets(), front, at, settle_ms)
+    }
+
+    /// The buckets as the script replies them.
+    pub fn buckets(&self) -> Vec<Bucket> {
         let part = |m: &BTreeMap<u64, u64>, b: u64| m.get(&b).copied().unwrap_or(0);
-        Counts::new(
-            self.n.iter().map(|(&b, &c)| {
+        self.n
+            .iter()
+            .map(|(&b, &c)| {
+                let (first, last) = self.spans.get(&b).copied().unwrap_or((0, 0));
                 Bucket::of(
                     b,
                     u64::try_from(c).unwrap_or(0),
                     part(&self.placed, b),
                     part(&self.let_in, b),
                 )
-            }),
-            front,
-        )
+                .spanning(first, last)
+            })
+            .collect()
     }
 }
 
@@ -300,6 +392,10 @@ pub struct Bucket {
     /// The part of the bucket's places already let in, in millionths: the line admits by
     /// arrival, so they were its first arrivals, and those waiting are after them.
     pub let_in_ppm: u64,
+    /// The first and the last arrival (ms) of the places taken in it (0, 0: not known, the
+    /// whole bucket). A crowd that comes within part of a second, or stops, fills part of it.
+    pub first: u64,
+    pub last: u64,
 }
 
 impl Bucket {
@@ -310,58 +406,23 @@ impl Bucket {
             bucket,
             waiting,
             let_in_ppm: let_in.min(placed).saturating_mul(1_000_000) / placed.max(1),
+            first: 0,
+            last: 0,
         }
     }
-}
 
-/// The fleet's counts as a node holds them: buckets in order with the sum before each.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// (bucket, sessions waiting in it, from when in it they wait (ms), sessions in the
-    /// buckets before it), by bucket.
-    rows: Vec<(u64, u64, u64, u64)>,
-}
-
-impl Counts {
-    /// From (bucket, count) pairs in bucket order, and the arrival of the line's head (0:
-    /// unknown). Buckets older than the head's are left out: their counts are sessions let in
-    /// or gone that the window still holds.
-    pub fn new(buckets: impl IntoIterator<Item = Bucket>, front: u64) -> Counts {
-        let mut before = 0u64;
-        let first = Clock::bucket(front);
-        let rows = buckets
-            .into_iter()
-            .filter(|k| k.waiting > 0 && k.bucket >= first)
-            .map(|k| {
-                let start = k.bucket * BUCKET_MS;
-                let from = (start + BUCKET_MS * k.let_in_ppm.min(999_999) / 1_000_000).max(front);
-                let row = (k.bucket, k.waiting, from, before);
-                before = before.saturating_add(k.waiting);
-                row
-            })
-            .collect();
-        Counts { rows }
-    }
-
-    /// Everyone counted.
-    pub fn total(&self) -> u64 {
-        self.rows.last().map_or(0, |&(_, c, _, before)| before + c)
-    }
-
-    /// The position of a waiter who arrived at `arrival`: everyone in older buckets, and the
-    /// part of its own bucket that arrived before it (arrivals taken as even within it), + 1.
-    pub fn position(&self, arrival: u64) -> u64 {
-        let b = Clock::bucket(arrival);
-        let i = self.rows.partition_point(|&(x, _, _, _)| x < b);
-        let Some(&(x, c, from, before)) = self.rows.get(i) else {
-            return self.total() + 1;
-        };
-        if x != b {
-            return before + 1;
+    /// With the arrivals it holds: from `first` to `last` (ignored unless within the bucket,
+    /// in order).
+    pub fn spanning(self, first: u64, last: u64) -> Bucket {
+        let (start, end) = (self.bucket * BUCKET_MS, (self.bucket + 1) * BUCKET_MS);
+        if first > last || first < start || last >= end {
+            return self;
         }
-        let span = ((b + 1) * BUCKET_MS).saturating_sub(from);
-        let into = arrival.saturating_sub(from);
-        before + c.saturating_mul(into) / span.max(1) + 1
+        Bucket {
+            first,
+            last,
+            ..self
+        }
     }
 }
 
@@ -413,40 +474,6 @@ mod tests {
                 delta: 1
             }]
         );
-    }
-
-    #[test]
-    fn positions_count_older_buckets_and_a_share_of_their_own() {
-        let c = Counts::new([at(10, 100, 0), at(11, 50, 0), at(13, 10, 0)], 0);
-        assert_eq!(c.total(), 160);
-        assert_eq!(c.position(9_999), 1);
-        assert_eq!(c.position(10_000), 1);
-        assert_eq!(c.position(10_500), 51);
-        assert_eq!(c.position(11_000), 101);
-        assert_eq!(c.position(12_400), 151);
-        assert_eq!(c.position(13_999), 160);
-        assert_eq!(c.position(20_000), 161);
-        // The head arrived at 10,600: bucket 9 is left out, bucket 10's 100 are in its last
-        // 400 ms.
-        let c = Counts::new([at(9, 7, 0), at(10, 100, 0), at(11, 50, 0)], 10_600);
-        assert_eq!(c.total(), 150);
-        assert_eq!(c.position(10_600), 1);
-        assert_eq!(c.position(10_800), 51);
-        assert_eq!(c.position(11_000), 101);
-        // A quarter of bucket 11's places were let in: its 50 wait in its last 750 ms; one of
-        // its first quarter still waiting counts as the bucket's first.
-        let c = Counts::new([at(10, 100, 0), at(11, 50, 250_000)], 0);
-        assert_eq!(c.position(11_100), 101);
-        assert_eq!(c.position(11_250), 101);
-        assert_eq!(c.position(11_625), 126);
-    }
-
-    fn at(bucket: u64, waiting: u64, let_in_ppm: u64) -> Bucket {
-        Bucket {
-            bucket,
-            waiting,
-            let_in_ppm,
-        }
     }
 
     #[test]

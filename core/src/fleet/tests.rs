@@ -66,7 +66,7 @@ fn node(mem: &mut Mem) -> FleetNode<'_> {
 /// from half an interval after the picture on: until then the places wait for those before it.
 #[test]
 fn the_band_comes_after_those_the_places_rightly_take() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let samples = line_of(3);
@@ -119,7 +119,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
 
 #[test]
 fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     assert_eq!(n.visit(w(1, 100), 1000, &c), FleetVerdict::Unknown);
@@ -261,7 +261,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
 
 #[test]
 fn places_drawn_for_those_turned_away_are_theirs() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     // Nobody waits anywhere: everyone may come in, as far as the share goes.
@@ -332,7 +332,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
 
 #[test]
 fn sessions_are_reported_once_an_interval() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     for t in [10_000, 10_500, 10_999] {
@@ -356,7 +356,7 @@ fn sessions_are_reported_once_an_interval() {
 
 #[test]
 fn positions_interpolate_between_samples() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     show(
         &mut n,
@@ -395,7 +395,7 @@ fn positions_interpolate_between_samples() {
 
 #[test]
 fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let sample = |rank, arrival| Sample {
@@ -474,7 +474,7 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
 
 #[test]
 fn a_failed_sync_gives_its_report_back() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     show(
@@ -552,7 +552,7 @@ fn a_report_is_capped_and_the_rest_follows() {
 
 #[test]
 fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let sample = |rank, arrival| Sample {

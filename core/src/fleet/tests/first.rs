@@ -43,7 +43,7 @@ fn position(v: FleetVerdict) -> u64 {
 
 #[test]
 fn a_first_sync_is_pending_until_its_picture_or_its_failure() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     assert!(!n.first_sync_pending(1000, 200), "nothing sent yet");
@@ -69,7 +69,7 @@ fn a_first_sync_is_pending_until_its_picture_or_its_failure() {
 
 #[test]
 fn newcomers_the_picture_cannot_show_get_distinct_places_behind_its_line() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     // Before any picture: the node's own line (what on_error=local tells), by arrival.
@@ -116,7 +116,7 @@ fn newcomers_the_picture_cannot_show_get_distinct_places_behind_its_line() {
 
 #[test]
 fn a_newcomer_let_in_leaves_the_newcomers_ahead_of_others() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     n.next_sync(900, 1, &c);

@@ -8,7 +8,7 @@ use super::*;
 /// saw 103 of 100 for 67 ms when they were taken at once).
 #[test]
 fn expiring_places_are_taken_as_their_sessions_end() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let samples = line_of(8);
@@ -89,7 +89,7 @@ fn expiring_places_are_taken_as_their_sessions_end() {
 /// over by the band for 10 s and more when the band took held places as they freed).
 #[test]
 fn a_held_place_waits_half_an_interval_for_the_rightful_ones() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let samples = line_of(8);

@@ -8,7 +8,7 @@ use super::*;
 /// is decided by, never says so.
 #[test]
 fn a_turn_at_the_tick_waits_for_the_next_picture() {
-    let mut mem = Mem(vec![0; 1 << 14]);
+    let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     // Full, no share: the waiters of 100..400 are the turn's, those of 500.. wait.

@@ -91,7 +91,7 @@ fn members_of_one_score_go_by_their_digits() {
 /// yet is told where it stands among them.
 #[test]
 fn every_waiter_of_a_whole_line_is_told_its_own_place() {
-    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut mem = Mem(vec![0; 1 << 16]);
     let mut n = node(&mut mem);
     let c = cfg();
     // Arrivals 10 ms apart in groups of 7 sharing a millisecond; sessions in no order.
