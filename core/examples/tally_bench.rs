@@ -14,8 +14,9 @@
 //!   each epoch's hash is dropped whole.
 //!
 //! Times are Redis's own (`INFO commandstats`: the script's execution, without the network),
-//! the network), the median and the largest per scenario; the reply's size; and what the steady
-//! calls cost one Redis core when every node syncs once a second.
+//! and the client's round trip, the median and the largest; the reply's size; what the steady
+//! calls cost one Redis core when every node syncs once a second; and the memory the counts'
+//! keys take (`MEMORY USAGE`) after the steady calls.
 //!
 //! Options: `--buckets 60,600,3600` `--nodes 10` `--rounds 30`.
 
@@ -206,9 +207,9 @@ fn run() -> Result<(), String> {
     println!(
         "| buckets | entries per report | steady call: Redis µs (mean) | round trip µs: median / \
          max | reply bytes | steady, every node once a second: share of one core | roll of \
-         the window passed: Redis µs |"
+         the window passed: Redis µs | the keys' memory (KiB) |"
     );
-    println!("| ---: | ---: | ---: | --- | ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
     for &buckets in &list {
         r.cmd(&["FLUSHALL"])?;
         let first = T0 / 1000 - buckets;
@@ -235,10 +236,17 @@ fn run() -> Result<(), String> {
         }
         let (calls, usec) = r.script_time()?;
         let mean = usec / calls.max(1) as f64;
-        let entries = 2 * buckets + 2;
+        let entries = 2 * buckets + 3;
         let med = median(&mut trips);
         let max = trips.last().copied().unwrap_or(0);
         let share = mean * nodes as f64 / 1e6 * 100.0;
+        let mut bytes = 0;
+        for k in TALLY_KEYS {
+            let key = format!("smart_limit:{{bench}}:tally:{k}");
+            if let Value::Int(n) = r.cmd(&["MEMORY", "USAGE", &key])? {
+                bytes += n;
+            }
+        }
         // The expiry: every bucket in each of the live epochs, then a call a window later.
         r.cmd(&["FLUSHALL"])?;
         let e = clock.epoch(T0);
@@ -259,7 +267,8 @@ fn run() -> Result<(), String> {
         let (_, roll) = r.script_time()?;
         println!(
             "| {buckets} | {entries} | {mean:.0} | {med} / {max} | {reply} | {share:.2} % | \
-             {roll:.0} |"
+             {roll:.0} | {} |",
+            bytes / 1024
         );
     }
     Ok(())

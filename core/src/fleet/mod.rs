@@ -24,7 +24,9 @@
 //!   up, is told to come back in a moment, and the node asks the pool for as many places as it
 //!   turned such clients away (one call in flight per node, in the background); the places it
 //!   gets admit the next ones whose turn it is.
-//! - **Positions** come from samples of the fleet's line (rank, arrival) in the picture.
+//! - **Positions** come from the picture: the whole line while it is at most [`EXACT_LINE`]
+//!   (each waiter its own rank), else the fleet's arrival-bucket counts ([`tally`], sent
+//!   beside each sync), or samples of the line (rank, arrival) until counts come.
 //! - **Flood control** (`flood=`) is paid on the node (its own budget, in the room) and settled
 //!   in the sync: the node counts each client key's places, reports the keys that took more
 //!   than [`FLOOD_ALLOWANCE`], the script charges the fleet's bucket of each and answers the
@@ -459,7 +461,8 @@ pub struct FleetSnapshot {
     /// Pool draws sent, and the places they got.
     pub draws: u64,
     pub draws_granted: u64,
-    /// Sightings not reported for want of room in the batches (zone memory).
+    /// Sightings not reported for want of room in the batches (zone memory), and changes of
+    /// the line's counts not kept for want of room in the tally table.
     pub dropped: u64,
     pub syncs: u64,
     pub sync_failures: u64,

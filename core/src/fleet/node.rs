@@ -434,13 +434,14 @@ impl<'m> FleetNode<'m> {
 
     pub(super) fn wait(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> FleetVerdict {
         // A line too long to come whole is counted by arrival buckets, once counts came
-        // (tally_zone.rs): they hold the fleet's newest arrivals too. Not while they hold
-        // far fewer than the line Redis keeps (a fleet just upgraded from a build that did not
-        // count: its waiters are counted as their tickets are written again, within an epoch).
+        // (tally_zone.rs), while they count at least the line Redis keeps. That line only
+        // loses waiters (when the reports fall behind, at a million); counts below it lost
+        // something: a node's last counts, with its zone (a restart), leave the waiters it
+        // had just moved to a new epoch counted nowhere until their next stamp (the
+        // ten-minute rehearsal: 100 places too near the head for 6 s, 10 s after a node
+        // restarted), or a fleet just upgraded from a build that did not count.
         let counts = match self.hdr.samples_exact {
-            0 => self
-                .counts()
-                .filter(|c| c.total().saturating_mul(10) >= self.hdr.queue_len.saturating_mul(9)),
+            0 => self.counts().filter(|c| c.total() >= self.hdr.queue_len),
             _ => None,
         };
         let (told, queue_len) = match counts {

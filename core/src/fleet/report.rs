@@ -248,7 +248,7 @@ impl<'m> FleetNode<'m> {
             admitted: self.hdr.admitted,
             draws: self.hdr.draws,
             draws_granted: self.hdr.draws_granted,
-            dropped: self.hdr.dropped,
+            dropped: self.hdr.dropped + self.hdr.tally_dropped,
             syncs: self.hdr.syncs,
             sync_failures: self.hdr.sync_failures,
             sync_age_ms: (self.hdr.synced_at_ms != 0)

@@ -1,14 +1,14 @@
--- The fleet's arrival-bucket counts ([S22]): what `Ledger` in tally.rs keeps, in Redis. Not
--- called by the module yet: the picture still comes from the line's samples (script.lua). It
--- is here, with its twin test against a real redis-server (core/tests/fleet_tally_script.rs)
--- and its bench (scripts/bench --tally), so that the module's counts start from a script
--- already checked against the Rust rules and measured.
+-- The fleet's arrival-bucket counts ([S22]): what `Ledger` in tally.rs keeps, in Redis. A
+-- synced node calls it once an interval, beside its sync (src/store/fleet/tally.rs), and tells
+-- a line too long for the picture to carry whole its positions from the reply. Its twin test
+-- runs it against a real redis-server (core/tests/fleet_tally_script.rs); its bench is
+-- scripts/bench --tally.
 --
--- A node sends what it counted since its last sync (Tally::take): per (epoch, bucket) how
--- many waiting tickets it stamped there, less those it moved out; per bucket the places taken
--- and the waiters let in. Each live epoch has a hash of its own, bucket -> count, in one of
--- SLOTS keys (the epoch modulo SLOTS: more slots than live epochs, so a slot is always free
--- for the next epoch). An epoch that leaves the window is dropped whole (one UNLINK): no
+-- A node sends what it counted since its last call (FleetNode::take_tally): per (epoch, bucket)
+-- how many waiting tickets it stamped there, less those it moved out; per bucket the places
+-- taken (and their first and last arrival) and the waiters let in. Each live epoch has a hash
+-- of its own, bucket -> count, in one of SLOTS keys (the epoch modulo SLOTS: more slots than
+-- live epochs, so a slot is always free for the next epoch). An epoch that leaves the window is dropped whole (one UNLINK): no
 -- per-entry work. The counts are the sums over the live epochs' hashes, made in the reply.
 --
 -- Work per call: the live epochs' hashes, and the places and let-in hashes, read once each (one

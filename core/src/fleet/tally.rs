@@ -28,8 +28,8 @@ pub use counts::{Counts, CountsView, Row};
 use crate::redis::resp::Value;
 use crate::redis::{server_error, ReplyError};
 
-/// [`Ledger`] in Redis (tally.lua): not called by the module yet; checked against the
-/// `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
+/// [`Ledger`] in Redis (tally.lua): called by a synced node once an interval; checked against
+/// the `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
 pub const TALLY_SCRIPT: &str = include_str!("tally.lua");
 /// The script's keys after the room's prefix: six epoch slots (more than the live epochs), the
 /// slots' epochs, places taken, waiters let in.

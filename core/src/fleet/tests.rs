@@ -3,6 +3,7 @@
 use super::*;
 use crate::redis::resp::Value;
 
+mod counts;
 mod first;
 mod held;
 mod next;

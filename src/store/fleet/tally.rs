@@ -55,6 +55,9 @@ impl Zone {
     pub(super) fn send_tally(&'static self, fs: &'static FleetStore, now: u64) {
         let calls = &fs.tally;
         let window = window_end(now, fs.cfg.interval_ms);
+        // (A worker's last sync, as it goes away, sends them too: a binary upgrade leaves
+        // the zone behind. The call goes before the sync on the one connection, so its reply
+        // is in before the sync's, which the worker waits for.)
         if calls.out.get() || calls.last_window.get() == window {
             return;
         }

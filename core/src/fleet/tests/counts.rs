@@ -1,0 +1,88 @@
+//! A long line's positions from the fleet's arrival-bucket counts (tally_zone.rs): what the
+//! node counts for its next tally call, and when its answers come from the counts.
+
+use super::*;
+use crate::fleet::tally::{Bucket, Delta};
+
+/// A sampled line of 1,000 (too long to come whole): 100 before 2,000 ms, the rest by 11,000.
+fn sampled() -> RoomPicture {
+    RoomPicture {
+        queue_len: 1000,
+        cursor: 0,
+        nodes: 1,
+        window_ms: 1000,
+        samples: vec![
+            Sample {
+                rank: 0,
+                arrival: 1_000,
+                sid: 0,
+            },
+            Sample {
+                rank: 100,
+                arrival: 2_000,
+                sid: 0,
+            },
+            Sample {
+                rank: 999,
+                arrival: 11_000,
+                sid: 0,
+            },
+        ],
+        ..RoomPicture::default()
+    }
+}
+
+fn told(n: &FleetNode, arrival: u64) -> u64 {
+    match n.wait(arrival, 9, &cfg()) {
+        FleetVerdict::Wait { position, .. } => position,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_node_counts_each_ticket_it_writes_and_sends_it_once() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg(); // presence 20 s: epochs of 5 s
+                   // Two take their places in bucket 1; one of them is written again in the next epoch; the
+                   // other is let in.
+    assert!(n.tally_seen(&c, 1_200, None, 1_200));
+    assert!(n.tally_seen(&c, 1_700, None, 1_700));
+    assert!(n.tally_seen(&c, 1_200, Some(1_200), 6_000));
+    assert!(n.tally_left(&c, 1_700, 1_700, 6_500));
+    let r = n.take_tally();
+    assert_eq!(r.placed, vec![(1, 2)]);
+    assert_eq!(r.let_in, vec![(1, 1)]);
+    assert_eq!(r.spans, vec![(1, 1_200, 1_700)]);
+    // Epoch 0: +2 -1 (moved) -1 (let in): nothing to send; epoch 1: +1.
+    assert_eq!(
+        r.deltas,
+        vec![Delta {
+            epoch: 1,
+            bucket: 1,
+            delta: 1
+        }]
+    );
+    // Taken: the table is empty; a call that failed gives it back whole.
+    assert!(n.take_tally().is_empty());
+    n.give_back_tally(&r);
+    assert_eq!(n.take_tally(), r);
+}
+
+#[test]
+fn a_long_line_is_told_its_positions_from_counts_that_hold_it() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    show(&mut n, &sampled(), 5);
+    // No counts yet: the samples (between ranks 0 and 100).
+    assert_eq!(told(&n, 1_500), 51);
+    // Counts of 1,100: 600 arrived in bucket 1 (from the head, 1,000 ms), 500 in bucket 2.
+    let counts = |first: u64| vec![Bucket::of(1, first, first, 0), Bucket::of(2, 500, 500, 0)];
+    n.set_counts(counts(600), 5, &c);
+    assert_eq!(told(&n, 1_500), 301);
+    assert_eq!(told(&n, 2_000), 601);
+    // Counts below the line Redis keeps (1,000) lost something: the samples answer again.
+    n.set_counts(counts(400), 5, &c);
+    assert_eq!(told(&n, 1_500), 51);
+}
