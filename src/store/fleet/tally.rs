@@ -2,9 +2,9 @@
 //! node counts each waiting ticket once an epoch, when the ticket is written again, and once
 //! an interval, beside its sync, sends what it counted in one call of the counts' script
 //! (`tally.lua`), whose reply is the fleet's counts by arrival bucket. A line too long for
-//! the picture to carry whole is told its positions from them. Nothing here is on a request's
-//! path: a failed call gives its counts back for the next, and the node answers from the
-//! counts it has.
+//! the picture to carry whole is told its positions from them. A request only counts, in the
+//! zone; no request waits for a call: a failed one gives its counts back for the next, and
+//! the node answers from the counts it has.
 
 use core::cell::Cell;
 
