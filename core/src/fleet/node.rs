@@ -486,7 +486,7 @@ impl<'m> FleetNode<'m> {
     }
 
     /// The picture's samples of the line, by rank.
-    fn line(&self) -> &[Sample] {
+    pub(super) fn line(&self) -> &[Sample] {
         self.samples
             .get(..self.hdr.samples_len as usize)
             .unwrap_or_default()

@@ -109,8 +109,7 @@ impl FleetNode<'_> {
     /// interval, the time every node takes to report an arrival); the line's head is the
     /// picture's.
     pub fn set_counts(&mut self, buckets: Vec<Bucket>, now: u64, cfg: &FleetConfig) {
-        let front = self.samples.first().map_or(0, |s| s.arrival);
-        let front = if self.hdr.samples_len == 0 { 0 } else { front };
+        let front = self.line().first().map_or(0, |s| s.arrival);
         let c = Counts::settled(buckets, front, now, cfg.interval_ms);
         let n = c.rows().len().min(self.counts.len());
         for (slot, row) in self.counts.iter_mut().zip(c.rows()) {

@@ -355,38 +355,28 @@ fn sessions_are_reported_once_an_interval() {
     assert!(n.take_report().active.is_empty());
 }
 
+/// A sampled line of 1,000 (too long to come whole): 100 before 2,000 ms, the rest by 11,000.
+fn sampled() -> RoomPicture {
+    let at = |rank, arrival| Sample {
+        rank,
+        arrival,
+        sid: 0,
+    };
+    RoomPicture {
+        queue_len: 1000,
+        cursor: 0,
+        nodes: 1,
+        window_ms: 1000,
+        samples: vec![at(0, 1_000), at(100, 2_000), at(999, 11_000)],
+        ..RoomPicture::default()
+    }
+}
+
 #[test]
 fn positions_interpolate_between_samples() {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
-    show(
-        &mut n,
-        &RoomPicture {
-            queue_len: 1000,
-            cursor: 0,
-            nodes: 1,
-            window_ms: 1000,
-            samples: vec![
-                Sample {
-                    rank: 0,
-                    arrival: 1_000,
-                    sid: 0,
-                },
-                Sample {
-                    rank: 100,
-                    arrival: 2_000,
-                    sid: 0,
-                },
-                Sample {
-                    rank: 999,
-                    arrival: 11_000,
-                    sid: 0,
-                },
-            ],
-            ..RoomPicture::default()
-        },
-        5,
-    );
+    show(&mut n, &sampled(), 5);
     assert_eq!(n.position(500), 1);
     assert_eq!(n.position(1_500), 51);
     assert_eq!(n.position(2_000), 101);

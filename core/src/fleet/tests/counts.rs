@@ -4,34 +4,6 @@
 use super::*;
 use crate::fleet::tally::{Bucket, Delta};
 
-/// A sampled line of 1,000 (too long to come whole): 100 before 2,000 ms, the rest by 11,000.
-fn sampled() -> RoomPicture {
-    RoomPicture {
-        queue_len: 1000,
-        cursor: 0,
-        nodes: 1,
-        window_ms: 1000,
-        samples: vec![
-            Sample {
-                rank: 0,
-                arrival: 1_000,
-                sid: 0,
-            },
-            Sample {
-                rank: 100,
-                arrival: 2_000,
-                sid: 0,
-            },
-            Sample {
-                rank: 999,
-                arrival: 11_000,
-                sid: 0,
-            },
-        ],
-        ..RoomPicture::default()
-    }
-}
-
 fn told(n: &FleetNode, arrival: u64) -> u64 {
     match n.wait(arrival, 9, &cfg()) {
         FleetVerdict::Wait { position, .. } => position,
