@@ -49,7 +49,7 @@ use crate::ctx::{Decided, Outcome, PendingDecision, RequestCtx, Suspended};
 use crate::endpoint::poll;
 use crate::inflight;
 use crate::request::{self, HeaderValue, RequestExt, DECLINED, INTERNAL_ERROR};
-use crate::store::{Answer, Decision, StoreError, Zone};
+use crate::store::{Answer, Decision, Passed, StoreError, Zone};
 use crate::Module;
 
 /// Puts the handler in the PREACCESS phase (postconfiguration).
@@ -82,17 +82,19 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let mut closed_to_admitted = None;
     if let (Some(t), Some(TicketState::Admitted)) = (ticket, state) {
         match zone.pass(t.sid, now) {
-            // A closed room turns everyone away: the admitted ticket goes to the room like
-            // any visitor (which refuses and counts it) and is left as it is.
-            Ok(PassVerdict::Closed) => closed_to_admitted = Some(t.sid),
-            Ok(PassVerdict::Limited { retry_ms }) => return limited(r, zone, t.sid, retry_ms),
-            Ok(pass) => {
-                let counted = pass == PassVerdict::Counted;
-                return pass_admitted(r, lcf, zone, t, counted, now);
-            }
+            Ok(Passed { verdict, seen_at }) => match verdict {
+                // A closed room turns everyone away: the admitted ticket goes to the room
+                // like any visitor (which refuses and counts it) and is left as it is.
+                PassVerdict::Closed => closed_to_admitted = Some(t.sid),
+                PassVerdict::Limited { retry_ms } => return limited(r, zone, t.sid, retry_ms),
+                v => {
+                    let counted = v == PassVerdict::Counted;
+                    return pass_admitted(r, lcf, zone, t, counted, seen_at, now);
+                }
+            },
             Err(e) => {
                 problem(r, zone, now, &e.to_string());
-                return pass_admitted(r, lcf, zone, t, true, now);
+                return pass_admitted(r, lcf, zone, t, true, now, now);
             }
         }
     }
@@ -364,13 +366,15 @@ fn record(
     }
 }
 
-/// [S5]: a valid admitted ticket passes; in session mode its ticket is renewed now and then.
+/// [S5]: a valid admitted ticket passes; in session mode its ticket is renewed now and then,
+/// up to `seen_at`, the store's last sight of the session.
 fn pass_admitted(
     r: &mut Request,
     lcf: &LocConf,
     zone: &'static Zone,
     t: Ticket,
     counted: bool,
+    seen_at: u64,
     now: u64,
 ) -> ngx_int_t {
     if !counted {
@@ -381,9 +385,9 @@ fn pass_admitted(
             "has no memory left to count admitted sessions; increase its size=",
         );
     }
-    if rules::needs_renewal(&t, zone.admission_at(now), now) {
+    if rules::needs_renewal(&t, zone.admission_at(now), seen_at) {
         let renewed = Ticket {
-            last_seen: now,
+            last_seen: seen_at,
             ..t
         };
         cookie::set_ticket(r, zone, &renewed);

@@ -207,6 +207,41 @@ redis HEXISTS smart_limit:{shop}:state mode => /^0$/
 B GET / @1 => 200
 C GET / @2 => 200
 
+=== TEST 6b: session=: a ticket admits no longer than Redis counts its session
+--- workers: 1
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/fleet.keys;
+    smart_limit_zone shop size=1m store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT max_active=1 session=10s;
+--- config
+    location / {
+        smart_limit shop;
+        add_header X-SL-Status $smart_limit_status always;
+        root html;
+    }
+--- user_files
+>>> fleet.keys
+7f1c0e5a9b3d2f4e6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f1a3c5e7b9d0f
+>>> index.html
+origin
+--- steps
+A GET / => 200; header X-SL-Status =~ /^ADMITTED$/
+# Redis is told of an admitted session at most once per half window (5 s), the admission
+# itself included. 2 s on, the ticket is due to be sealed again (a tenth of the session, at
+# least a second), but Redis still has A's admission as its last sight of A: the ticket is not
+# renewed past it. (Renewed to 2 s, as before this change, A's ticket outlived Redis's count
+# by 2 s: the central room's rehearsal counted 103 of 100.)
+sleep 2
+A GET / => 200; header X-SL-Status =~ /^PASSED$/; cookie smart_limit_shop absent
+# A stops. Redis frees its place 10 s after the admission, and B, at the head, takes it.
+until 14: B GET / => 200; header X-SL-Status =~ /^ADMITTED$/
+# A's ticket ended with Redis's count of it: A is a new user and waits behind nobody; the
+# room holds one.
+A GET / Accept: application/json => 503; json.position == 1; header X-SL-Status =~ /^WAITING$/
+redis ZCARD smart_limit:{shop}:active => /^1$/
+--- no_error_log
+[error]
+
 === TEST 7: nginx -t refuses a Redis address it cannot resolve
 --- http_config
     smart_limit_zone shop store=redis redis=no-such-host.invalid:6379;

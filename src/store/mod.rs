@@ -184,6 +184,15 @@ impl From<Verdict> for Decision {
     }
 }
 
+/// What the room said of a valid admitted ticket, and the latest moment the store that counts
+/// the session has it seen: in session mode the ticket is renewed no further, so it stops
+/// admitting when the room stops counting it.
+#[derive(Debug, Clone, Copy)]
+pub struct Passed {
+    pub verdict: PassVerdict,
+    pub seen_at: u64,
+}
+
 /// The room's scheduled event in force at a moment, and what the room needs to know of it
 /// (whether its pre-queue is open or it runs).
 pub type EventInForce = (Rc<event::ZoneEvent>, EventNow);
@@ -370,18 +379,23 @@ impl Zone {
 
     /// A valid admitted ticket: one look at the room (under one lock) for its mode and the
     /// session's request rate, and the session counted as active.
-    pub fn pass(&'static self, sid: u64, now: u64) -> Result<PassVerdict, StoreError> {
+    pub fn pass(&'static self, sid: u64, now: u64) -> Result<Passed, StoreError> {
         self.refresh_events(now);
         self.keep_events_fresh(now);
-        if let Some(fs) = &self.fleet {
-            return self.fleet_pass(fs, sid, now);
+        let verdict = match &self.fleet {
+            Some(fs) => self.fleet_pass(fs, sid, now)?,
+            None => {
+                let limits = self.limits_at(now);
+                self.shm.with_room(|room| room.pass(sid, now, &limits))?
+            }
+        };
+        let mut seen_at = now;
+        if let (Some(rs), None, PassVerdict::Counted | PassVerdict::Uncounted) =
+            (&self.redis, &self.fleet, verdict)
+        {
+            seen_at = self.redis_pass(rs, sid, now);
         }
-        let limits = self.limits_at(now);
-        let pass = self.shm.with_room(|room| room.pass(sid, now, &limits))?;
-        if let (Some(rs), PassVerdict::Counted | PassVerdict::Uncounted) = (&self.redis, pass) {
-            self.redis_pass(rs, sid, now);
-        }
-        Ok(pass)
+        Ok(Passed { verdict, seen_at })
     }
 
     pub fn snapshot(&self, now: u64) -> Result<Snapshot, StoreError> {

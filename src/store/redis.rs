@@ -227,30 +227,32 @@ impl Zone {
 
     /// A valid admitted ticket: counted locally, and in Redis at most once per half window.
     /// The request does not wait: the write goes out with the round's other commands and its
-    /// reply (the room's active count) only refreshes the mirrored figures.
-    pub(super) fn redis_pass(&'static self, rs: &'static RedisStore, sid: u64, now: u64) {
+    /// reply (the room's active count) only refreshes the mirrored figures. Returns when Redis
+    /// last heard of the session from this worker (`now` while Redis is away: the node's room
+    /// counts then), the furthest its ticket may be renewed.
+    pub(super) fn redis_pass(&'static self, rs: &'static RedisStore, sid: u64, now: u64) -> u64 {
         if !rs.client.available(now) {
-            return;
+            return now;
         }
         let every = (self.limits.active_window_ms / 2).max(1);
-        let due = match rs.touches.try_borrow_mut() {
-            Ok(mut t) => t.due(sid, now, every),
-            Err(_) => false,
-        };
-        if due {
-            let cmd = rs.script.touch(Form::Sha, sid, 0);
-            ngx::async_::spawn(async move {
-                if let Ok(m) = rs
-                    .client
-                    .request(cmd)
-                    .await
-                    .map(|v| redis::touch_outcome(&v))
-                {
-                    self.mirror_figures(rs, m);
-                }
-            })
-            .detach();
+        if let Ok(mut t) = rs.touches.try_borrow_mut() {
+            if !t.due(sid, now, every) {
+                return t.written_at(sid).unwrap_or(now);
+            }
         }
+        let cmd = rs.script.touch(Form::Sha, sid, 0);
+        ngx::async_::spawn(async move {
+            if let Ok(m) = rs
+                .client
+                .request(cmd)
+                .await
+                .map(|v| redis::touch_outcome(&v))
+            {
+                self.mirror_figures(rs, m);
+            }
+        })
+        .detach();
+        now
     }
 
     /// The origin ended a session: out of the room's active set at once (without waiting).

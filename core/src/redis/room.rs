@@ -406,6 +406,13 @@ impl TouchLog {
         self.seen.insert(sid, now);
     }
 
+    /// When this worker last wrote `sid` to the active set. A session ticket is renewed no
+    /// further than this: a ticket that admitted past the room's last sight of its session
+    /// would admit after Redis gave its place to someone else.
+    pub fn written_at(&self, sid: u64) -> Option<u64> {
+        self.seen.get(&sid).copied()
+    }
+
     pub fn len(&self) -> usize {
         self.seen.len()
     }

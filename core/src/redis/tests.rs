@@ -219,6 +219,9 @@ fn touches_are_rate_limited_per_session() {
     assert!(t.due(1, 30_000, 30_000));
     t.note(2, 100);
     assert!(!t.due(2, 200, 30_000));
+    assert_eq!(t.written_at(2), Some(100));
+    assert_eq!(t.written_at(1), Some(30_000));
+    assert_eq!(t.written_at(3), None);
     for sid in 10..10_000 {
         t.due(sid, 40_000, 30_000);
     }
