@@ -52,7 +52,10 @@ enum State {
     New,
     Waiting,
     Admitted,
-    /// Left after its stay, or abandoned: no more requests.
+    /// Gave up waiting: no more requests, but its place holds until `presence` after the
+    /// last poll a node saw (the module's rule; a waiter who comes back in time keeps it).
+    Lapsing,
+    /// Left after its stay, or abandoned and its place lapsed: no more requests.
     Gone,
 }
 
@@ -65,6 +68,8 @@ struct Client {
     placed: bool,
     /// Gives up waiting at this time (u64::MAX: never).
     abandon_at: u64,
+    /// Its last poll a node saw.
+    seen_at: u64,
     /// Stops requesting at this time (set on admission).
     leave_at: u64,
     /// Its node under sticky routing.
@@ -86,6 +91,8 @@ pub struct Positions {
     /// The same, of the samples past the head ([`HEAD`]), where the line moves by more than
     /// 2 % between two polls and no estimate between pictures can be that close.
     pub rel_ppm_past_head: Vec<u64>,
+    /// Each sample's (true position, signed error), for the bands' figures.
+    pub pairs: Vec<(u64, i64)>,
 }
 
 /// Positions up to this many are the head, for [`Positions::rel_ppm_past_head`].
@@ -105,6 +112,7 @@ impl Positions {
         if truth > HEAD {
             self.rel_ppm_past_head.push(rel);
         }
+        self.pairs.push((truth, answered as i64 - truth as i64));
     }
 }
 
@@ -117,8 +125,13 @@ pub struct Outcome {
     pub nodes: Vec<FleetSnapshot>,
     pub waits_ms: Vec<u64>,
     pub positions: Positions,
-    /// The same samples, as the arrival-bucket counts answer them.
-    pub positions_counted: Positions,
+    /// The same samples, as the picture's line alone answers them (the module before the
+    /// arrival-bucket counts).
+    pub positions_sampled: Positions,
+    /// Both against the places held by the module's rule (`presence` after the last poll),
+    /// which is what a position promises (docs/reference.md, presence=).
+    pub positions_held: Positions,
+    pub positions_sampled_held: Positions,
     pub inversions: Inversions,
     pub inversions_in_outage: u64,
     /// When (ms from the start) the worst inversion happened, and its gap.
@@ -179,6 +192,9 @@ struct Engine {
     /// 1 at a client's index while it truly waits: indices are in arrival order, so the
     /// prefix count before a client is its true place in the line.
     line: Vec<u32>,
+    /// 1 at a client's index while it holds a place by the module's rule: waiting, or gave
+    /// up less than `presence` after its last poll seen.
+    held: Vec<u32>,
     waiting: u64,
     arrived: u64,
     wait_polls: u64,
@@ -238,6 +254,7 @@ impl Engine {
                 arrival,
                 placed: false,
                 abandon_at,
+                seen_at: arrival,
                 leave_at: u64::MAX,
                 node: picker.pick(&mut rng) as u16,
                 state: State::New,
@@ -260,11 +277,12 @@ impl Engine {
             calendar,
             rng,
             line: vec![0; a.clients],
+            held: vec![0; a.clients],
             waiting: 0,
             arrived: 0,
             wait_polls: 0,
             true_active: TrueActive::default(),
-            counted: Counted::new(a.presence_ms, a.clients, a.interval_ms),
+            counted: Counted::new(a.presence_ms, a.clients),
             out: Outcome {
                 args: a.clone(),
                 ticks: Vec::with_capacity((a.seconds_ms / a.interval_ms) as usize + 1),
@@ -409,8 +427,7 @@ impl Engine {
             };
             node.apply(&picture, fence.seq, now);
             if n == 1 {
-                let front = picture.samples.first().map_or(0, |s| s.arrival);
-                self.counted.synced(i, now, front);
+                node.set_counts(self.counted.synced(i, now), now, &self.cfg);
             }
             granted += picture.quota;
             got = Some((picture.free, granted, picture.cursor));
@@ -441,15 +458,22 @@ impl Engine {
                 }
                 self.clients[c].state = State::Waiting;
                 fenwick::add(&mut self.line, c, 1);
+                fenwick::add(&mut self.held, c, 1);
                 self.waiting += 1;
                 self.arrived += 1;
                 self.poll(c, now);
             }
             State::Waiting if now >= self.clients[c].abandon_at => {
-                self.clients[c].state = State::Gone;
+                self.clients[c].state = State::Lapsing;
                 fenwick::add(&mut self.line, c, -1);
                 self.waiting -= 1;
                 self.out.abandoned += 1;
+                let lapses = self.clients[c].seen_at + self.a.presence_ms;
+                self.schedule(lapses.max(now + 1), c);
+            }
+            State::Lapsing => {
+                self.clients[c].state = State::Gone;
+                fenwick::add(&mut self.held, c, -1);
             }
             State::Waiting => self.poll(c, now),
             State::Admitted => {
@@ -488,6 +512,7 @@ impl Engine {
             return;
         };
         let (sid, arrival) = (sid(c), self.clients[c].arrival);
+        self.clients[c].seen_at = now;
         let outage = self.in_outage(now);
         self.out.visits += 1;
         let waiter = Waiter {
@@ -557,11 +582,15 @@ impl Engine {
                 position, eta_secs, ..
             } => {
                 self.wait_polls += 1;
-                let counted = self.counted.waiting(n, c, arrival, now);
+                self.counted.waiting(n, c, arrival, now);
                 if self.wait_polls.is_multiple_of(POSITION_SAMPLE) {
+                    let sampled = self.members.node(n).sampled_position(arrival, sid);
                     let truth = fenwick::prefix(&self.line, c) + 1;
                     self.out.positions.add(position, truth);
-                    self.out.positions_counted.add(counted, truth);
+                    self.out.positions_sampled.add(sampled, truth);
+                    let held = fenwick::prefix(&self.held, c) + 1;
+                    self.out.positions_held.add(position, held);
+                    self.out.positions_sampled_held.add(sampled, held);
                 }
                 // The waiting answer's refresh, as the handler computes it: sooner than the
                 // configured one when the client's turn is expected sooner.
@@ -609,6 +638,7 @@ impl Engine {
         cl.leave_at = now + stay;
         let arrival = cl.arrival;
         fenwick::add(&mut self.line, c, -1);
+        fenwick::add(&mut self.held, c, -1);
         self.waiting -= 1;
         self.out.admitted += 1;
         self.true_active.admit();

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::args::Args;
-use crate::engine::Outcome;
+use crate::engine::{Outcome, Positions};
 use crate::members::Event;
 use crate::stats::{accuracy, counted, quantile, reconverge, Accuracy, Tick, BAND};
 
@@ -289,23 +289,33 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
     let per_interval = admissions_per_interval(&o.ticks);
     let _ = writeln!(
         s,
-        "### Positions (answered vs true: present waiters who arrived earlier, + 1)\n"
+        "### Positions (answered vs true, + 1: the present waiters who arrived earlier, or those holding a place by the module's rule, `presence` after their last poll)\n"
     );
     let _ = writeln!(
         s,
-        "| answered from | samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | relative p99 past position {} | admissions per interval | mean abs error in intervals |",
+        "| answered from | against | samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | relative p99 past position {} | admissions per interval | mean abs error in intervals |",
         crate::engine::HEAD
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
-    for (from, p) in [
-        ("the line's samples", &mut o.positions),
-        ("arrival-bucket counts", &mut o.positions_counted),
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for (from, truth, p) in [
+        ("the module", "present", &mut o.positions),
+        (
+            "the line's samples alone",
+            "present",
+            &mut o.positions_sampled,
+        ),
+        ("the module", "holding a place", &mut o.positions_held),
+        (
+            "the line's samples alone",
+            "holding a place",
+            &mut o.positions_sampled_held,
+        ),
     ] {
         let n = p.samples.max(1) as f64;
         let mean_abs = p.sum_abs / n;
         let _ = writeln!(
             s,
-            "| {from} | {} | {:.1} | {:+.1} | {} / {} / {} / {} | {} | {} / {} / {} | {} | {:.1} | {:.1} |",
+            "| {from} | {truth} | {} | {:.1} | {:+.1} | {} / {} / {} / {} | {} | {} / {} / {} | {} | {:.1} | {:.1} |",
             p.samples,
             mean_abs,
             p.sum_signed / n,
@@ -327,6 +337,7 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
         );
     }
     let _ = writeln!(s);
+    bands(&mut s, &o.positions, &o.positions_held);
 
     // ---------------------------------------------------------------- series
     if a.series_ms > 0 {
@@ -482,6 +493,81 @@ fn changes(s: &mut String, o: &Outcome) {
         );
     }
     let _ = writeln!(s);
+}
+
+/// Where the error of the module's answers lies: by the true position, against both truths
+/// (near the head a position moves by a large part of itself between two pictures).
+fn bands(s: &mut String, present: &Positions, held: &Positions) {
+    let _ = writeln!(
+        s,
+        "### The module's positions by true position\n\n| true position | share of samples | relative p50 / p99 (present) | relative p50 / p99 (holding a place) | answered - true, p1 / mean / p99 (holding a place) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    let all = held.pairs.len().max(1) as f64;
+    for (lo, hi) in BANDS {
+        let (Some(p), Some(h)) = (band(present, lo, hi), band(held, lo, hi)) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "| {lo}..{} | {} | {} / {} | {} / {} | {} / {:+.1} / {} |",
+            if hi == u64::MAX {
+                "".to_string()
+            } else {
+                hi.to_string()
+            },
+            pct(h.n as f64 / all),
+            pct(p.rel_p50),
+            pct(p.rel_p99),
+            pct(h.rel_p50),
+            pct(h.rel_p99),
+            h.p1,
+            h.mean,
+            h.p99,
+        );
+    }
+    let _ = writeln!(s);
+}
+
+const BANDS: [(u64, u64); 7] = [
+    (1, 100),
+    (101, 1_000),
+    (1_001, 2_048),
+    (2_049, 5_000),
+    (5_001, 20_000),
+    (20_001, 100_000),
+    (100_001, u64::MAX),
+];
+
+/// The samples of one band of true positions.
+struct Band {
+    n: usize,
+    rel_p50: f64,
+    rel_p99: f64,
+    p1: i64,
+    mean: f64,
+    p99: i64,
+}
+
+fn band(p: &Positions, lo: u64, hi: u64) -> Option<Band> {
+    let inside = || p.pairs.iter().filter(|&&(t, _)| t >= lo && t <= hi);
+    let mut rel: Vec<u64> = inside()
+        .map(|&(t, e)| e.unsigned_abs().saturating_mul(1_000_000) / t.max(1))
+        .collect();
+    let mut signed: Vec<i64> = inside().map(|&(_, e)| e).collect();
+    let n = rel.len();
+    if n == 0 {
+        return None;
+    }
+    signed.sort_unstable();
+    Some(Band {
+        n,
+        rel_p50: quantile(&mut rel, 0.5) as f64 / 1e6,
+        rel_p99: quantile(&mut rel, 0.99) as f64 / 1e6,
+        p1: signed[n / 100],
+        mean: signed.iter().sum::<i64>() as f64 / n as f64,
+        p99: signed[(n * 99 / 100).min(n - 1)],
+    })
 }
 
 #[cfg(test)]

@@ -60,10 +60,10 @@ impl<'m> FleetNode<'m> {
             return FleetVerdict::Unknown;
         }
         if !self.eligible(arrival) {
-            return self.wait(arrival, sid, cfg);
+            return self.wait(arrival, sid, now, cfg);
         }
         if self.band_waits(arrival, now, cfg) {
-            return self.come_back(arrival, sid, cfg);
+            return self.come_back(arrival, sid, now, cfg);
         }
         // Its turn: its poll weighs the node's next share more (FleetNode::turn_weight).
         let extra = u64::from(self.hdr.turn_weight.max(1)) - 1;
@@ -85,12 +85,12 @@ impl<'m> FleetNode<'m> {
         if self.hdr.cursor == u64::MAX {
             self.hdr.cursor = arrival;
         }
-        self.come_back(arrival, sid, cfg)
+        self.come_back(arrival, sid, now, cfg)
     }
 
     /// Its turn, but not a place yet: it is told its position and to come back in a moment.
-    fn come_back(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> FleetVerdict {
-        match self.wait(arrival, sid, cfg) {
+    fn come_back(&self, arrival: u64, sid: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
+        match self.wait(arrival, sid, now, cfg) {
             FleetVerdict::Wait {
                 position,
                 queue_len,
@@ -144,13 +144,13 @@ impl<'m> FleetNode<'m> {
     pub fn claim(&mut self, sid: u64, arrival: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
         if self.eligible(arrival) {
             if self.band_waits(arrival, now, cfg) {
-                return self.come_back(arrival, sid, cfg);
+                return self.come_back(arrival, sid, now, cfg);
             }
             if self.take_place(sid, arrival, now) {
                 return FleetVerdict::Admit;
             }
         }
-        self.wait(arrival, sid, cfg)
+        self.wait(arrival, sid, now, cfg)
     }
 
     /// One place of the node's share (or of its draws), if any is left: taken by `sid`, who
@@ -206,7 +206,7 @@ impl<'m> FleetNode<'m> {
             return full;
         }
         self.saw_waiting(w, now, cfg);
-        self.wait(w.arrival, w.sid, cfg)
+        self.wait(w.arrival, w.sid, now, cfg)
     }
 
     /// `max_line`: a client taking a place when the line is full (as the picture saw it, with
@@ -432,7 +432,7 @@ impl<'m> FleetNode<'m> {
         }
     }
 
-    pub(super) fn wait(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> FleetVerdict {
+    pub(super) fn wait(&self, arrival: u64, sid: u64, now: u64, cfg: &FleetConfig) -> FleetVerdict {
         // A line too long to come whole is counted by arrival buckets, once counts came
         // (tally_zone.rs), while they count at least the line Redis keeps. That line only
         // loses waiters (when the reports fall behind, at a million); counts below it lost
@@ -444,26 +444,46 @@ impl<'m> FleetNode<'m> {
             0 => self.counts().filter(|c| c.total() >= self.hdr.queue_len),
             _ => None,
         };
-        let (told, queue_len) = match counts {
-            Some(c) => (c.position(arrival), self.hdr.queue_len.max(c.total())),
-            None => {
-                // Past the picture's line: behind it, and behind this node's newcomers before
-                // it.
-                let behind = if arrival > self.tail() {
-                    self.fresh_ahead(arrival)
-                } else {
-                    0
-                };
-                let told = self.position_of(arrival, sid).saturating_add(behind);
-                (told, self.hdr.queue_len)
+        let (position, queue_len) = match counts {
+            Some(c) => {
+                let told = c
+                    .position(arrival)
+                    .saturating_sub(self.moved_since(c.at, now, cfg));
+                let position = told.saturating_sub(self.hdr.aged_ranks).max(1);
+                (position, self.hdr.queue_len.max(c.total()))
             }
+            None => (self.sampled_position(arrival, sid), self.hdr.queue_len),
         };
-        let position = told.saturating_sub(self.hdr.aged_ranks).max(1);
         FleetVerdict::Wait {
             position,
             queue_len: queue_len.max(position),
             eta_secs: self.eta_secs(position, cfg),
         }
+    }
+
+    /// The position the picture's line gives (whole, or its samples), less the ranks the
+    /// fleet let in since while it aged: what a synced node told every waiter before the
+    /// counts, and still tells while they do not answer.
+    pub fn sampled_position(&self, arrival: u64, sid: u64) -> u64 {
+        // Past the picture's line: behind it, and behind this node's newcomers before it.
+        let behind = if arrival > self.tail() {
+            self.fresh_ahead(arrival)
+        } else {
+            0
+        };
+        let told = self.position_of(arrival, sid).saturating_add(behind);
+        told.saturating_sub(self.hdr.aged_ranks).max(1)
+    }
+
+    /// How far the line moved since `at` (when the counts were taken, at the picture): by the
+    /// places the picture expects the interval to let in, as the wait it tells is reckoned
+    /// ([`FleetNode::eta_secs`]), for the part of the interval gone. At most an interval's:
+    /// a picture older than that is aged ([`FleetNode::age`]) by the ranks it let in.
+    fn moved_since(&self, at: u64, now: u64, cfg: &FleetConfig) -> u64 {
+        let gone = now.saturating_sub(at).min(cfg.interval_ms);
+        let moved = u128::from(per_interval(self.hdr, cfg)) * u128::from(gone)
+            / u128::from(cfg.interval_ms.max(1));
+        u64::try_from(moved).unwrap_or(u64::MAX)
     }
 
     /// How long until `position` is let in: the line moves by the places free now, and those

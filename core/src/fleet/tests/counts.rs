@@ -5,7 +5,11 @@ use super::*;
 use crate::fleet::tally::{Bucket, Delta};
 
 fn told(n: &FleetNode, arrival: u64) -> u64 {
-    match n.wait(arrival, 9, &cfg()) {
+    told_at(n, arrival, 5)
+}
+
+fn told_at(n: &FleetNode, arrival: u64, now: u64) -> u64 {
+    match n.wait(arrival, 9, now, &cfg()) {
         FleetVerdict::Wait { position, .. } => position,
         other => panic!("{other:?}"),
     }
@@ -57,4 +61,27 @@ fn a_long_line_is_told_its_positions_from_counts_that_hold_it() {
     // Counts below the line Redis keeps (1,000) lost something: the samples answer again.
     n.set_counts(counts(400), 5, &c);
     assert_eq!(told(&n, 1_500), 51);
+}
+
+/// Between two pictures the counts' positions move on by the places the picture expects the
+/// interval to let in (those its wait is reckoned by), for the part of the interval gone.
+#[test]
+fn counts_move_on_between_pictures_by_the_places_the_picture_expects() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    // An empty room of 10: 10 places an interval.
+    show(&mut n, &sampled(), 5);
+    n.set_counts(
+        vec![Bucket::of(1, 600, 600, 0), Bucket::of(2, 500, 500, 0)],
+        5,
+        &c,
+    );
+    assert_eq!(told_at(&n, 2_000, 5), 601);
+    assert_eq!(told_at(&n, 2_000, 505), 596);
+    // An interval's places at most: a picture older than that is aged by its own rule.
+    assert_eq!(told_at(&n, 2_000, 1_005), 591);
+    assert_eq!(told_at(&n, 2_000, 3_005), 591);
+    // The head stays at 1.
+    assert_eq!(told_at(&n, 1_000, 1_005), 1);
 }
