@@ -4,6 +4,7 @@
 
 use super::layout::{record, Seen};
 use super::layout::{Sight, ACTIVE_TAG};
+use super::tally::CountsView;
 use super::{Sample, Sighting, WaiterSighting};
 
 use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Header, Waiter};
@@ -448,7 +449,7 @@ impl<'m> FleetNode<'m> {
             Some(c) => {
                 let told = c
                     .position(arrival)
-                    .saturating_sub(self.moved_since(c.at, now, cfg));
+                    .saturating_sub(self.moved_since(&c, now, cfg));
                 let position = told.saturating_sub(self.hdr.aged_ranks).max(1);
                 (position, self.hdr.queue_len.max(c.total()))
             }
@@ -475,15 +476,20 @@ impl<'m> FleetNode<'m> {
         told.saturating_sub(self.hdr.aged_ranks).max(1)
     }
 
-    /// How far the line moved since `at` (when the counts were taken, at the picture): by the
-    /// places the picture expects the interval to let in, as the wait it tells is reckoned
-    /// ([`FleetNode::eta_secs`]), for the part of the interval gone. At most an interval's:
-    /// a picture older than that is aged ([`FleetNode::age`]) by the ranks it let in.
-    fn moved_since(&self, at: u64, now: u64, cfg: &FleetConfig) -> u64 {
-        let gone = now.saturating_sub(at).min(cfg.interval_ms);
+    /// How far the line moved since the counts were taken (at the picture): by the places the
+    /// picture expects the interval to let in, as the wait it tells is reckoned
+    /// ([`FleetNode::eta_secs`]), for the part of the interval gone; and by no more than those
+    /// whose turn it is (the cursor's), who alone may take them. At most an interval's: a
+    /// picture older than that is aged ([`FleetNode::age`]) by the ranks it let in.
+    fn moved_since(&self, c: &CountsView, now: u64, cfg: &FleetConfig) -> u64 {
+        let gone = now.saturating_sub(c.at).min(cfg.interval_ms);
         let moved = u128::from(per_interval(self.hdr, cfg)) * u128::from(gone)
             / u128::from(cfg.interval_ms.max(1));
-        u64::try_from(moved).unwrap_or(u64::MAX)
+        let turn = match self.hdr.cursor {
+            u64::MAX => c.total(),
+            cursor => c.position(cursor),
+        };
+        u64::try_from(moved).unwrap_or(u64::MAX).min(turn)
     }
 
     /// How long until `position` is let in: the line moves by the places free now, and those

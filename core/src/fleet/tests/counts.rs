@@ -64,19 +64,22 @@ fn a_long_line_is_told_its_positions_from_counts_that_hold_it() {
 }
 
 /// Between two pictures the counts' positions move on by the places the picture expects the
-/// interval to let in (those its wait is reckoned by), for the part of the interval gone.
+/// interval to let in (those its wait is reckoned by), for the part of the interval gone, and by
+/// no more than those whose turn it is.
 #[test]
 fn counts_move_on_between_pictures_by_the_places_the_picture_expects() {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
-    // An empty room of 10: 10 places an interval.
-    show(&mut n, &sampled(), 5);
-    n.set_counts(
-        vec![Bucket::of(1, 600, 600, 0), Bucket::of(2, 500, 500, 0)],
-        5,
-        &c,
-    );
+    let counts = || vec![Bucket::of(1, 600, 600, 0), Bucket::of(2, 500, 500, 0)];
+    // An empty room of 10: 10 places an interval; it is the turn of those who came by 1,500
+    // (301 of them).
+    let turn = |cursor| RoomPicture {
+        cursor,
+        ..sampled()
+    };
+    show(&mut n, &turn(1_500), 5);
+    n.set_counts(counts(), 5, &c);
     assert_eq!(told_at(&n, 2_000, 5), 601);
     assert_eq!(told_at(&n, 2_000, 505), 596);
     // An interval's places at most: a picture older than that is aged by its own rule.
@@ -84,4 +87,8 @@ fn counts_move_on_between_pictures_by_the_places_the_picture_expects() {
     assert_eq!(told_at(&n, 2_000, 3_005), 591);
     // The head stays at 1.
     assert_eq!(told_at(&n, 1_000, 1_005), 1);
+    // Only the first 3 may take the places: the line moves by 3 at most.
+    show(&mut n, &turn(1_004), 1_005);
+    n.set_counts(counts(), 1_005, &c);
+    assert_eq!(told_at(&n, 2_000, 1_505), 598);
 }
