@@ -1,5 +1,6 @@
 //! A Fenwick (binary indexed) tree of counts: add at an index, count below an index, both in
-//! O(log n). (b) uses it to count later arrivals admitted before a moment.
+//! O(log n). (b) uses it to count later arrivals admitted before a moment; the positions'
+//! accuracy, the clients holding a place ahead of an answer.
 
 pub struct Fenwick {
     tree: Vec<u64>,
@@ -17,6 +18,15 @@ impl Fenwick {
         let mut k = i + 1;
         while let Some(slot) = self.tree.get_mut(k) {
             *slot += 1;
+            k += k & k.wrapping_neg();
+        }
+    }
+
+    /// Takes one off index `i` (from 0), which had one added before.
+    pub fn remove(&mut self, i: usize) {
+        let mut k = i + 1;
+        while let Some(slot) = self.tree.get_mut(k) {
+            *slot = slot.saturating_sub(1);
             k += k & k.wrapping_neg();
         }
     }

@@ -5,8 +5,10 @@
 //! Each rule is a function over the parsed history in its own file; all of them sort and sweep
 //! (O(n log n)), as a history may hold millions of requests:
 //! (a) [`admission`], (b) [`order`], (c) [`positions`] and [`kept`], (d) [`distinct`],
-//! (e) [`latency`], (f) [`kept`] and [`faults`].
+//! (e) [`latency`], (f) [`kept`] and [`faults`]; and, a figure rather than a rule, the
+//! positions' [`accuracy`].
 
+pub mod accuracy;
 pub mod admission;
 pub mod clients;
 pub mod distinct;
@@ -43,6 +45,8 @@ pub struct Findings {
     pub admission: admission::Admission,
     pub order: order::Order,
     pub positions: positions::Positions,
+    /// How close the positions came (a figure, not a rule; FIFO only).
+    pub accuracy: Option<accuracy::Accuracy>,
     /// (c) dropped and (f) admitted sessions lost.
     pub kept: Vec<Violation>,
     /// `None` when positions are estimates by design (sync without --exact-sync).
@@ -79,6 +83,7 @@ pub fn check(h: &History, given: &Given) -> Findings {
     let admission = admission::check(h, &clients);
     let order = order::check(h, &clients, tolerances.inversion_ms);
     let positions = positions::check(h, &clients, &tolerances);
+    let accuracy = accuracy::measure(h, &clients);
     let kept = kept::check(h, &clients);
     let distinct = tolerances.distinct.then(|| distinct::check(h, &clients));
     let latency = latency::check(h, tolerances.latency_limit_ms);
@@ -88,6 +93,7 @@ pub fn check(h: &History, given: &Given) -> Findings {
         admission,
         order,
         positions,
+        accuracy,
         kept,
         distinct,
         latency,

@@ -157,6 +157,24 @@ fn measures(h: &History, f: &Findings, out: &mut String) {
         f.positions.compared,
         f.count(Rule::Dropped)
     );
+    if let Some(a) = &f.accuracy {
+        let _ = writeln!(
+            out,
+            "(c) positions against the clients holding a place (arrived earlier, not let in, \
+             seen within presence): {} answers, told - true p1 {:+} median {:+} p99 {:+}; \
+             furthest {:+} at {} ms (client {}) and {:+} at {} ms (client {})",
+            a.answers,
+            a.p1,
+            a.median,
+            a.p99,
+            a.lowest.0,
+            a.lowest.1,
+            a.lowest.2,
+            a.highest.0,
+            a.highest.1,
+            a.highest.2
+        );
+    }
     match &f.distinct {
         Some(d) => {
             let _ = writeln!(

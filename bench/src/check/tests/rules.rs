@@ -439,3 +439,30 @@ fn the_mean_fill_counts_from_the_first_fill_by_time() {
     // Never full: none.
     assert_eq!(mean_fill(&[(0, 1), (10, 3)], 4, 100), None);
 }
+
+// (c), the report's figure: positions against the clients' own record -------------------------
+
+#[test]
+fn positions_are_held_against_those_holding_a_place() {
+    // A, B and C wait from 100, 200 and 300 (presence 5 s); C is first told 2 (one too near).
+    // A is let in at 1000; B stops after 1100 and its place lapses at 6100: at 6150 C, told 2,
+    // is truly first (one too far back).
+    let h = history(
+        run(Mode::Shm, 1),
+        vec![
+            wait(1, 100, 1),
+            wait(2, 200, 2),
+            wait(3, 300, 2),
+            admit(1, 1000),
+            wait(2, 1100, 1),
+            wait(3, 1200, 2),
+            wait(3, 4000, 2),
+            wait(3, 6150, 2),
+        ],
+    );
+    let a = findings(&h).accuracy.expect("FIFO answers with positions");
+    assert_eq!(a.answers, 7);
+    assert_eq!((a.p1, a.median, a.p99), (-1, 0, 0));
+    assert_eq!(a.lowest, (-1, 300, 3));
+    assert_eq!(a.highest, (1, 6150, 3));
+}
