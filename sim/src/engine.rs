@@ -85,17 +85,12 @@ pub struct Positions {
     /// Answered minus true: positive, the node says the client is further back than it is.
     pub sum_signed: f64,
     pub sum_true: f64,
-    pub abs: Vec<u64>,
-    /// Each sample's error relative to its true position, in millionths.
-    pub rel_ppm: Vec<u64>,
-    /// The same, of the samples past the head ([`HEAD`]), where the line moves by more than
-    /// 2 % between two polls and no estimate between pictures can be that close.
-    pub rel_ppm_past_head: Vec<u64>,
-    /// Each sample's (true position, signed error), for the bands' figures.
+    /// Each sample's (true position, answered - true); the report's quantiles come from these.
     pub pairs: Vec<(u64, i64)>,
 }
 
-/// Positions up to this many are the head, for [`Positions::rel_ppm_past_head`].
+/// Positions up to this many are the head: past it the line moves by less than 2 % between two
+/// polls ([`Positions::rel_ppm`]'s `past`).
 pub const HEAD: u64 = 1000;
 
 impl Positions {
@@ -106,13 +101,27 @@ impl Positions {
         self.sum_abs += err.abs();
         self.sum_signed += err;
         self.sum_true += truth as f64;
-        self.abs.push(answered.abs_diff(truth));
-        let rel = answered.abs_diff(truth).saturating_mul(1_000_000) / truth.max(1);
-        self.rel_ppm.push(rel);
-        if truth > HEAD {
-            self.rel_ppm_past_head.push(rel);
-        }
         self.pairs.push((truth, answered as i64 - truth as i64));
+    }
+
+    /// Each sample's absolute error, of those whose true position is in `band`.
+    pub fn abs(&self, band: std::ops::RangeInclusive<u64>) -> Vec<u64> {
+        self.inside(band).map(|(_, e)| e.unsigned_abs()).collect()
+    }
+
+    /// Each sample's error relative to its true position, in millionths, of those whose true
+    /// position is in `band`.
+    pub fn rel_ppm(&self, band: std::ops::RangeInclusive<u64>) -> Vec<u64> {
+        self.inside(band)
+            .map(|(t, e)| e.unsigned_abs().saturating_mul(1_000_000) / t.max(1))
+            .collect()
+    }
+
+    fn inside(&self, band: std::ops::RangeInclusive<u64>) -> impl Iterator<Item = (u64, i64)> + '_ {
+        self.pairs
+            .iter()
+            .copied()
+            .filter(move |(t, _)| band.contains(t))
     }
 }
 

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::args::Args;
-use crate::engine::{Outcome, Positions};
+use crate::engine::{Outcome, Positions, HEAD};
 use crate::members::Event;
 use crate::stats::{accuracy, counted, quantile, reconverge, Accuracy, Tick, BAND};
 
@@ -294,23 +294,20 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
     let _ = writeln!(
         s,
         "| answered from | against | samples | mean abs error | mean signed (answered - true) | p50 / p90 / p99 / max abs | relative (sum abs / sum true) | relative p50 / p99 / max (each sample's) | relative p99 past position {} | admissions per interval | mean abs error in intervals |",
-        crate::engine::HEAD
+        HEAD
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for (from, truth, p) in [
-        ("the module", "present", &mut o.positions),
-        (
-            "the line's samples alone",
-            "present",
-            &mut o.positions_sampled,
-        ),
-        ("the module", "holding a place", &mut o.positions_held),
+        ("the module", "present", &o.positions),
+        ("the line's samples alone", "present", &o.positions_sampled),
+        ("the module", "holding a place", &o.positions_held),
         (
             "the line's samples alone",
             "holding a place",
-            &mut o.positions_sampled_held,
+            &o.positions_sampled_held,
         ),
     ] {
+        let (mut abs, mut rel) = (p.abs(0..=u64::MAX), p.rel_ppm(0..=u64::MAX));
         let n = p.samples.max(1) as f64;
         let mean_abs = p.sum_abs / n;
         let _ = writeln!(
@@ -319,15 +316,15 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
             p.samples,
             mean_abs,
             p.sum_signed / n,
-            quantile(&mut p.abs, 0.5),
-            quantile(&mut p.abs, 0.9),
-            quantile(&mut p.abs, 0.99),
-            p.abs.iter().max().copied().unwrap_or(0),
+            quantile(&mut abs, 0.5),
+            quantile(&mut abs, 0.9),
+            quantile(&mut abs, 0.99),
+            abs.iter().max().copied().unwrap_or(0),
             pct(p.sum_abs / p.sum_true.max(1.0)),
-            pct(quantile(&mut p.rel_ppm, 0.5) as f64 / 1e6),
-            pct(quantile(&mut p.rel_ppm, 0.99) as f64 / 1e6),
-            pct(p.rel_ppm.iter().max().copied().unwrap_or(0) as f64 / 1e6),
-            pct(quantile(&mut p.rel_ppm_past_head, 0.99) as f64 / 1e6),
+            pct(quantile(&mut rel, 0.5) as f64 / 1e6),
+            pct(quantile(&mut rel, 0.99) as f64 / 1e6),
+            pct(rel.iter().max().copied().unwrap_or(0) as f64 / 1e6),
+            pct(quantile(&mut p.rel_ppm(HEAD + 1..=u64::MAX), 0.99) as f64 / 1e6),
             per_interval,
             if per_interval > 0.0 {
                 mean_abs / per_interval
@@ -550,11 +547,13 @@ struct Band {
 }
 
 fn band(p: &Positions, lo: u64, hi: u64) -> Option<Band> {
-    let inside = || p.pairs.iter().filter(|&&(t, _)| t >= lo && t <= hi);
-    let mut rel: Vec<u64> = inside()
-        .map(|&(t, e)| e.unsigned_abs().saturating_mul(1_000_000) / t.max(1))
+    let mut rel = p.rel_ppm(lo..=hi);
+    let mut signed: Vec<i64> = p
+        .pairs
+        .iter()
+        .filter(|&&(t, _)| (lo..=hi).contains(&t))
+        .map(|&(_, e)| e)
         .collect();
-    let mut signed: Vec<i64> = inside().map(|&(_, e)| e).collect();
     let n = rel.len();
     if n == 0 {
         return None;

@@ -359,11 +359,6 @@ impl Ledger {
         Counts::new(self.buckets(), front)
     }
 
-    /// The same, settled at `at` ([`Counts::settled`]).
-    pub fn settled(&self, front: u64, at: u64, settle_ms: u64) -> Counts {
-        Counts::settled(self.buckets(), front, at, settle_ms)
-    }
-
     /// The buckets as the script replies them.
     pub fn buckets(&self) -> Vec<Bucket> {
         let part = |m: &BTreeMap<u64, u64>, b: u64| m.get(&b).copied().unwrap_or(0);
