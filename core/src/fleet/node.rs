@@ -601,3 +601,21 @@ pub(super) fn departures(h: &Header, cfg: &FleetConfig) -> u64 {
         u128::from(h.leaving) * u128::from(cfg.interval_ms) / u128::from(cfg.horizon_ms().max(1));
     u64::try_from(soon).unwrap_or(u64::MAX).max(h.expiring)
 }
+
+/// How many sessions leave each interval after the picture's own, as the picture saw them: the
+/// ones it saw leaving after that interval, spread over the rest of the horizon. The picture's
+/// `expiring` were its own interval's, and its grant already gave their places: an interval
+/// without a picture that let them in again would let a lump of ends in once per interval of
+/// an outage (ten times in a 10 s stop).
+pub(super) fn later_departures(h: &Header, cfg: &FleetConfig) -> u64 {
+    let (interval, horizon) = (cfg.interval_ms, cfg.horizon_ms());
+    let rate = match horizon.checked_sub(interval) {
+        // A horizon of one interval: the picture saw nothing past its own, its rate stands.
+        None | Some(0) => u128::from(h.leaving),
+        Some(rest) => {
+            u128::from(h.leaving.saturating_sub(h.expiring)) * u128::from(interval)
+                / u128::from(rest)
+        }
+    };
+    u64::try_from(rate).unwrap_or(u64::MAX)
+}

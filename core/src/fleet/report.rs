@@ -2,7 +2,7 @@
 //! applied, and the interval without Redis (the equal split of departures).
 
 use super::layout::record;
-use super::node::departures;
+use super::node::later_departures;
 use super::{Fence, REPORT_CAP, REPORT_WAITERS_CAP};
 use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture, SpentProof};
 
@@ -213,7 +213,7 @@ impl<'m> FleetNode<'m> {
         if self.hdr.synced_at_ms == 0 || self.hdr.granted_window >= window {
             return;
         }
-        let gained = departures(self.hdr, cfg);
+        let gained = later_departures(self.hdr, cfg);
         if self.hdr.cursor != u64::MAX {
             // The cursor's rank in the picture's line, moved on by what the fleet lets in.
             let rank = self.position(self.hdr.cursor).saturating_sub(1);
@@ -228,9 +228,10 @@ impl<'m> FleetNode<'m> {
         let h = &mut *self.hdr;
         h.granted_window = window;
         // The fleet keeps its level if it lets in about as many as leave: the sessions the
-        // last picture saw leaving an interval (a rate: the places free then were a stock,
-        // which its share covered), split equally, fractions carried to the next interval.
-        let leaving = departures(h, cfg).saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
+        // last picture saw leaving after its own interval, as a rate (the places free then,
+        // and those its interval's ends freed, were a stock its share covered), split
+        // equally, fractions carried to the next interval.
+        let leaving = later_departures(h, cfg).saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
         h.quota_left = leaving / 1000;
         h.age_carry = leaving % 1000;
         // A rate, not the picture's places: nothing held for their sessions' ends.

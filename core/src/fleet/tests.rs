@@ -394,7 +394,8 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
         arrival,
         sid: 0,
     };
-    // A line of 100 who arrived from 10 s to 20 s; 4 sessions leave an interval.
+    // A line of 100 who arrived from 10 s to 20 s; 7 sessions end in the picture's interval
+    // (its grant's), 36 more within the horizon's other 9 s: 4 leave each later interval.
     show(
         &mut n,
         &RoomPicture {
@@ -402,7 +403,8 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
             quota: 6,
             nodes: 2,
             free: 9,
-            expiring: 4,
+            expiring: 7,
+            leaving: 43,
             queue_len: 100,
             window_ms: 2000,
             samples: vec![
@@ -449,7 +451,8 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
         &RoomPicture {
             cursor: 0,
             nodes: 2,
-            expiring: 3,
+            expiring: 5,
+            leaving: 32,
             window_ms: 80_000,
             ..RoomPicture::default()
         },

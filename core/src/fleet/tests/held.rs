@@ -23,6 +23,7 @@ fn expiring_places_are_taken_as_their_sessions_end() {
         window_ms: 1000,
         free: 4,
         expiring: 4,
+        leaving: 22,
         held: 2,
         ends: vec![200, 400],
         samples,
