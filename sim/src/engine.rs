@@ -29,8 +29,9 @@ use smart_limit_core::util::time::window_end;
 
 use crate::args::{Args, OutageReport, Routing, StopReport};
 use crate::counted::Counted;
+use crate::floor::Floor;
 use crate::members::{changes, Change, Event, Members};
-use crate::stats::{Inversions, Tick, TrueActive};
+use crate::stats::{Inversions, Positions, Tick, TrueActive};
 use crate::workload::{arrivals, node_weights, sid, Picker, Rng};
 
 /// The run's virtual epoch: a wall-clock-like time (arrivals and windows are never 0), which
@@ -77,54 +78,6 @@ struct Client {
     state: State,
 }
 
-/// How well the nodes' answered positions match the true line.
-#[derive(Debug, Default, Clone)]
-pub struct Positions {
-    pub samples: u64,
-    pub sum_abs: f64,
-    /// Answered minus true: positive, the node says the client is further back than it is.
-    pub sum_signed: f64,
-    pub sum_true: f64,
-    /// Each sample's (true position, answered - true); the report's quantiles come from these.
-    pub pairs: Vec<(u64, i64)>,
-}
-
-/// Positions up to this many are the head: past it the line moves by less than 2 % between two
-/// polls ([`Positions::rel_ppm`]'s `past`).
-pub const HEAD: u64 = 1000;
-
-impl Positions {
-    /// One answer against the truth.
-    fn add(&mut self, answered: u64, truth: u64) {
-        let err = answered as f64 - truth as f64;
-        self.samples += 1;
-        self.sum_abs += err.abs();
-        self.sum_signed += err;
-        self.sum_true += truth as f64;
-        self.pairs.push((truth, answered as i64 - truth as i64));
-    }
-
-    /// Each sample's absolute error, of those whose true position is in `band`.
-    pub fn abs(&self, band: std::ops::RangeInclusive<u64>) -> Vec<u64> {
-        self.inside(band).map(|(_, e)| e.unsigned_abs()).collect()
-    }
-
-    /// Each sample's error relative to its true position, in millionths, of those whose true
-    /// position is in `band`.
-    pub fn rel_ppm(&self, band: std::ops::RangeInclusive<u64>) -> Vec<u64> {
-        self.inside(band)
-            .map(|(t, e)| e.unsigned_abs().saturating_mul(1_000_000) / t.max(1))
-            .collect()
-    }
-
-    fn inside(&self, band: std::ops::RangeInclusive<u64>) -> impl Iterator<Item = (u64, i64)> + '_ {
-        self.pairs
-            .iter()
-            .copied()
-            .filter(move |(t, _)| band.contains(t))
-    }
-}
-
 /// Everything a run produced, for the report.
 #[derive(Default)]
 pub struct Outcome {
@@ -141,6 +94,8 @@ pub struct Outcome {
     /// which is what a position promises (docs/reference.md, presence=).
     pub positions_held: Positions,
     pub positions_sampled_held: Positions,
+    /// What a node knowing the line exactly at each tick would answer (floor.rs).
+    pub floor: Floor,
     pub inversions: Inversions,
     pub inversions_in_outage: u64,
     /// When (ms from the start) the worst inversion happened, and its gap.
@@ -297,6 +252,7 @@ impl Engine {
                 ticks: Vec::with_capacity((a.seconds_ms / a.interval_ms) as usize + 1),
                 node_weights,
                 events,
+                floor: Floor::new(a.interval_ms),
                 ..Outcome::default()
             },
             a: a.clone(),
@@ -361,6 +317,8 @@ impl Engine {
     /// The fleet's interval: sample the truth, then every node up syncs (or ages).
     fn tick(&mut self, now: u64, off: u64) {
         let outage = self.in_outage(now);
+        let first_new = self.clients.partition_point(|c| c.arrival <= now);
+        self.out.floor.tick(&self.held, first_new, now);
         self.out.ticks.push(Tick {
             t: off,
             true_active: self.true_active.at(now),
@@ -600,6 +558,7 @@ impl Engine {
                     let held = fenwick::prefix(&self.held, c) + 1;
                     self.out.positions_held.add(position, held);
                     self.out.positions_sampled_held.add(sampled, held);
+                    self.out.floor.sample(c, now, held);
                 }
                 // The waiting answer's refresh, as the handler computes it: sooner than the
                 // configured one when the client's turn is expected sooner.

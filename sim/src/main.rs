@@ -10,6 +10,7 @@
 mod args;
 mod counted;
 mod engine;
+mod floor;
 mod members;
 mod report;
 mod stats;

@@ -4,9 +4,10 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::args::Args;
-use crate::engine::{Outcome, Positions, HEAD};
+use crate::engine::Outcome;
 use crate::members::Event;
 use crate::stats::{accuracy, counted, quantile, reconverge, Accuracy, Tick, BAND};
+use crate::stats::{Positions, HEAD};
 
 /// How long true active must stay in the band to count as settled after an outage.
 const HOLD_MS: u64 = 30_000;
@@ -305,6 +306,16 @@ pub fn render(o: &mut Outcome, given: &str, wall: Duration) -> String {
             "the line's samples alone",
             "holding a place",
             &o.positions_sampled_held,
+        ),
+        (
+            "floor: the line exact at each tick",
+            "holding a place",
+            &o.floor.at_last_tick,
+        ),
+        (
+            "floor: ... and the interval's let-gos known",
+            "holding a place",
+            &o.floor.knowing_the_interval,
         ),
     ] {
         let (mut abs, mut rel) = (p.abs(0..=u64::MAX), p.rel_ppm(0..=u64::MAX));

@@ -208,6 +208,54 @@ pub fn quantile(v: &mut [u64], q: f64) -> u64 {
     v[i]
 }
 
+/// How well the nodes' answered positions match the true line.
+#[derive(Debug, Default, Clone)]
+pub struct Positions {
+    pub samples: u64,
+    pub sum_abs: f64,
+    /// Answered minus true: positive, the node says the client is further back than it is.
+    pub sum_signed: f64,
+    pub sum_true: f64,
+    /// Each sample's (true position, answered - true); the report's quantiles come from these.
+    pub pairs: Vec<(u64, i64)>,
+}
+
+/// Positions up to this many are the head: past it the line moves by less than 2 % between two
+/// polls ([`Positions::rel_ppm`]'s `past`).
+pub const HEAD: u64 = 1000;
+
+impl Positions {
+    /// One answer against the truth.
+    pub fn add(&mut self, answered: u64, truth: u64) {
+        let err = answered as f64 - truth as f64;
+        self.samples += 1;
+        self.sum_abs += err.abs();
+        self.sum_signed += err;
+        self.sum_true += truth as f64;
+        self.pairs.push((truth, answered as i64 - truth as i64));
+    }
+
+    /// Each sample's absolute error, of those whose true position is in `band`.
+    pub fn abs(&self, band: std::ops::RangeInclusive<u64>) -> Vec<u64> {
+        self.inside(band).map(|(_, e)| e.unsigned_abs()).collect()
+    }
+
+    /// Each sample's error relative to its true position, in millionths, of those whose true
+    /// position is in `band`.
+    pub fn rel_ppm(&self, band: std::ops::RangeInclusive<u64>) -> Vec<u64> {
+        self.inside(band)
+            .map(|(t, e)| e.unsigned_abs().saturating_mul(1_000_000) / t.max(1))
+            .collect()
+    }
+
+    fn inside(&self, band: std::ops::RangeInclusive<u64>) -> impl Iterator<Item = (u64, i64)> + '_ {
+        self.pairs
+            .iter()
+            .copied()
+            .filter(move |(t, _)| band.contains(t))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
