@@ -725,6 +725,35 @@ mod tests {
         assert_eq!(o.calls, o.syncs + o.draws);
     }
 
+    /// Redis away for 10 s as a departure wave ends (the crowd admitted together leaves
+    /// together at about 130 s): each interval without a picture, the nodes let in the ends
+    /// the last picture saw past its own interval, not that interval's lump of ends again
+    /// (which took this room to 1.132 of max_active during the outage and 1.178 after it).
+    #[test]
+    fn an_outage_as_a_wave_ends_keeps_the_room() {
+        let a = Args {
+            nodes: 5,
+            clients: 20_000,
+            arrive_ms: 60_000,
+            curve: Curve::Ramp,
+            max_active: 500,
+            routing: Routing::RoundRobin,
+            active_window_ms: 60_000,
+            seconds_ms: 200_000,
+            outage: Some((130_000, 10_000)),
+            ..Args::default()
+        };
+        let o = run(&a);
+        let worst = o
+            .ticks
+            .iter()
+            .filter(|t| t.t >= 120_000)
+            .map(|t| t.true_active)
+            .max()
+            .unwrap();
+        assert!(worst * 100 <= a.max_active * 102, "{worst}");
+    }
+
     /// Joins and restarts (one of a joined node) while the room turns over, all between
     /// ticks.
     fn changing() -> Args {
