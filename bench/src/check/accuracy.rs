@@ -34,22 +34,21 @@ pub fn measure(h: &History, clients: &[ClientFacts]) -> Option<Accuracy> {
     }
     let presence = h.run.presence_ms;
     // Holders by arrival: rank, and the stretch [from, to) each holds its place.
-    let mut held: Vec<(u64, u64, u64, &ClientFacts)> = clients
+    let mut held: Vec<(u64, u64, &ClientFacts)> = clients
         .iter()
         .filter(|c| !c.minter())
         .filter_map(|c| {
             let from = c.arrival?.sent;
-            let last = c.last_wait?;
-            let lapsed = last.saturating_add(presence);
+            let lapsed = c.last_wait?.saturating_add(presence);
             let to = c.admitted.map_or(lapsed, |a| a.sent.min(lapsed));
-            Some((from, c.id, to, c))
+            Some((from, to, c))
         })
         .collect();
-    held.sort_unstable_by_key(|&(from, id, _, _)| (from, id));
+    held.sort_unstable_by_key(|&(from, _, c)| (from, c.id));
     // Events by time: a stretch's start (0) and end (1), and an answer (2), each with the
     // holder's rank; at one moment the starts and ends come before the answers.
     let mut events: Vec<(u64, u8, usize, i64)> = Vec::new();
-    for (rank, &(from, _, to, c)) in held.iter().enumerate() {
+    for (rank, &(from, to, c)) in held.iter().enumerate() {
         events.push((from, 0, rank, 0));
         events.push((to, 1, rank, 0));
         let last = c.last_wait.unwrap_or(0);
@@ -70,7 +69,7 @@ pub fn measure(h: &History, clients: &[ClientFacts]) -> Option<Accuracy> {
             1 => holders.remove(rank),
             _ => {
                 let truth = i64::try_from(holders.below(rank)).unwrap_or(i64::MAX) + 1;
-                let id = held.get(rank).map_or(0, |h| h.1);
+                let id = held.get(rank).map_or(0, |h| h.2.id);
                 errors.push((pos - truth, t, id));
             }
         }

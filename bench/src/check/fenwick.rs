@@ -15,18 +15,19 @@ impl Fenwick {
 
     /// Adds one at index `i` (from 0).
     pub fn add(&mut self, i: usize) {
-        let mut k = i + 1;
-        while let Some(slot) = self.tree.get_mut(k) {
-            *slot += 1;
-            k += k & k.wrapping_neg();
-        }
+        self.update(i, |n| n + 1);
     }
 
     /// Takes one off index `i` (from 0), which had one added before.
     pub fn remove(&mut self, i: usize) {
+        self.update(i, |n| n.saturating_sub(1));
+    }
+
+    /// Applies `f` to every node that covers index `i`.
+    fn update(&mut self, i: usize, f: impl Fn(u64) -> u64) {
         let mut k = i + 1;
         while let Some(slot) = self.tree.get_mut(k) {
-            *slot = slot.saturating_sub(1);
+            *slot = f(*slot);
             k += k & k.wrapping_neg();
         }
     }

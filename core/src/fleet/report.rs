@@ -231,7 +231,7 @@ impl<'m> FleetNode<'m> {
         // last picture saw leaving after its own interval, as a rate (the places free then,
         // and those its interval's ends freed, were a stock its share covered), split
         // equally, fractions carried to the next interval.
-        let leaving = later_departures(h, cfg).saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
+        let leaving = gained.saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
         h.quota_left = leaving / 1000;
         h.age_carry = leaving % 1000;
         // A rate, not the picture's places: nothing held for their sessions' ends.
