@@ -44,5 +44,8 @@ until 3: M GET /m @3 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 3\n
 # next node each round. (Positions between two clients who arrived within a millisecond of
 # each other may be alike: within a bucket, the counts place waiters by arrival time.)
 sh 140: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORTS --clients 3000 --gap 0.0005 --syncs $TEST_NGINX_PORTS --rounds 2 --rotate --off => /round 1: admitted 1 waiting 2999 off max (?:\d|[1-8]\d) within [01]\.\d% distinct (?:yes|no) first 1 last (?:29[7-9]\d|30[0-2]\d)\nround 2: admitted 1 waiting 2999 off max (?:\d|[1-8]\d) within [01]\.\d% distinct (?:yes|no) first 1 last (?:29[7-9]\d|30[0-2]\d)\nerrors 0/
+# Each node's counts' call says when it called (the fleet's clock), so each node knows how long
+# the others' let-ins have gone unreported: three nodes call.
+sh 10: redis-cli -p $TEST_NGINX_REDIS_PORT HLEN 'smart_limit:{shop}:tally:nodes' => /^3$/
 --- no_error_log
 [error]

@@ -26,7 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use smart_limit_core::fleet::tally::{
-    tally_reply, Clock, Delta, TallyReport, TALLY_KEYS, TALLY_SCRIPT, WINDOW_EPOCHS,
+    tally_reply, Caller, Clock, Delta, TallyReport, TALLY_KEYS, TALLY_SCRIPT, WINDOW_EPOCHS,
 };
 use smart_limit_core::redis::resp::{self, Value};
 
@@ -101,15 +101,26 @@ impl Redis {
         }
     }
 
-    /// One call of the script with `report` at `now`: the reply's size in bytes.
-    fn tally(&mut self, sha: &str, report: &TallyReport, now: u64) -> Result<usize, String> {
+    /// One call of the script by `node` with `report` at `now`: the reply's size in bytes.
+    fn tally(
+        &mut self,
+        sha: &str,
+        node: u64,
+        report: &TallyReport,
+        now: u64,
+    ) -> Result<usize, String> {
         let clock = Clock::new(PRESENCE);
         let mut args: Vec<String> = vec!["EVALSHA".into(), sha.into()];
         args.push(TALLY_KEYS.len().to_string());
         for k in TALLY_KEYS {
             args.push(format!("smart_limit:{{bench}}:tally:{k}"));
         }
-        args.extend(report.args(&clock, now, 600_000));
+        let by = Caller {
+            node,
+            interval_ms: 1000,
+            fleet_now: now,
+        };
+        args.extend(report.args(&clock, now, 600_000, &by));
         let v = self.cmd(&args)?;
         let size = match &v {
             Value::Bulk(b) => b.len(),
@@ -222,7 +233,7 @@ fn run() -> Result<(), String> {
             d.epoch = e0 - 1;
             d.delta = nodes as i64;
         }
-        r.tally(&sha, &fill, now)?;
+        r.tally(&sha, 0, &fill, now)?;
         r.script_time()?;
         let mut reply = 0;
         let mut trips = Vec::new();
@@ -231,7 +242,7 @@ fn run() -> Result<(), String> {
             let e = clock.epoch(now).max(e0);
             let report = moves(first, buckets, e, 20);
             let t = Instant::now();
-            reply = r.tally(&sha, &report, now)?;
+            reply = r.tally(&sha, i % nodes, &report, now)?;
             trips.push(t.elapsed().as_micros() as u64);
         }
         let (calls, usec) = r.script_time()?;
@@ -260,10 +271,10 @@ fn run() -> Result<(), String> {
                 });
             }
         }
-        r.tally(&sha, &report, T0)?;
+        r.tally(&sha, 0, &report, T0)?;
         r.script_time()?;
         let later = T0 + (WINDOW_EPOCHS + 2) * clock.epoch_ms;
-        r.tally(&sha, &TallyReport::default(), later)?;
+        r.tally(&sha, 0, &TallyReport::default(), later)?;
         let (_, roll) = r.script_time()?;
         println!(
             "| {buckets} | {entries} | {mean:.0} | {med} / {max} | {reply} | {share:.2} % | \

@@ -4,7 +4,7 @@
 //! the ledger's buckets go back to the node (`FleetNode::set_counts`), whose answers come from
 //! them in a line too long for the picture to carry whole, as the module's do.
 
-use smart_limit_core::fleet::tally::{Bucket, Clock, Ledger, Tally};
+use smart_limit_core::fleet::tally::{Caller, Clock, Ledger, Tallied, Tally};
 
 pub struct Counted {
     clock: Clock,
@@ -50,12 +50,23 @@ impl Counted {
         }
     }
 
-    /// Node `n`'s sync went through: its tally into the ledger, and the fleet's buckets back.
-    pub fn synced(&mut self, n: usize, now: u64) -> Vec<Bucket> {
+    /// Node `n`'s sync went through: its tally into the ledger, and the fleet's buckets back,
+    /// with what they lack (the other nodes' time since their last calls).
+    pub fn synced(&mut self, n: usize, now: u64, interval_ms: u64) -> Tallied {
         self.slot(n);
         let deltas = self.tallies[n].take();
         self.ledger.apply(&deltas, now);
-        self.ledger.buckets()
+        let by = Caller {
+            node: n as u64,
+            interval_ms,
+            fleet_now: now,
+        };
+        let let_ins = deltas.let_in.iter().map(|&(_, k)| k).sum();
+        let behind = self.ledger.called(&by, let_ins);
+        Tallied {
+            buckets: self.ledger.buckets(),
+            behind,
+        }
     }
 
     /// Node `n` lost its zone (a restart).

@@ -394,7 +394,8 @@ impl Engine {
             };
             node.apply(&picture, fence.seq, now);
             if n == 1 {
-                node.set_counts(self.counted.synced(i, now), now, &self.cfg);
+                let counted = self.counted.synced(i, now, self.cfg.interval_ms);
+                node.set_counts(counted, now, &self.cfg);
             }
             granted += picture.quota;
             got = Some((picture.free, granted, picture.cursor));
@@ -752,6 +753,37 @@ mod tests {
             .max()
             .unwrap();
         assert!(worst * 100 <= a.max_active * 102, "{worst}");
+    }
+
+    /// A line too long for the picture, told from the counts on ten nodes: each node moves
+    /// its positions on by the let-ins the others have not reported yet (on average four and a
+    /// half intervals of one node's), so the head is not told it stands further back than it
+    /// does. Here (30,000 clients, a room of 5,000 turning over in waves), positions 101 to
+    /// 1,000 are told -4 on average and the p99 relative error is 25 %; without it (the code
+    /// before 2026-11-30) +35 and 58 %.
+    #[test]
+    fn the_head_of_a_counted_line_is_not_told_the_others_unreported_let_ins() {
+        let a = Args {
+            nodes: 10,
+            clients: 30_000,
+            routing: Routing::RoundRobin,
+            active_window_ms: 60_000,
+            seconds_ms: 400_000,
+            ..Args::default()
+        };
+        let o = run(&a);
+        let p = &o.positions_held;
+        let head: Vec<i64> = p
+            .pairs
+            .iter()
+            .filter(|(t, _)| (101..=1_000).contains(t))
+            .map(|&(_, e)| e)
+            .collect();
+        let mean = head.iter().sum::<i64>() as f64 / head.len().max(1) as f64;
+        let p99 = crate::stats::quantile(&mut p.rel_ppm(1..=u64::MAX), 0.99);
+        assert!(head.len() > 1_000, "{} samples at the head", head.len());
+        assert!(mean.abs() <= 15.0, "head's mean error {mean:.1}");
+        assert!(p99 <= 400_000, "p99 relative error {p99} ppm");
     }
 
     /// Joins and restarts (one of a joined node) while the room turns over, all between

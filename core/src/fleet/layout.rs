@@ -13,8 +13,8 @@ use super::{Sample, Sighting, SpentProof, WaiterSighting, ENDS_CAP, FRESH_CAP, S
 
 use crate::sync::leader::Leadership;
 
-// "SLFLEET", version 10 (9 + the arrival-bucket tally and counts)
-const MAGIC: u64 = 0x534c_464c_4545_540a;
+// "SLFLEET", version 11 (10 + what the counts lack: the other nodes' unreported let-ins)
+const MAGIC: u64 = 0x534c_464c_4545_540b;
 #[repr(C)]
 pub(super) struct Header {
     magic: u64,
@@ -111,6 +111,9 @@ pub(super) struct Header {
     pub(super) counts_len: u64,
     pub(super) counts_at: u64,
     pub(super) counts_per_s: u64,
+    /// What the counts lacked as they came ([`super::tally::Behind`]): the other nodes'
+    /// let-ins since their last calls.
+    pub(super) counts_unreported: u64,
     leadership: Leadership,
 }
 

@@ -19,18 +19,23 @@
 --       [7] which epoch each slot holds (hash slot -> epoch)
 --       [8] places taken (hash bucket -> count)   [9] waiters let in (hash bucket -> count)
 --       [10] the arrivals the places came at (hash bucket -> "first last", ms)
+--       [11] each node's last call (hash node -> "at let_ins span": when, on the fleet's clock
+--            (ms), the waiters it let in that it reported, over how long since its call before)
 -- ARGV: [1] now (ms)  [2] epoch (ms)  [3] window (epochs a stamp stays counted after its own)
 --       [4] key TTL (ms)
 --       then the report: count, (bucket, k) x count placed; count, (bucket, k) x count let
 --       in; count, (epoch, bucket, delta) x count; count, (bucket, first, last) x count
---       spans
--- Reply: "bucket waiting placed let_in first last ..." for each bucket whose count is above 0, by
+--       spans; then the caller: node id, interval (ms), the fleet's clock (ms; 0: the server's)
+-- Reply: "nodes let_ins" (what the counts lack: the nodes calling, and the other nodes' let-ins
+--        since their last calls, each at the pace of its last report, for at most an interval),
+--        then
+--        "bucket waiting placed let_in first last ..." for each bucket whose count is above 0, by
 --        bucket, as one string (an array of integers would be capped at 1,024 elements by the
 --        module's reply parser; a bulk string at 1 MiB, about 35,000 buckets: ten hours of
 --        arrivals)
 
 local SLOTS = 6
-local K_META, K_PL, K_LI, K_SP = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local K_META, K_PL, K_LI, K_SP, K_NODES = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local now = tonumber(ARGV[1])
 local epoch_ms = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
@@ -97,12 +102,16 @@ local function take_field()
   end
   return nil
 end
+local reported = 0
 for _, key in ipairs({K_PL, K_LI}) do
   local count = take() or 0
   for _ = 1, count do
     local b, k = take_field(), take()
     if b and k then
       redis.call('HINCRBY', key, b, k)
+      if key == K_LI then
+        reported = reported + k
+      end
     end
   end
 end
@@ -187,7 +196,44 @@ for s, fields in pairs(changed) do
   flush(true)
 end
 
-for k = 1, 10 do
+-- What the counts lack: every other node's let-ins since its last call, which it reports at its
+-- next; estimated at the pace of its last report (its let-ins over the time since its call
+-- before), for the time since, at most an interval. A node that has not called for STALE
+-- intervals is gone (dropped: the hash holds the nodes that call, no more).
+local STALE = 3
+local me, interval, fleet_now = take_field(), take(), take()
+local nodes, unreported = 0, 0
+if me and interval and interval >= 1 and fleet_now then
+  if fleet_now == 0 then
+    local t = redis.call('TIME')
+    fleet_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  local function call_of(v)
+    local at, n, span = string.match(v or '', '^(%d+) (%d+) (%d+)$')
+    return tonumber(at), tonumber(n), tonumber(span)
+  end
+  local last = call_of(redis.call('HGET', K_NODES, me))
+  local span = interval
+  if last then
+    span = math.max(fleet_now - last, 1)
+  end
+  redis.call('HSET', K_NODES, me, digits(fleet_now) .. ' ' .. digits(reported) .. ' ' .. digits(span))
+  local flat = redis.call('HGETALL', K_NODES)
+  for j = 1, #flat, 2 do
+    local at, n, s = call_of(flat[j + 1])
+    if not at or fleet_now - at > STALE * interval then
+      redis.call('HDEL', K_NODES, flat[j])
+    else
+      nodes = nodes + 1
+      if flat[j] ~= me then
+        local gone = math.min(math.max(fleet_now - at, 0), interval)
+        unreported = unreported + math.floor(n * gone / math.max(s, 1))
+      end
+    end
+  end
+end
+
+for k = 1, 11 do
   redis.call('PEXPIRE', KEYS[k], ttl)
 end
 
@@ -217,4 +263,5 @@ for _, b in ipairs(rows) do
   parts[#parts + 1] = b .. ' ' .. tostring(sums[b]) .. ' ' .. (placed[b] or '0') .. ' '
     .. (let_in[b] or '0') .. ' ' .. (spans[b] or '0 0')
 end
-return table.concat(parts, ' ')
+return digits(nodes) .. ' ' .. digits(unreported) .. (#parts > 0 and ' ' or '')
+  .. table.concat(parts, ' ')

@@ -32,10 +32,14 @@ use crate::redis::{server_error, ReplyError};
 /// the `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
 pub const TALLY_SCRIPT: &str = include_str!("tally.lua");
 /// The script's keys after the room's prefix: six epoch slots (more than the live epochs), the
-/// slots' epochs, places taken, waiters let in.
-pub const TALLY_KEYS: [&str; 10] = [
-    "e0", "e1", "e2", "e3", "e4", "e5", "epochs", "placed", "let_in", "spans",
+/// slots' epochs, places taken, waiters let in, their arrivals' spans, and when each node
+/// last called.
+pub const TALLY_KEYS: [&str; 11] = [
+    "e0", "e1", "e2", "e3", "e4", "e5", "epochs", "placed", "let_in", "spans", "nodes",
 ];
+/// A node that has not called for this many intervals is gone from the fleet's reckoning of
+/// what its counts lack (its entry is dropped).
+pub const STALE_INTERVALS: u64 = 3;
 
 /// Width of an arrival bucket.
 pub const BUCKET_MS: u64 = 1000;
@@ -91,6 +95,53 @@ pub struct TallyReport {
     pub spans: Vec<(u64, u64, u64)>,
 }
 
+/// Who calls, for what the counts lack: the node, its interval, and the fleet's clock (ms; 0:
+/// the server's, as a node sends it: the nodes' clocks may differ, Redis's is one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub node: u64,
+    pub interval_ms: u64,
+    pub fleet_now: u64,
+}
+
+/// What the fleet's counts lack as a call returns them: the let-ins of the other nodes since
+/// their last calls. A node that calls once an interval reports an interval's let-ins at
+/// once; until then the counts still hold them as waiting (on average half an interval of
+/// every other node's, in a crowd's waves a few hundred places at the head).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Behind {
+    /// The nodes calling (the caller and those that called within [`STALE_INTERVALS`]).
+    pub nodes: u64,
+    /// The other nodes' let-ins since their last calls, each at the pace of its last report
+    /// (the let-ins it reported over the time since its call before), for the time since, at
+    /// most an interval.
+    pub let_ins: u64,
+}
+
+/// A node's last call, as the fleet keeps it: when, and the pace of its let-ins then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Call {
+    at: u64,
+    let_ins: u64,
+    span_ms: u64,
+}
+
+impl Call {
+    /// Its let-ins since, `now`: at most an interval's.
+    fn since(&self, now: u64, interval_ms: u64) -> u64 {
+        let gone = now.saturating_sub(self.at).min(interval_ms);
+        let n = u128::from(self.let_ins) * u128::from(gone) / u128::from(self.span_ms.max(1));
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+}
+
+/// A tally call's reply: the fleet's buckets, and what they lack.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tallied {
+    pub buckets: Vec<Bucket>,
+    pub behind: Behind,
+}
+
 /// Adds `d` to `map[key]`, dropping the entry when it comes to zero (a count that went up and
 /// down again is not sent, nor kept).
 fn bump<K: Ord>(map: &mut BTreeMap<K, i64>, key: K, d: i64) {
@@ -116,7 +167,7 @@ impl TallyReport {
     }
 
     /// The script's arguments after its keys (tally.lua's ARGV), for a call at `now`.
-    pub fn args(&self, clock: &Clock, now: u64, ttl_ms: u64) -> Vec<String> {
+    pub fn args(&self, clock: &Clock, now: u64, ttl_ms: u64, by: &Caller) -> Vec<String> {
         let mut a = vec![
             now.to_string(),
             clock.epoch_ms.max(1).to_string(),
@@ -141,6 +192,11 @@ impl TallyReport {
         for &(b, lo, hi) in &self.spans {
             a.extend([b.to_string(), lo.to_string(), hi.to_string()]);
         }
+        a.extend([
+            by.node.to_string(),
+            by.interval_ms.max(1).to_string(),
+            by.fleet_now.to_string(),
+        ]);
         a
     }
 }
@@ -176,21 +232,23 @@ impl TallyScript {
         clock: &Clock,
         now: u64,
         ttl_ms: u64,
+        by: &Caller,
     ) -> Vec<u8> {
         let mut cmd = crate::redis::script_call(form, &self.sha, TALLY_SCRIPT);
         cmd.arg(self.keys.len());
         for k in &self.keys {
             cmd.arg(k);
         }
-        for a in r.args(clock, now, ttl_ms) {
+        for a in r.args(clock, now, ttl_ms, by) {
             cmd.arg(a);
         }
         cmd.get_packed_command()
     }
 }
 
-/// The script's reply: the buckets whose count is above 0, by bucket.
-pub fn tally_reply(v: &Value) -> Result<Vec<Bucket>, ReplyError> {
+/// The script's reply: what the counts lack, then the buckets whose count is above 0, by
+/// bucket.
+pub fn tally_reply(v: &Value) -> Result<Tallied, ReplyError> {
     if let Some(e) = server_error(v) {
         return Err(e);
     }
@@ -203,18 +261,22 @@ pub fn tally_reply(v: &Value) -> Result<Vec<Bucket>, ReplyError> {
         .split_ascii_whitespace()
         .map(|w| w.parse::<u64>().map_err(|_| bad.clone()))
         .collect::<Result<Vec<u64>, _>>()?;
-    if ints.len() % 6 != 0 {
-        return Err(bad);
-    }
-    Ok(ints
-        .chunks_exact(6)
-        .map(|r| match *r {
-            [bucket, waiting, placed, let_in, first, last] => {
-                Bucket::of(bucket, waiting, placed, let_in).spanning(first, last)
-            }
-            _ => Bucket::of(0, 0, 0, 0),
-        })
-        .collect())
+    let ([nodes, let_ins], rows) = match ints.split_first_chunk::<2>() {
+        Some((head, rows)) if rows.len() % 6 == 0 => (*head, rows),
+        _ => return Err(bad),
+    };
+    Ok(Tallied {
+        buckets: rows
+            .chunks_exact(6)
+            .map(|r| match *r {
+                [bucket, waiting, placed, let_in, first, last] => {
+                    Bucket::of(bucket, waiting, placed, let_in).spanning(first, last)
+                }
+                _ => Bucket::of(0, 0, 0, 0),
+            })
+            .collect(),
+        behind: Behind { nodes, let_ins },
+    })
 }
 
 /// A node's counts since its last sync.
@@ -303,6 +365,8 @@ pub struct Ledger {
     let_in: BTreeMap<u64, u64>,
     /// Per bucket: the first and last arrival of the places taken in it.
     spans: BTreeMap<u64, (u64, u64)>,
+    /// Per node: its last call (the fleet's clock).
+    calls: BTreeMap<u64, Call>,
 }
 
 impl Ledger {
@@ -314,6 +378,33 @@ impl Ledger {
             placed: BTreeMap::new(),
             let_in: BTreeMap::new(),
             spans: BTreeMap::new(),
+            calls: BTreeMap::new(),
+        }
+    }
+
+    /// A call by `by` that reported `let_ins`: kept, and what the counts lack for it (the
+    /// script's first two numbers). Its pace is over the time since its last call (an
+    /// interval, for its first). A node silent for [`STALE_INTERVALS`] is dropped.
+    pub fn called(&mut self, by: &Caller, let_ins: u64) -> Behind {
+        let (me, now, interval) = (by.node, by.fleet_now, by.interval_ms.max(1));
+        let span_ms = match self.calls.get(&me) {
+            Some(c) => now.saturating_sub(c.at).max(1),
+            None => interval,
+        };
+        self.calls.insert(
+            me,
+            Call {
+                at: now,
+                let_ins,
+                span_ms,
+            },
+        );
+        self.calls
+            .retain(|_, c| now.saturating_sub(c.at) <= STALE_INTERVALS * interval);
+        let others = self.calls.iter().filter(|&(&n, _)| n != me);
+        Behind {
+            nodes: self.calls.len() as u64,
+            let_ins: others.map(|(_, c)| c.since(now, interval)).sum(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! Work under the lock: a probe of at most [`PROBES`] entries per change; taking the table
 //! for a call walks its [`TALLY_SLOTS`] entries once; the counts are written once per call.
 
-use super::tally::{Bucket, Clock, Counts, CountsView, Delta, Tally, TallyReport};
+use super::tally::{Clock, Counts, CountsView, Delta, Tallied, Tally, TallyReport};
 use super::{FleetConfig, FleetNode};
 
 /// Entries of the tally table: changes (epoch, bucket) a node makes in an interval are at most
@@ -106,11 +106,11 @@ impl FleetNode<'_> {
     }
 
     /// The fleet's buckets from a tally call, settled at `now` ([`Counts::settled`]: over an
-    /// interval, the time every node takes to report an arrival); the line's head is the
-    /// picture's.
-    pub fn set_counts(&mut self, buckets: Vec<Bucket>, now: u64, cfg: &FleetConfig) {
+    /// interval, the time every node takes to report an arrival), and what they lack; the
+    /// line's head is the picture's.
+    pub fn set_counts(&mut self, t: Tallied, now: u64, cfg: &FleetConfig) {
         let front = self.line().first().map_or(0, |s| s.arrival);
-        let c = Counts::settled(buckets, front, now, cfg.interval_ms);
+        let c = Counts::settled(t.buckets, front, now, cfg.interval_ms);
         let n = c.rows().len().min(self.counts.len());
         for (slot, row) in self.counts.iter_mut().zip(c.rows()) {
             *slot = *row;
@@ -118,6 +118,7 @@ impl FleetNode<'_> {
         self.hdr.counts_len = n as u64;
         self.hdr.counts_at = c.at();
         self.hdr.counts_per_s = c.per_s();
+        self.hdr.counts_unreported = t.behind.let_ins;
     }
 
     /// The counts, once a tally call brought some.

@@ -8,7 +8,7 @@
 
 use core::cell::Cell;
 
-use smart_limit_core::fleet::tally::{tally_reply, Clock, TallyReport, TallyScript};
+use smart_limit_core::fleet::tally::{tally_reply, Caller, Clock, TallyReport, TallyScript};
 use smart_limit_core::util::time::window_end;
 
 use super::FleetStore;
@@ -65,10 +65,18 @@ impl Zone {
         let taken = self.shm.with_fleet(|_, node| {
             let report = node.take_tally();
             let wanted = !report.is_empty() || node.counts_wanted();
-            (report, wanted)
+            (report, wanted, node.node_id())
         });
-        let report: TallyReport = match taken {
-            Ok((report, true)) => report,
+        let (report, by): (TallyReport, _) = match taken {
+            Ok((report, true, node)) => (
+                report,
+                // The fleet's clock is Redis's: the nodes' clocks may differ.
+                Caller {
+                    node,
+                    interval_ms: fs.cfg.interval_ms,
+                    fleet_now: 0,
+                },
+            ),
             _ => return,
         };
         calls.out.set(true);
@@ -77,13 +85,13 @@ impl Zone {
         let ttl = fs.cfg.key_ttl_ms();
         ngx::async_::spawn(async move {
             let reply = client
-                .eval(|form| calls.script.call(form, &report, &clock, now, ttl))
+                .eval(|form| calls.script.call(form, &report, &clock, now, ttl, &by))
                 .await;
             calls.out.set(false);
-            let buckets = match reply.map(|v| tally_reply(&v)) {
-                Ok(Ok(buckets)) => {
+            let tallied = match reply.map(|v| tally_reply(&v)) {
+                Ok(Ok(t)) => {
                     client.reply_was_good();
-                    Some(buckets)
+                    Some(t)
                 }
                 Ok(Err(e)) => {
                     client.reply_was_bad(&format!("the counts' script: {e}"));
@@ -92,8 +100,8 @@ impl Zone {
                 // No reply: the client has logged the burst.
                 Err(_) => None,
             };
-            let _ = self.shm.with_fleet(|_, node| match buckets {
-                Some(b) => node.set_counts(b, now, &fs.cfg),
+            let _ = self.shm.with_fleet(|_, node| match tallied {
+                Some(t) => node.set_counts(t, now, &fs.cfg),
                 None => node.give_back_tally(&report),
             });
         })

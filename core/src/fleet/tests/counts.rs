@@ -2,7 +2,7 @@
 //! node counts for its next tally call, and when its answers come from the counts.
 
 use super::*;
-use crate::fleet::tally::{Bucket, Delta};
+use crate::fleet::tally::{Behind, Bucket, Delta, Tallied};
 
 fn told(n: &FleetNode, arrival: u64) -> u64 {
     told_at(n, arrival, 5)
@@ -55,11 +55,11 @@ fn a_long_line_is_told_its_positions_from_counts_that_hold_it() {
     assert_eq!(told(&n, 1_500), 51);
     // Counts of 1,100: 600 arrived in bucket 1 (from the head, 1,000 ms), 500 in bucket 2.
     let counts = |first: u64| vec![Bucket::of(1, first, first, 0), Bucket::of(2, 500, 500, 0)];
-    n.set_counts(counts(600), 5, &c);
+    n.set_counts(alone(counts(600)), 5, &c);
     assert_eq!(told(&n, 1_500), 301);
     assert_eq!(told(&n, 2_000), 601);
     // Counts below the line Redis keeps (1,000) lost something: the samples answer again.
-    n.set_counts(counts(400), 5, &c);
+    n.set_counts(alone(counts(400)), 5, &c);
     assert_eq!(told(&n, 1_500), 51);
 }
 
@@ -79,7 +79,7 @@ fn counts_move_on_between_pictures_by_the_places_the_picture_expects() {
         ..sampled()
     };
     show(&mut n, &turn(1_500), 5);
-    n.set_counts(counts(), 5, &c);
+    n.set_counts(alone(counts()), 5, &c);
     assert_eq!(told_at(&n, 2_000, 5), 601);
     assert_eq!(told_at(&n, 2_000, 505), 596);
     // An interval's places at most: a picture older than that is aged by its own rule.
@@ -89,6 +89,53 @@ fn counts_move_on_between_pictures_by_the_places_the_picture_expects() {
     assert_eq!(told_at(&n, 1_000, 1_005), 1);
     // Only the first 3 may take the places: the line moves by 3 at most.
     show(&mut n, &turn(1_004), 1_005);
-    n.set_counts(counts(), 1_005, &c);
+    n.set_counts(alone(counts()), 1_005, &c);
     assert_eq!(told_at(&n, 2_000, 1_505), 598);
+}
+
+/// Counts from a fleet of one node: they lack nothing.
+fn alone(buckets: Vec<Bucket>) -> Tallied {
+    Tallied {
+        buckets,
+        behind: Behind {
+            nodes: 1,
+            let_ins: 0,
+        },
+    }
+}
+
+/// The counts still hold as waiting the let-ins of the other nodes since their last calls:
+/// the line has moved on by as many as the counts' call reckoned.
+#[test]
+fn counts_move_on_by_the_other_nodes_let_ins_not_reported_yet() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let buckets = vec![Bucket::of(1, 600, 600, 0), Bucket::of(2, 500, 500, 0)];
+    show(
+        &mut n,
+        &RoomPicture {
+            cursor: 1_500,
+            ..sampled()
+        },
+        5,
+    );
+    // Four nodes; the other three let in 6 since their last calls, by the call's reckoning.
+    let behind = Behind {
+        nodes: 4,
+        let_ins: 6,
+    };
+    n.set_counts(
+        Tallied {
+            buckets: buckets.clone(),
+            behind,
+        },
+        5,
+        &c,
+    );
+    assert_eq!(told_at(&n, 2_000, 5), 601 - 6);
+    // And by the interval's places as it goes, as from counts that lack nothing.
+    assert_eq!(told_at(&n, 2_000, 505), 596 - 6);
+    n.set_counts(alone(buckets), 5, &c);
+    assert_eq!(told_at(&n, 2_000, 5), 601);
 }
