@@ -28,11 +28,10 @@
 --       spans; then the caller: node id, interval (ms), the fleet's clock (ms; 0: the server's)
 -- Reply: "nodes let_ins" (what the counts lack: the nodes calling, and the other nodes' let-ins
 --        since their last calls, each at the pace of its last report, for at most an interval),
---        then
---        "bucket waiting placed let_in first last ..." for each bucket whose count is above 0, by
---        bucket, as one string (an array of integers would be capped at 1,024 elements by the
---        module's reply parser; a bulk string at 1 MiB, about 35,000 buckets: ten hours of
---        arrivals)
+--        then "bucket waiting placed let_in first last ..." for each bucket whose count is
+--        above 0, by bucket, as one string (an array of integers would be capped at 1,024
+--        elements by the module's reply parser; a bulk string at 1 MiB, about 35,000 buckets:
+--        ten hours of arrivals)
 
 local SLOTS = 6
 local K_META, K_PL, K_LI, K_SP, K_NODES = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
@@ -217,7 +216,8 @@ if me and interval and interval >= 1 and fleet_now then
   if last then
     span = math.max(fleet_now - last, 1)
   end
-  redis.call('HSET', K_NODES, me, digits(fleet_now) .. ' ' .. digits(reported) .. ' ' .. digits(span))
+  local call = digits(fleet_now) .. ' ' .. digits(reported) .. ' ' .. digits(span)
+  redis.call('HSET', K_NODES, me, call)
   local flat = redis.call('HGETALL', K_NODES)
   for j = 1, #flat, 2 do
     local at, n, s = call_of(flat[j + 1])
