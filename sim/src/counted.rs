@@ -61,8 +61,7 @@ impl Counted {
             interval_ms,
             fleet_now: now,
         };
-        let let_ins = deltas.let_in.iter().map(|&(_, k)| k).sum();
-        let behind = self.ledger.called(&by, let_ins);
+        let behind = self.ledger.called(&by, deltas.let_ins());
         Tallied {
             buckets: self.ledger.buckets(),
             behind,

@@ -166,6 +166,11 @@ impl TallyReport {
         self.deltas.is_empty() && self.placed.is_empty() && self.let_in.is_empty()
     }
 
+    /// The waiters let in that it reports (what the script sums for the node's pace).
+    pub fn let_ins(&self) -> u64 {
+        self.let_in.iter().map(|&(_, k)| k).sum()
+    }
+
     /// The script's arguments after its keys (tally.lua's ARGV), for a call at `now`.
     pub fn args(&self, clock: &Clock, now: u64, ttl_ms: u64, by: &Caller) -> Vec<String> {
         let mut a = vec![
