@@ -28,7 +28,8 @@ sl_banner() {
 #            contrib/ rules and dashboard against a real Prometheus), nghttp2-client (nghttp and
 #            h2load: several streams on one h2c connection in t/360-http2.t, which Debian 12's
 #            curl 7.88 cannot reuse), faketime (libfaketime: the wall-clock steps of
-#            t/080-clock-step.t), and playwright-core from npm; + the fuzz and package packages
+#            t/080-clock-step.t), python3-venv (the venv of the HTTP/3 client: aioquic from
+#            PyPI, t/361-http3.t), and playwright-core from npm; + the fuzz and package packages
 SL_BUILD_PACKAGES=(libpcre2-dev libclang1-14 libclang-common-14-dev jq curl)
 SL_BENCH_PACKAGES=(redis-server wrk)
 SL_FUZZ_PACKAGES=(make gcc)
@@ -40,7 +41,7 @@ SL_FUZZ_PACKAGES=(make gcc)
 # with apt-get, which pulls Debian's nginx, and purges what it installed afterwards.
 SL_PACKAGE_PACKAGES=(gcc make libssl-dev zlib1g-dev dpkg-dev binutils)
 SL_TEST_PACKAGES=(libtest-base-perl redis-sentinel openssl chromium chromium-driver
-                  fonts-ipafont-gothic nghttp2-client faketime
+                  fonts-ipafont-gothic nghttp2-client faketime python3-venv
                   prometheus)  # + promtool, for t/510-prometheus.t; the test runs its own on a
                                # free port with temp storage (under systemd the package also
                                # starts a service on :9090, which the test neither uses nor needs)
@@ -71,6 +72,7 @@ sl_install_deps() {
     fi
     if [ "$purpose" = test ]; then
         sl_install_browser_driver || return 1
+        sl_install_h3_client || return 1
     fi
 }
 
@@ -83,6 +85,24 @@ sl_install_browser_driver() {
     command -v npm >/dev/null 2>&1 || { echo "npm is missing: cannot install playwright-core for t/350-browser.t" >&2; return 1; }
     echo "installing playwright-core (npm ci in t/browser)"
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null) || return 1
+}
+
+# aioquic (PyPI, pinned here) is the HTTP/3 client of t/361-http3.t (t/lib/h3_client.py):
+# Debian 12's curl has no HTTP/3. Installed with Debian's own python3 into the venv target/py
+# (git-ignored) when missing; a manylinux wheel, no compiler needed.
+SL_AIOQUIC_VERSION=1.7.2
+sl_install_h3_client() {
+    local venv
+    venv="$(sl_root)/target/py"
+    if [ -x "$venv/bin/python" ] &&
+        [ "$("$venv/bin/python" -c 'import aioquic; print(aioquic.__version__)' 2>/dev/null)" = "$SL_AIOQUIC_VERSION" ]; then
+        return 0
+    fi
+    echo "installing aioquic $SL_AIOQUIC_VERSION (pip, into target/py)"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv" || return 1
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-input \
+        "aioquic==$SL_AIOQUIC_VERSION" </dev/null || return 1
 }
 
 # sl_build debug|release
