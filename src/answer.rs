@@ -55,6 +55,27 @@ pub fn waiting(
     }
 }
 
+/// [S29] The answer to a page's sub-resource from a client not admitted: the waiting status
+/// and `Retry-After`, never cached, and no body (a stylesheet, script or image request gets
+/// no HTML page; the browser shows the resource as missing, as for any failed load).
+pub fn asset_refused(r: &mut Request, lcf: &LocConf) -> ngx_int_t {
+    if r.discard_request_body() != Status::NGX_OK {
+        return INTERNAL_ERROR;
+    }
+    let mut n = itoa::Buffer::new();
+    if !r.add_static_header(
+        "Retry-After",
+        HeaderValue::Copied(n.format(lcf.refresh_secs())),
+    ) || !r.add_static_header("Cache-Control", HeaderValue::Static("no-store"))
+    {
+        return INTERNAL_ERROR;
+    }
+    let Some(body) = r.body(0) else {
+        return INTERNAL_ERROR;
+    };
+    r.respond(lcf.status(), "text/plain", body)
+}
+
 /// Sends a whole response the module rendered as text (metrics, the control endpoint's
 /// JSON), never cached.
 pub fn text(r: &mut Request, status: u16, content_type: &'static str, text: &str) -> ngx_int_t {

@@ -31,6 +31,24 @@ pub fn set_ticket(r: &mut Request, zone: &Zone, t: &Ticket) {
     }
 }
 
+/// [S29] Gives the client its page's pass (`Max-Age` = `page_pass=`: the browser forgets it
+/// when it ends).
+pub fn set_page_pass(r: &mut Request, zone: &Zone, now: u64) {
+    if let Some(sealed) = zone.seal_page_pass(now) {
+        let secs = zone.params.page_pass_ms.div_ceil(1000);
+        set_cookie(r, zone.page_cookie.as_str(), sealed.as_str(), Some(secs));
+    }
+}
+
+/// [S29] Whether the request carries a valid page pass of the room (at most [`MAX_TRIES`]
+/// values tried).
+pub fn has_page_pass(r: &Request, zone: &Zone, now: u64) -> bool {
+    r.header_values("cookie")
+        .flat_map(|h| zone.page_cookie.values(h))
+        .take(MAX_TRIES)
+        .any(|value| zone.page_pass_valid(value, now))
+}
+
 /// Deletes the ticket cookie (`Max-Age=0`).
 pub fn delete_ticket(r: &mut Request, zone: &Zone) {
     add_set_cookie(r, zone, "", Some(0));

@@ -53,6 +53,12 @@ pub enum Outcome {
     Limited,
     /// `challenge=pow`: given a proof of work to solve before it takes a place.
     Challenged,
+    /// [S29] A page's sub-resource let through on its page's pass (its document was served
+    /// under the rate limit moments ago).
+    PagePass,
+    /// [S29] A page's sub-resource of a client not admitted, without a page pass: a bare
+    /// waiting status, no ticket, no place (a sub-resource never takes a place).
+    AssetRefused,
 }
 
 impl Outcome {
@@ -71,6 +77,8 @@ impl Outcome {
             Outcome::Throttled => "THROTTLED",
             Outcome::Challenged => "CHALLENGED",
             Outcome::Limited => "LIMITED",
+            Outcome::PagePass => "PAGE_PASS",
+            Outcome::AssetRefused => "ASSET_REFUSED",
         }
     }
 }
@@ -146,6 +154,10 @@ pub struct RequestCtx {
     pub suspended: Option<Suspended>,
     /// `smart_limit_rate`: drawn once per request (also across internal redirects).
     pub rate: Option<RateOutcome>,
+    /// [S29] `smart_limit_documents` let this document go on to the rate limit while its
+    /// room was idle: if the room does not decide it after all (an overflow), its response
+    /// carries a page pass of this room (`crate::filter`).
+    pub page_pass: Option<&'static Zone>,
 }
 
 /// "SLCTX\0\0\1".
@@ -158,6 +170,7 @@ impl Default for RequestCtx {
             decided: None,
             suspended: None,
             rate: None,
+            page_pass: None,
         }
     }
 }

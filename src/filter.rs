@@ -22,10 +22,11 @@ use ngx::ffi::{
     ngx_http_output_header_filter_pt, ngx_http_request_t, ngx_http_top_header_filter, ngx_int_t,
     ngx_list_part_t, ngx_list_t, ngx_table_elt_t, NGX_LOG_INFO,
 };
-use ngx::http::{HttpModuleMainConf, Request};
+use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
 
-use crate::conf::MainConf;
+use crate::clock::now_ms;
+use crate::conf::{MainConf, RoomRef};
 use crate::cookie;
 use crate::ctx::{Outcome, RequestCtx};
 use crate::request;
@@ -94,6 +95,7 @@ fn filter(r: &mut Request) {
     if mcf.zones.is_empty() {
         return;
     }
+    page_pass(r);
     // Cheap in the common case: one pass over the response headers.
     let mut revoke = false;
     let mut commands = 0;
@@ -127,6 +129,27 @@ fn filter(r: &mut Request) {
     }
     if revoke {
         revoke_sessions(r, &sessions);
+    }
+}
+
+/// [S29] A document `smart_limit_documents` let go on while its room was idle, and that the
+/// room did not decide after all (it was under the rate limit), carries its page's pass: the
+/// page's sub-resources, asked for within milliseconds and possibly over the limit, then
+/// pass the room instead of meeting it one by one. Server errors get none (no page to load).
+fn page_pass(r: &mut Request) {
+    let documents =
+        Module::location_conf(r).is_some_and(|lcf| matches!(lcf.documents, RoomRef::Named(_)));
+    if !documents || r.as_ref().headers_out.status >= 500 {
+        return;
+    }
+    let Some(ctx) = RequestCtx::find(r) else {
+        return;
+    };
+    let Some(zone) = ctx.page_pass.take() else {
+        return;
+    };
+    if ctx.decided.is_none() {
+        cookie::set_page_pass(r, zone, now_ms());
     }
 }
 

@@ -33,7 +33,7 @@ use ngx::ffi::{
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
 use smart_limit_core::fleet;
-use smart_limit_core::page::{Template, ViewStatus, WaitView};
+use smart_limit_core::page::{Fetch, Template, ViewStatus, WaitView};
 use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
@@ -62,7 +62,7 @@ unsafe extern "C" fn preaccess_handler(r: *mut ngx_http_request_t) -> ngx_int_t 
 }
 
 fn handle(r: &mut Request) -> ngx_int_t {
-    let Some((lcf, zone)) = room_of(r) else {
+    let Some((lcf, zone, role)) = room_of(r) else {
         return DECLINED;
     };
     if let Some(rc) = resume_or_skip(r, lcf, zone) {
@@ -77,8 +77,13 @@ fn handle(r: &mut Request) -> ngx_int_t {
         return INTERNAL_ERROR;
     }
     let now = now_ms();
+    let fetch = r.fetch();
     let ticket = cookie::read_ticket(r, zone);
     let state = ticket.map(|t| rules::ticket_state(&t, zone.admission_at(now), now));
+    let holds_place = state == Some(TicketState::Waiting) && ticket.is_some_and(|t| t.qnum != 0);
+    if role == Role::Documents && !documents_decided_here(r, zone, fetch, state, holds_place, now) {
+        return DECLINED;
+    }
     let mut closed_to_admitted = None;
     if let (Some(t), Some(TicketState::Admitted)) = (ticket, state) {
         match zone.pass(t.sid, now) {
@@ -97,6 +102,8 @@ fn handle(r: &mut Request) -> ngx_int_t {
                 return pass_admitted(r, lcf, zone, t, true, now, now);
             }
         }
+    } else if let Some(rc) = sub_resource(r, lcf, zone, fetch, holds_place, now) {
+        return rc;
     }
     // `one_place_per=`: a client with a user key waits as that key's session, whichever
     // ticket it holds (a ticket of another key, or of none, takes the key's place).
@@ -307,12 +314,103 @@ fn limited(r: &mut Request, zone: &'static Zone, sid: u64, retry_ms: u64) -> ngx
     NGX_HTTP_TOO_MANY_REQUESTS as ngx_int_t
 }
 
-/// The room this request goes through: its location has one, and it is a main request to a
-/// location that is not one of the module's endpoints.
-fn room_of(r: &Request) -> Option<(&'static LocConf, &'static Zone)> {
+/// The room this request goes through, and how: its location gates every request
+/// (`smart_limit`), or decides page views at their document (`smart_limit_documents`).
+/// Only main requests to locations that are not one of the module's endpoints.
+fn room_of(r: &Request) -> Option<(&'static LocConf, &'static Zone, Role)> {
     let lcf = Module::location_conf(r)?;
-    let zone = lcf.zone(Module::main_conf(r)?)?;
-    (r.is_main() && lcf.endpoint == Endpoint::None).then_some((lcf, zone))
+    if !r.is_main() || lcf.endpoint != Endpoint::None {
+        return None;
+    }
+    let mcf = Module::main_conf(r)?;
+    if let Some(zone) = lcf.zone(mcf) {
+        return Some((lcf, zone, Role::Room));
+    }
+    lcf.documents_zone(mcf)
+        .map(|zone| (lcf, zone, Role::Documents))
+}
+
+/// What a location asks of its room.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// `smart_limit`: every request goes through the room.
+    Room,
+    /// `smart_limit_documents`: the room decides page views at their document, before the
+    /// location's `limit_req` (see [`documents_decided_here`]).
+    Documents,
+}
+
+/// [S29] `smart_limit_documents`: whether the room decides this request here, before the rate
+/// limit, rather than letting it go on to `limit_req` (whose overflow reaches the room through
+/// `error_page`). A dynamic module's PREACCESS handler runs before the built-in ones, so this
+/// is the first look at the request.
+///
+/// - An admitted ticket goes on: under the limit to the origin, over it to the room, which
+///   passes it.
+/// - A ticket holding a place is decided by the room on every request but a sub-resource
+///   (the waiting page's reloads and polls never reach the origin, whatever the rate limit
+///   says; a custom waiting page's images still load).
+/// - A newcomer's document is decided by the room while the room is engaged (a line, no free
+///   place): the person meets the waiting page at its first document, and only admitted
+///   clients ask for a page's assets. While the room is idle the document goes on untouched
+///   (at most a look at the zone's shared memory, [S1]), and its response carries a page
+///   pass (`crate::filter`) so that its assets, which may overflow the limit, pass too.
+/// - Anything else goes on untouched.
+fn documents_decided_here(
+    r: &mut Request,
+    zone: &'static Zone,
+    fetch: Fetch,
+    state: Option<TicketState>,
+    holds_place: bool,
+    now: u64,
+) -> bool {
+    if state == Some(TicketState::Admitted) {
+        return false;
+    }
+    if holds_place {
+        return fetch != Fetch::Asset;
+    }
+    if fetch != Fetch::Document {
+        return false;
+    }
+    if zone.engaged(now) {
+        return true;
+    }
+    if let Some(ctx) = RequestCtx::get_or_insert(r) {
+        ctx.page_pass = Some(zone);
+    }
+    false
+}
+
+/// [S29] A page's sub-resource from a client that is not admitted never takes a place nor a
+/// ticket: on its page's pass (its document was served under the rate limit moments ago) it
+/// passes; an asset without one gets a bare waiting status. A page script's call without a
+/// pass is a program's request and follows the room's rules, as does any request of a
+/// client holding a place (the waiting page's polls).
+fn sub_resource(
+    r: &mut Request,
+    lcf: &LocConf,
+    zone: &'static Zone,
+    fetch: Fetch,
+    holds_place: bool,
+    now: u64,
+) -> Option<ngx_int_t> {
+    if !fetch.of_a_page() || (holds_place && fetch == Fetch::Call) {
+        return None;
+    }
+    if cookie::has_page_pass(r, zone, now) {
+        record(r, zone, Outcome::PagePass, None, None);
+        return Some(DECLINED);
+    }
+    if fetch != Fetch::Asset {
+        return None;
+    }
+    record(r, zone, Outcome::AssetRefused, None, None);
+    if dry_run(r, lcf) {
+        return Some(DECLINED);
+    }
+    let rc = answer::asset_refused(r, lcf);
+    Some(finish(r, rc))
 }
 
 /// A request seen before: waiting for the store (finish it when the answer is in), or

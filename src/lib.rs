@@ -173,7 +173,7 @@ const fn command(
     }
 }
 
-static mut COMMANDS: [ngx_command_t; 16] = [
+static mut COMMANDS: [ngx_command_t; 17] = [
     command(
         ngx_string!("smart_limit_zone"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
@@ -196,6 +196,12 @@ static mut COMMANDS: [ngx_command_t; 16] = [
         ngx_string!("smart_limit"),
         ANY_LEVEL | NGX_CONF_TAKE1,
         conf::location::set_room,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_documents"),
+        ANY_LEVEL | NGX_CONF_TAKE1,
+        conf::location::set_documents,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(

@@ -17,6 +17,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HTTPStatus, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
+use smart_limit_core::page::Fetch;
 use smart_limit_core::util::out::Out;
 
 pub const INTERNAL_ERROR: ngx_int_t = NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t;
@@ -80,6 +81,9 @@ pub trait RequestExt {
     fn header_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]>;
     /// The `Accept` header.
     fn accept(&self) -> Option<&[u8]>;
+    /// What the request is for, from its Fetch Metadata and `Accept` headers ([S29]): one
+    /// pass over the request's headers.
+    fn fetch(&self) -> Fetch;
     /// The `Accept-Language` header.
     fn accept_language(&self) -> Option<&[u8]>;
     /// Whether the client connection is TLS (cookies then get `Secure`).
@@ -120,6 +124,19 @@ impl RequestExt for Request {
 
     fn accept(&self) -> Option<&[u8]> {
         header_bytes(self.as_ref().headers_in.accept)
+    }
+
+    fn fetch(&self) -> Fetch {
+        let (mut dest, mut mode) = (None, None);
+        for (k, v) in self.headers_in_iterator() {
+            let k = k.as_bytes();
+            if k.eq_ignore_ascii_case(b"sec-fetch-dest") {
+                dest = Some(v.as_bytes());
+            } else if k.eq_ignore_ascii_case(b"sec-fetch-mode") {
+                mode = Some(v.as_bytes());
+            }
+        }
+        Fetch::classify(dest, mode, self.accept())
     }
 
     fn accept_language(&self) -> Option<&[u8]> {

@@ -1,6 +1,6 @@
 //! The room and the waiting answer of a location (http, server, location levels):
-//! `smart_limit NAME | off`, `smart_limit_status`, `smart_limit_refresh`, `smart_limit_bypass`,
-//! `smart_limit_page`, `smart_limit_dry_run`.
+//! `smart_limit NAME | off`, `smart_limit_documents NAME | off`, `smart_limit_status`,
+//! `smart_limit_refresh`, `smart_limit_bypass`, `smart_limit_page`, `smart_limit_dry_run`.
 
 use std::rc::Rc;
 
@@ -12,6 +12,7 @@ use super::directive::{complex_value, file_arg, first_arg, refuse, setter, Refus
 use super::{DryRun, LocConf, RoomRef};
 
 setter!(set_room, LocConf, room);
+setter!(set_documents, LocConf, documents);
 setter!(set_status, LocConf, status);
 setter!(set_refresh, LocConf, refresh);
 setter!(set_bypass, LocConf, bypass);
@@ -27,6 +28,20 @@ fn room(cf: &mut ngx_conf_t, lcf: &mut LocConf) -> Result<(), Refused> {
         "off" => lcf.room = RoomRef::Off,
         "" => return Err(refuse(cf, "needs a zone name or \"off\"")),
         name => lcf.room_name = Some(name.to_string()),
+    }
+    Ok(())
+}
+
+/// `smart_limit_documents NAME | off`: in a location with `limit_req` in front of a room,
+/// the room decides page views at their document ([S29]).
+fn documents(cf: &mut ngx_conf_t, lcf: &mut LocConf) -> Result<(), Refused> {
+    if lcf.documents != RoomRef::Unset || lcf.documents_name.is_some() {
+        return Err(refuse(cf, "is duplicate"));
+    }
+    match first_arg(cf)?.as_str() {
+        "off" => lcf.documents = RoomRef::Off,
+        "" => return Err(refuse(cf, "needs a zone name or \"off\"")),
+        name => lcf.documents_name = Some(name.to_string()),
     }
     Ok(())
 }

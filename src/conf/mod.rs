@@ -148,6 +148,11 @@ pub struct LocConf {
     pub rate_name: Option<String>,
     /// `smart_limit_rate_status`: the status of a request the rate limits (default 503).
     pub rate_status: Option<u16>,
+    /// `smart_limit_documents NAME | off`: the room that decides page views at their
+    /// document in this location, before `limit_req` ([S29], `crate::handler::front`).
+    pub documents: RoomRef,
+    /// Name given to `smart_limit_documents` until it is resolved.
+    pub documents_name: Option<String>,
 }
 
 impl Default for LocConf {
@@ -165,6 +170,8 @@ impl Default for LocConf {
             rate: RoomRef::Unset,
             rate_name: None,
             rate_status: None,
+            documents: RoomRef::Unset,
+            documents_name: None,
         }
     }
 }
@@ -176,6 +183,15 @@ pub const DEFAULT_RATE_STATUS: u16 = 503;
 impl LocConf {
     pub fn zone(&self, mcf: &MainConf) -> Option<&'static Zone> {
         match self.room {
+            // SAFETY: zones live in the cycle pool for as long as this configuration.
+            RoomRef::Named(i) => mcf.zones.get(i).map(|z| unsafe { z.as_ref() }),
+            _ => None,
+        }
+    }
+
+    /// The room of `smart_limit_documents`, if this location has one.
+    pub fn documents_zone(&self, mcf: &MainConf) -> Option<&'static Zone> {
+        match self.documents {
             // SAFETY: zones live in the cycle pool for as long as this configuration.
             RoomRef::Named(i) => mcf.zones.get(i).map(|z| unsafe { z.as_ref() }),
             _ => None,
@@ -232,6 +248,9 @@ impl LocConf {
         }
         if self.rate_status.is_none() {
             self.rate_status = prev.rate_status;
+        }
+        if self.documents == RoomRef::Unset {
+            self.documents = prev.documents;
         }
     }
 }
@@ -334,28 +353,38 @@ fn warn_page_without_solver(cf: &mut ngx_conf_t, mcf: &MainConf, conf: &LocConf)
     );
 }
 
-/// Turns the name given to `smart_limit` into its zone's index.
+/// Turns the names given to `smart_limit` and `smart_limit_documents` into their zones'
+/// indexes.
 fn resolve(
     cf: &mut ngx_conf_t,
     mcf: &MainConf,
     conf: &mut LocConf,
 ) -> Result<(), directive::Refused> {
-    let Some(name) = conf.room_name.take() else {
-        return Ok(());
-    };
-    match mcf.zones().position(|z| z.params.name == name) {
-        Some(i) => {
-            conf.room = RoomRef::Named(i);
-            Ok(())
-        }
-        None => {
+    if let Some(name) = conf.room_name.take() {
+        conf.room = RoomRef::Named(zone_index(cf, mcf, "smart_limit", &name)?);
+    }
+    if let Some(name) = conf.documents_name.take() {
+        conf.documents = RoomRef::Named(zone_index(cf, mcf, "smart_limit_documents", &name)?);
+    }
+    Ok(())
+}
+
+fn zone_index(
+    cf: &mut ngx_conf_t,
+    mcf: &MainConf,
+    what: &str,
+    name: &str,
+) -> Result<usize, directive::Refused> {
+    mcf.zones()
+        .position(|z| z.params.name == name)
+        .ok_or_else(|| {
             ngx_conf_log_error!(
                 ngx::ffi::NGX_LOG_EMERG,
                 cf,
-                "\"smart_limit\" names unknown zone \"{}\": declare it with smart_limit_zone",
+                "\"{}\" names unknown zone \"{}\": declare it with smart_limit_zone",
+                what,
                 name
             );
-            Err(directive::Refused)
-        }
-    }
+            directive::Refused
+        })
 }

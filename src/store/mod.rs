@@ -18,7 +18,7 @@ use smart_limit_core::challenge::{Bits, Pressure};
 use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
-use smart_limit_core::room::rules::{Admission, Limits, Mode};
+use smart_limit_core::room::rules::{self, Admission, Limits, Mode};
 use smart_limit_core::room::{EventNow, PassVerdict, Place, Room, Snapshot, Verdict, Visit};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
@@ -74,6 +74,11 @@ pub struct Zone {
     pub one_place_per: Cell<*mut ngx_http_complex_value_t>,
     /// `challenge=pow`: the proof cookie (`smart_limit_<room>_proof`).
     pub proof_cookie: CookieName,
+    /// [S29] The page pass cookie (`smart_limit_<room>_page`), and the name its passes are
+    /// sealed for (`<room>#page`, never a room's: a ticket and a pass cannot stand in for
+    /// each other).
+    pub page_cookie: CookieName,
+    page_room: String,
     /// Per worker: `challenge_bits=auto`'s view of the room's pressure.
     pub pressure: RefCell<Pressure>,
     /// Mixes flood keys: the same in every worker (set at zone init, before the fork) and,
@@ -126,6 +131,8 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
     let zone = pool.allocate(Zone {
         cookie: CookieName::new(&format!("smart_limit_{name}")),
         proof_cookie: CookieName::new(&format!("smart_limit_{name}_proof")),
+        page_cookie: CookieName::new(&format!("smart_limit_{name}_page")),
+        page_room: format!("{name}#page"),
         pressure: RefCell::new(Pressure::default()),
         params,
         limits,
@@ -263,6 +270,52 @@ impl Zone {
             }
         }
         Some(sealed)
+    }
+
+    /// [S29] A page pass for a document served now under the rate limit: sealed like a
+    /// ticket, for the room's page-pass name; it holds nothing but its time.
+    pub fn seal_page_pass(&self, now: u64) -> Option<Sealed> {
+        let pass = Ticket {
+            sid: 0,
+            qnum: 0,
+            issued_at: now,
+            accepted_at: 0,
+            last_seen: now,
+        };
+        self.keys.as_ref()?.seal_fixed(&self.page_room, &pass).ok()
+    }
+
+    /// [S29] Whether a page pass cookie value opens and still lets its page's sub-resources
+    /// through at `now` (`page_pass=`). Not cached: only sub-resources that overflow the rate
+    /// limit while the page loads ask.
+    pub fn page_pass_valid(&self, value: &[u8], now: u64) -> bool {
+        let Some(keys) = self.keys.as_ref() else {
+            return false;
+        };
+        keys.open(value, &self.page_room)
+            .is_ok_and(|pass| rules::page_pass_valid(pass.issued_at, now, self.params.page_pass_ms))
+    }
+
+    /// [S29] Whether the room is engaged at `now`: a line, no free place, or a mode that holds
+    /// newcomers back (see `Room::engaged`). A synced room's node also reads its picture of
+    /// the fleet; before its first picture it counts as engaged (it decides nothing alone
+    /// before it has met the fleet, [S21]). A zone that cannot be read counts as engaged:
+    /// the room then decides, and says what is wrong.
+    pub fn engaged(&self, now: u64) -> bool {
+        self.refresh_events(now);
+        let limits = self.limits_at(now);
+        let fleet = self.fleet_snapshot(now);
+        if self.fleet.is_some() {
+            let fleet_engaged = fleet.is_none_or(|s| {
+                s.sync_age_ms.is_none() || s.queue_len > 0 || s.fleet_active >= limits.max_active
+            });
+            if fleet_engaged {
+                return true;
+            }
+        }
+        self.shm
+            .with_room(|room| room.engaged(now, &limits))
+            .unwrap_or(true)
     }
 
     /// A client without a ticket: counted as an arrival; the mode in force tells what to do

@@ -168,6 +168,16 @@ pub fn ticket_state(t: &Ticket, admission: Admission, now: u64) -> TicketState {
     }
 }
 
+/// How far in the future a page pass's stamp may lie: another node of the fleet, whose
+/// clock may run a little ahead, may have sealed it.
+pub const PAGE_PASS_SKEW_MS: u64 = 2000;
+
+/// [S29] Whether a page pass sealed at `issued_at` still lets its page's sub-resources
+/// through at `now`: within `window_ms` (`page_pass=`) of the document it came with.
+pub fn page_pass_valid(issued_at: u64, now: u64, window_ms: u64) -> bool {
+    issued_at <= now.saturating_add(PAGE_PASS_SKEW_MS) && now.saturating_sub(issued_at) < window_ms
+}
+
 /// In session mode the ticket's last check-in must move forward as the user keeps going; the
 /// cookie is re-sealed only when it moved by a tenth of the session (at least a second), not on
 /// every request, so an admitted user costs one encryption now and then.
@@ -272,6 +282,19 @@ mod tests {
             Admission::Grant { ms: 1 },
             10_000_000
         ));
+    }
+
+    #[test]
+    fn page_pass_lasts_its_window_only() {
+        let t = 1_000_000;
+        assert!(page_pass_valid(t, t, 10_000));
+        assert!(page_pass_valid(t, t + 9_999, 10_000));
+        assert!(!page_pass_valid(t, t + 10_000, 10_000));
+        // Another node's clock a little ahead: taken; far ahead (or forged times): refused.
+        assert!(page_pass_valid(t + PAGE_PASS_SKEW_MS, t, 10_000));
+        assert!(!page_pass_valid(t + PAGE_PASS_SKEW_MS + 1, t, 10_000));
+        assert!(!page_pass_valid(u64::MAX, t, 10_000));
+        assert!(!page_pass_valid(0, t, 10_000));
     }
 
     #[test]

@@ -194,6 +194,25 @@ impl<'m> Room<'m> {
         }
     }
 
+    /// [S29] Whether the room is engaged: someone present waits, no place is free, or its mode
+    /// holds newcomers back (closed, everyone queued). While it is not, a page view under the
+    /// rate limit passes untouched; while it is, a newcomer's document goes through the room.
+    /// On a Redis room's node: the fleet's figures from its last reply, however old (a node
+    /// that has not heard from the fleet for long asks it with the next document it routes).
+    /// Bounded work: a look at the head of the line and at the active count, no tidy.
+    pub fn engaged(&mut self, now: u64, limits: &Limits) -> bool {
+        match self.mode(limits) {
+            Mode::Passthrough => return false,
+            Mode::Reject | Mode::QueueAll => return true,
+            Mode::Fifo | Mode::Random => {}
+        }
+        if self.hdr.remote_at_ms != 0 {
+            return self.hdr.remote_queue_len > 0 || self.hdr.remote_active >= limits.max_active;
+        }
+        let thr = cut(now, limits.presence_ms);
+        self.head(thr).is_some() || self.active_now(now, limits) >= limits.max_active
+    }
+
     pub(super) fn bucket(&self, sid: u64) -> usize {
         self.sid_bucket(sid, self.buckets.len())
     }

@@ -54,6 +54,12 @@ pub const DEFAULT_GRANT_MS: u64 = 10 * 60 * 1000;
 pub const DEFAULT_PRESENCE_MS: u64 = 20 * 1000;
 /// Default active window: 1 minute.
 pub const DEFAULT_ACTIVE_WINDOW_MS: u64 = 60 * 1000;
+/// Default page pass ([S29]): a browser asks for a page's sub-resources within milliseconds
+/// of its document, and a slow phone on a busy network within a few seconds.
+pub const DEFAULT_PAGE_PASS_MS: u64 = 10 * 1000;
+/// Longest page pass: a pass lets a page's sub-resources past the rate limit, so it stays
+/// short (it is not an admission).
+pub const MAX_PAGE_PASS_MS: u64 = 60 * 1000;
 /// Default flood control: 1 place a second per client address, 60 at once.
 pub const DEFAULT_FLOOD: RateParam = RateParam {
     per_sec: 1.0,
@@ -96,6 +102,9 @@ pub struct ZoneParams {
     pub presence_ms: u64,
     /// `active_window=`, the window active sessions are counted over, default 1m.
     pub active_window_ms: u64,
+    /// `page_pass=`, how long a page's sub-resources pass the room after its document was
+    /// served under the rate limit (`smart_limit_documents`, [S29]); default 10s, 1s..1m.
+    pub page_pass_ms: u64,
     /// `timeout=`, store round-trip bound, default 200ms, 1ms..=60s.
     pub timeout_ms: u64,
     /// `on_error=open|closed|local`, default local.
@@ -160,6 +169,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("session", "session=10m"),
     ("presence", "presence=20s"),
     ("active_window", "active_window=1m"),
+    ("page_pass", "page_pass=10s"),
     ("timeout", "timeout=200ms"),
     ("on_error", "on_error=local"),
     ("flood", "flood=1r/s"),
@@ -191,6 +201,7 @@ impl ZoneParams {
             admit: AdmitMode::Grant(DEFAULT_GRANT_MS),
             presence_ms: DEFAULT_PRESENCE_MS,
             active_window_ms: DEFAULT_ACTIVE_WINDOW_MS,
+            page_pass_ms: DEFAULT_PAGE_PASS_MS,
             timeout_ms: DEFAULT_TIMEOUT_MS,
             on_error: OnError::Local,
             flood: Some(DEFAULT_FLOOD),
@@ -246,6 +257,7 @@ impl ZoneParams {
             "session" => self.admit = AdmitMode::Session(positive_time(value)?),
             "presence" => self.presence_ms = positive_time(value)?,
             "active_window" => self.active_window_ms = positive_time(value)?,
+            "page_pass" => self.page_pass_ms = page_pass(value)?,
             "timeout" => self.timeout_ms = store_timeout(value)?,
             "on_error" => self.on_error = on_error(value)?,
             "flood" => self.flood = rate_or_off(value, self.flood, DEFAULT_FLOOD)?,
@@ -456,4 +468,12 @@ fn flood_key(value: &str) -> Result<String, String> {
         return Err("expected a value, e.g. $binary_remote_addr".to_string());
     }
     Ok(value.to_string())
+}
+
+/// `page_pass=`: 1s to 1m.
+fn page_pass(value: &str) -> Result<u64, String> {
+    match positive_time(value)? {
+        ms if (1000..=MAX_PAGE_PASS_MS).contains(&ms) => Ok(ms),
+        _ => Err("must be between 1s and 1m".to_string()),
+    }
 }

@@ -72,6 +72,41 @@ fn empty_room_admits_then_queues_in_arrival_order() {
     assert_eq!((d2.qnum, d2.position), (d.qnum, 2));
 }
 
+/// [S29] The room is engaged while a place is missing or someone present waits, and idle
+/// again once places free and the line is gone; its mode can engage it too.
+#[test]
+fn engaged_while_full_or_waiting() {
+    let mut mem = Mem::new(64 * 1024);
+    let l = limits();
+    let mut room = Room::format(mem.bytes(), 1).unwrap();
+    assert!(!room.engaged(1000, &l));
+    visit(&mut room, 11, 0, 1000, &l);
+    assert!(!room.engaged(1000, &l), "one of two places taken");
+    visit(&mut room, 12, 0, 1000, &l);
+    assert!(room.engaged(1000, &l), "full");
+    let waiter = place(visit(&mut room, 13, 0, 1000, &l));
+    // The admitted leave (their active window ends) while the waiter is still present.
+    place(visit(&mut room, 13, waiter.qnum, 60_000, &l));
+    assert!(room.engaged(61_500, &l), "someone waits");
+    // The waiter goes too: nobody present waits, nobody is active. (The look itself does no
+    // tidying: the room's next decision, or a snapshot, removes the sessions that ended.)
+    let later = 60_000 + l.presence_ms + 1;
+    let _ = room.snapshot(later, &l);
+    assert!(!room.engaged(later, &l));
+    let _ = waiter;
+    let queue_all = Limits {
+        mode: Mode::QueueAll,
+        ..l
+    };
+    assert!(room.engaged(200_000, &queue_all));
+    let open = Limits {
+        mode: Mode::Passthrough,
+        max_active: 0,
+        ..l
+    };
+    assert!(!room.engaged(200_000, &open));
+}
+
 #[test]
 fn head_is_admitted_when_capacity_frees_after_active_window() {
     let mut mem = Mem::new(64 * 1024);
