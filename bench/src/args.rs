@@ -12,10 +12,14 @@ usage: smart-limit-bench --url http://127.0.0.1:PORT [options]
   --browsers N       concurrent simulated browsers, one thread each (default 50)
   --requests N       total request budget shared by all browsers (default 10000)
   --page PATH        the page a browser loads first (default /)
-  --assets LIST      comma-separated assets loaded after a 200 page, in order
+  --assets LIST      comma-separated assets loaded at once after the origin's page
                      (default /app.css,/app.js,/logo.svg; empty string for none)
-  --wait-ms N        pause before reloading after a page answer that is not 200,
-                     like a waiting room page that refreshes itself (default 200)
+  --page-marker S    a string only the origin's page contains: a 200 page without it
+                     is not the origin's (default: none; then a 200 without
+                     Retry-After is the origin's page)
+  --wait-ms N        pause before loading the page again after a page load that was not
+                     complete: a waiting page refreshing itself, a person reloading a
+                     broken or error page (default 200)
   --think-ms N       pause after a complete page load before the next one (default 0)
   --source-ips       give browser i its own client address 127.0.0.(10+i) (spread over
                      127.x.y.z beyond that), so per-address limits apply per browser
@@ -24,9 +28,18 @@ usage: smart-limit-bench --url http://127.0.0.1:PORT [options]
   --json             print one JSON object instead of the text report
   -h, --help         this text
 
-A page load is complete when the page and every asset answered 200. Each browser keeps
-one keep-alive connection, reconnects when the server closes it, stores Set-Cookie and
-sends the cookies back. The run stops when the request budget is used up.
+A browser asks for the page with Chromium's navigation headers (Sec-Fetch-Mode: navigate,
+Sec-Fetch-Dest: document, ...). When the answer is the origin's page (200, no Retry-After,
+the --page-marker if given) it asks for every asset at once, one connection each (at most
+6, as browsers do per host; kept alive across page loads), each with its kind's
+Sec-Fetch-Dest and Accept and the cookies the jar held after the page. Redirects (the
+room's 307 cookie check) are followed, storing Set-Cookie. A page load is then:
+  complete  the origin's page and every asset 200
+  broken    the origin's page and at least one asset not 200 after redirects
+  waiting   the waiting room's answer (not the origin's page, with Retry-After)
+  error     any other answer for the page (e.g. limit_req's 503) or none
+Every request sent counts against the budget, parallel ones included; the run stops
+when it is used up (a page load cut short then is unfinished).
 ";
 
 #[derive(Debug, Clone)]
@@ -48,6 +61,7 @@ pub struct Config {
     pub requests: u64,
     pub page: String,
     pub assets: Vec<String>,
+    pub page_marker: Option<String>,
     pub wait: Duration,
     pub think: Duration,
     pub source_ips: bool,
@@ -67,6 +81,7 @@ pub fn parse<I: Iterator<Item = String>>(mut argv: I) -> Result<Parsed, String> 
     let mut requests: u64 = 10_000;
     let mut page = "/".to_string();
     let mut assets = "/app.css,/app.js,/logo.svg".to_string();
+    let mut page_marker: Option<String> = None;
     let mut wait_ms: u64 = 200;
     let mut think_ms: u64 = 0;
     let mut source_ips = false;
@@ -105,6 +120,10 @@ pub fn parse<I: Iterator<Item = String>>(mut argv: I) -> Result<Parsed, String> 
             "--requests" => requests = number(&name, &value)?,
             "--page" => page = value,
             "--assets" => assets = value,
+            "--page-marker" if value.is_empty() => {
+                return Err("--page-marker must not be empty".into())
+            }
+            "--page-marker" => page_marker = Some(value),
             "--wait-ms" => wait_ms = number(&name, &value)?,
             "--think-ms" => think_ms = number(&name, &value)?,
             "--timeout-ms" => timeout_ms = number(&name, &value)?,
@@ -142,6 +161,7 @@ pub fn parse<I: Iterator<Item = String>>(mut argv: I) -> Result<Parsed, String> 
         requests,
         page,
         assets,
+        page_marker,
         wait: Duration::from_millis(wait_ms),
         think: Duration::from_millis(think_ms),
         source_ips,
@@ -236,6 +256,7 @@ mod tests {
         assert_eq!(c.target.host_header, "127.0.0.1:8080");
         assert_eq!(c.target.addr.port(), 8080);
         assert!(!c.source_ips && !c.json);
+        assert_eq!(c.page_marker, None);
     }
 
     #[test]
@@ -244,8 +265,11 @@ mod tests {
             "--url=http://127.0.0.1:81/shop/",
             "--assets=/a.css, /b.js",
             "--json",
+            "--page-marker",
+            "<meta name=\"origin\">",
         ])
         .unwrap();
+        assert_eq!(c.page_marker.as_deref(), Some("<meta name=\"origin\">"));
         assert_eq!(c.page, "/shop/");
         assert_eq!(c.assets, ["/shop/a.css", "/shop/b.js"]);
         assert!(c.json);
@@ -261,5 +285,6 @@ mod tests {
         assert!(run(&["--url", "http://127.0.0.1", "--bogus", "1"]).is_err());
         assert!(run(&["--url", "http://127.0.0.1", "--json=1"]).is_err());
         assert!(run(&["--url", "http://[::1]:80", "--source-ips"]).is_err());
+        assert!(run(&["--url", "http://127.0.0.1", "--page-marker", ""]).is_err());
     }
 }

@@ -26,6 +26,16 @@ pub struct Response {
 /// Bytes of a body kept in [`Response::body`] (a waiting room's JSON answer fits).
 pub const BODY_KEPT: u64 = 64 * 1024;
 
+/// Answer headers beyond [`Response`]'s, for callers that tell a waiting room's answer from
+/// the origin's (see [`Client::get_meta`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// The `Retry-After` header, when there is one (a waiting room's answer carries it).
+    pub retry_after: Option<String>,
+    /// The `Cache-Control` header, when there is one.
+    pub cache_control: Option<String>,
+}
+
 pub struct Client<'a> {
     target: &'a Target,
     source: Option<Ipv4Addr>,
@@ -67,6 +77,17 @@ impl<'a> Client<'a> {
         cookie: Option<&str>,
         headers: &[(&str, &str)],
     ) -> io::Result<Response> {
+        self.get_meta(path, accept, cookie, headers).map(|(r, _)| r)
+    }
+
+    /// [`Client::get_with`], also returning the answer's [`Meta`] headers.
+    pub fn get_meta(
+        &mut self,
+        path: &str,
+        accept: &str,
+        cookie: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> io::Result<(Response, Meta)> {
         let mut req = format!(
             "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: smart-limit-bench/0.1\r\n\
              Accept: {accept}\r\nConnection: keep-alive\r\n",
@@ -90,7 +111,7 @@ impl<'a> Client<'a> {
         }
     }
 
-    fn attempt(&mut self, req: &[u8]) -> Result<Response, Failure> {
+    fn attempt(&mut self, req: &[u8]) -> Result<(Response, Meta), Failure> {
         if self.conn.is_none() {
             let stream = self.connect().map_err(|err| Failure {
                 err,
@@ -102,10 +123,10 @@ impl<'a> Client<'a> {
         let conn = self.conn.as_mut().expect("connection just set");
         let result = exchange(conn, req);
         match &result {
-            Ok((_, keep)) if *keep => {}
+            Ok((_, _, keep)) if *keep => {}
             _ => self.conn = None,
         }
-        result.map(|(r, _)| r)
+        result.map(|(r, m, _)| (r, m))
     }
 
     fn connect(&self) -> io::Result<TcpStream> {
@@ -126,9 +147,12 @@ impl<'a> Client<'a> {
     }
 }
 
-/// Sends one request and reads its whole answer. Returns the response and whether the
-/// connection may be reused.
-fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bool), Failure> {
+/// Sends one request and reads its whole answer. Returns the response, its [`Meta`]
+/// headers and whether the connection may be reused.
+fn exchange(
+    conn: &mut BufReader<TcpStream>,
+    req: &[u8],
+) -> Result<(Response, Meta, bool), Failure> {
     let early = |err: io::Error| Failure {
         err,
         retryable: true,
@@ -160,6 +184,7 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
     let mut keep_alive = minor >= 1;
     let mut set_cookies = Vec::new();
     let mut location = None;
+    let mut meta = Meta::default();
     for (name, value) in &headers {
         match name.to_ascii_lowercase().as_str() {
             "content-length" => {
@@ -187,6 +212,8 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
             }
             "set-cookie" => set_cookies.push(value.clone()),
             "location" => location = Some(value.trim().to_string()),
+            "retry-after" => meta.retry_after = Some(value.trim().to_string()),
+            "cache-control" => meta.cache_control = Some(value.trim().to_string()),
             _ => {}
         }
     }
@@ -218,6 +245,7 @@ fn exchange(conn: &mut BufReader<TcpStream>, req: &[u8]) -> Result<(Response, bo
             body_bytes,
             body,
         },
+        meta,
         keep_alive,
     ))
 }
@@ -463,6 +491,26 @@ mod tests {
         let seen = h.join().unwrap();
         assert!(seen[1].contains("Cookie: a=1\r\n"));
         assert!(seen[0].starts_with("peer=127.0.0.1\nGET / HTTP/1.1\r\n"));
+    }
+
+    #[test]
+    fn meta_headers_of_a_waiting_answer() {
+        let (addr, h) = serve(vec![vec![
+            "HTTP/1.1 503 Busy\r\nretry-after:  5 \r\nCache-Control: no-store\r\nContent-Length: 4\r\n\r\nwait",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        ]]);
+        let t = target(addr);
+        let mut c = Client::new(&t, None, Duration::from_secs(5));
+        let (r, m) = c
+            .get_meta("/", "text/html", None, &[("Sec-Fetch-Mode", "navigate")])
+            .unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (503, &b"wait"[..]));
+        assert_eq!(m.retry_after.as_deref(), Some("5"));
+        assert_eq!(m.cache_control.as_deref(), Some("no-store"));
+        let (r, m) = c.get_meta("/", "text/html", None, &[]).unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(m, Meta::default());
+        assert!(h.join().unwrap()[0].contains("Sec-Fetch-Mode: navigate\r\n"));
     }
 
     #[test]

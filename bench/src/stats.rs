@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::args::Config;
+use crate::page::PageLoad;
 
 /// Status recorded for a request that got no HTTP answer (connect/read/write error, timeout).
 pub const NO_ANSWER: u16 = 0;
@@ -19,7 +20,14 @@ pub struct Sample {
 /// What one browser saw.
 pub struct BrowserLog {
     pub samples: Vec<Sample>,
+    /// Page loads by kind (see [`PageLoad`]).
     pub complete: u64,
+    pub broken: u64,
+    pub waiting: u64,
+    pub error_pages: u64,
+    pub unfinished: u64,
+    /// Final statuses of the assets that failed a page (`NO_ANSWER` for no answer).
+    pub failed_assets: BTreeMap<u16, u64>,
     pub connects: u64,
     pub body_bytes: u64,
     pub last_done: Option<Instant>,
@@ -31,6 +39,11 @@ impl BrowserLog {
         BrowserLog {
             samples: Vec::new(),
             complete: 0,
+            broken: 0,
+            waiting: 0,
+            error_pages: 0,
+            unfinished: 0,
+            failed_assets: BTreeMap::new(),
             connects: 0,
             body_bytes: 0,
             last_done: None,
@@ -46,6 +59,28 @@ impl BrowserLog {
             page,
         });
         self.last_done = Some(Instant::now());
+    }
+
+    /// Counts one page load.
+    pub fn count(&mut self, load: PageLoad) {
+        match load {
+            PageLoad::Complete => self.complete += 1,
+            PageLoad::Broken => self.broken += 1,
+            PageLoad::Waiting => self.waiting += 1,
+            PageLoad::Error => self.error_pages += 1,
+            PageLoad::Unfinished => self.unfinished += 1,
+        }
+    }
+
+    /// Takes in the requests another thread made for this browser (its parallel asset
+    /// requests): samples, bytes, the first error, the last answer's time.
+    pub fn absorb(&mut self, other: BrowserLog) {
+        self.samples.extend(other.samples);
+        self.body_bytes += other.body_bytes;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+        self.last_done = self.last_done.max(other.last_done);
     }
 }
 
@@ -64,7 +99,14 @@ pub struct Report {
     pub pages: u64,
     pub pages_ok: u64,
     pub complete: u64,
+    pub broken: u64,
+    pub waiting: u64,
+    pub error_pages: u64,
+    pub unfinished: u64,
+    pub failed_assets: BTreeMap<u16, u64>,
     pub browsers_served: u64,
+    /// Browsers that got at least one broken page.
+    pub browsers_broken: u64,
     pub connects: u64,
     pub body_bytes: u64,
     pub wall_secs: f64,
@@ -94,6 +136,9 @@ impl Report {
         let mut oks = Vec::new();
         let (mut pages, mut pages_ok, mut complete, mut served, mut connects, mut bytes) =
             (0, 0, 0, 0, 0, 0);
+        let (mut broken, mut waiting, mut error_pages, mut unfinished, mut browsers_broken) =
+            (0, 0, 0, 0, 0);
+        let mut failed_assets = BTreeMap::new();
         let mut end = start;
         let mut first_error = None;
         for log in logs {
@@ -110,6 +155,14 @@ impl Report {
             }
             complete += log.complete;
             served += (log.complete > 0) as u64;
+            broken += log.broken;
+            browsers_broken += (log.broken > 0) as u64;
+            waiting += log.waiting;
+            error_pages += log.error_pages;
+            unfinished += log.unfinished;
+            for (status, n) in &log.failed_assets {
+                *failed_assets.entry(*status).or_insert(0u64) += n;
+            }
             connects += log.connects;
             bytes += log.body_bytes;
             if let Some(t) = log.last_done {
@@ -139,7 +192,13 @@ impl Report {
             pages,
             pages_ok,
             complete,
+            broken,
+            waiting,
+            error_pages,
+            unfinished,
+            failed_assets,
             browsers_served: served,
+            browsers_broken,
             connects,
             body_bytes: bytes,
             wall_secs,
@@ -156,22 +215,24 @@ impl Report {
             first_error,
         }
     }
+}
 
-    fn statuses_text(&self) -> String {
-        let parts: Vec<String> = self
-            .statuses
-            .iter()
-            .map(|(s, n)| {
-                if *s == NO_ANSWER {
-                    format!("error={n}")
-                } else {
-                    format!("{s}={n}")
-                }
-            })
-            .collect();
-        parts.join(" ")
-    }
+/// `200=5 503=2 error=1`.
+fn statuses_text(statuses: &BTreeMap<u16, u64>) -> String {
+    let parts: Vec<String> = statuses
+        .iter()
+        .map(|(s, n)| {
+            if *s == NO_ANSWER {
+                format!("error={n}")
+            } else {
+                format!("{s}={n}")
+            }
+        })
+        .collect();
+    parts.join(" ")
+}
 
+impl Report {
     pub fn text(&self) -> String {
         let mut o = String::new();
         let _ = writeln!(o, "label:                 {}", self.label);
@@ -190,13 +251,31 @@ impl Report {
         let _ = writeln!(o, "requests:              {}", self.requests);
         let _ = writeln!(o, "status 200:            {}", self.ok);
         let _ = writeln!(o, "other:                 {}", self.other);
-        let _ = writeln!(o, "statuses:              {}", self.statuses_text());
+        let _ = writeln!(
+            o,
+            "statuses:              {}",
+            statuses_text(&self.statuses)
+        );
         let _ = writeln!(o, "pages (200/all):       {}/{}", self.pages_ok, self.pages);
         let _ = writeln!(o, "complete page loads:   {}", self.complete);
+        let _ = writeln!(o, "broken page loads:     {}", self.broken);
+        let _ = writeln!(o, "waiting pages:         {}", self.waiting);
+        let _ = writeln!(o, "error pages:           {}", self.error_pages);
+        let _ = writeln!(o, "unfinished page loads: {}", self.unfinished);
+        let _ = writeln!(
+            o,
+            "failed assets:         {}",
+            statuses_text(&self.failed_assets)
+        );
         let _ = writeln!(
             o,
             "browsers served:       {} of {}",
             self.browsers_served, self.browsers
+        );
+        let _ = writeln!(
+            o,
+            "browsers shown a broken page: {} of {}",
+            self.browsers_broken, self.browsers
         );
         let _ = writeln!(o, "connections opened:    {}", self.connects);
         let _ = writeln!(o, "body bytes received:   {}", self.body_bytes);
@@ -219,24 +298,16 @@ impl Report {
     }
 
     pub fn json(&self) -> String {
-        let statuses: Vec<String> = self
-            .statuses
-            .iter()
-            .map(|(s, n)| {
-                let key = if *s == NO_ANSWER {
-                    "error".to_string()
-                } else {
-                    s.to_string()
-                };
-                format!("{}:{n}", json_str(&key))
-            })
-            .collect();
+        let statuses = statuses_json(&self.statuses);
+        let failed_assets = statuses_json(&self.failed_assets);
         format!(
             concat!(
                 "{{\"label\":{},\"url\":{},\"browsers\":{},\"budget\":{},\"wait_ms\":{},",
                 "\"source_ips\":{},\"requests\":{},\"ok\":{},\"other\":{},\"errors\":{},",
                 "\"statuses\":{{{}}},\"pages\":{},\"pages_ok\":{},\"complete_page_loads\":{},",
-                "\"browsers_served\":{},\"connections\":{},\"body_bytes\":{},\"wall_seconds\":{:.3},",
+                "\"broken_page_loads\":{},\"waiting_pages\":{},\"error_pages\":{},",
+                "\"unfinished_page_loads\":{},\"failed_assets\":{{{}}},",
+                "\"browsers_served\":{},\"browsers_broken\":{},\"connections\":{},\"body_bytes\":{},\"wall_seconds\":{:.3},",
                 "\"requests_per_second\":{:.2},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"max_ms\":{:.3},",
                 "\"ok_p50_ms\":{:.3},\"ok_p99_ms\":{:.3},\"first_error\":{}}}"
             ),
@@ -250,11 +321,17 @@ impl Report {
             self.ok,
             self.other,
             self.errors,
-            statuses.join(","),
+            statuses,
             self.pages,
             self.pages_ok,
             self.complete,
+            self.broken,
+            self.waiting,
+            self.error_pages,
+            self.unfinished,
+            failed_assets,
             self.browsers_served,
+            self.browsers_broken,
             self.connects,
             self.body_bytes,
             self.wall_secs,
@@ -267,6 +344,22 @@ impl Report {
             self.first_error.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
         )
     }
+}
+
+/// `"200":5,"error":1` (the inside of a JSON object).
+fn statuses_json(statuses: &BTreeMap<u16, u64>) -> String {
+    let parts: Vec<String> = statuses
+        .iter()
+        .map(|(s, n)| {
+            let key = if *s == NO_ANSWER {
+                "error".to_string()
+            } else {
+                s.to_string()
+            };
+            format!("{}:{n}", json_str(&key))
+        })
+        .collect();
+    parts.join(",")
 }
 
 fn json_str(s: &str) -> String {
