@@ -31,6 +31,13 @@
 #                   itself with the very bytes a place taken gets (the waiting page of a new
 #                   place, and a Set-Cookie of its ticket's length), sent by the same wrk script:
 #                   what the answer's size alone costs, the most place_taken* could reach
+#   under_limit     limit_req with room to spare (rate=1000000r/s: every request passes) and
+#                   proxy_pass: a page's document under the rate limit, the way [S1] and [S29]
+#                   want it to cost nothing (the baseline of documents_idle)
+#   documents_idle  the same location with `smart_limit_documents` of an idle room (nobody
+#                   waits, places free): every request a new person's navigation (Sec-Fetch-*
+#                   headers, no ticket), so the room's look at its shared memory and a page
+#                   pass sealed into a Set-Cookie on every response
 #   place_taken, place_taken_redis, place_taken_sync
 #                   the same overflow into a room (shared memory, central Redis, sync=1s), each
 #                   request a client's first return after the cookie check: a fresh ticket
@@ -92,11 +99,12 @@ cost_main() {
 
     local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass
                     wait_json_redis new_arrival_redis wait_json_sync new_arrival_sync
-                    place_503 place_floor place_taken place_taken_redis place_taken_sync)
+                    place_503 place_floor place_taken place_taken_redis place_taken_sync
+                    under_limit documents_idle)
     if [ -n "$only" ]; then
         local keep_v=() v
         for v in "${variants[@]}"; do
-            case ",$only,limit_req_503,page_floor,plain_proxy,place_503,place_floor," in *",$v,"*) keep_v+=("$v") ;; esac
+            case ",$only,limit_req_503,page_floor,plain_proxy,place_503,place_floor,under_limit," in *",$v,"*) keep_v+=("$v") ;; esac
         done
         variants=("${keep_v[@]}")
     fi
@@ -150,6 +158,7 @@ http {
     default_type text/plain;
     # Never empty, and one key per URL: each variant has its own limit_req state.
     limit_req_zone "\$binary_remote_addr\$uri" zone=lr:1m rate=1r/m;
+    limit_req_zone "\$binary_remote_addr\$uri" zone=roomy:1m rate=1000000r/s;
     geo \$sl_dollar { default "\$"; }
     smart_limit_secret $prefix/conf/keys;
 
@@ -169,6 +178,7 @@ http {
     # session_rate=off: wrk replays one admitted ticket at full speed; with the session's
     # request rate (on by default) nearly every request would be a 429.
     smart_limit_zone adm size=1m max_active=10 grant=1h active_window=1h session_rate=off;
+    smart_limit_zone idle size=1m max_active=10;
     # The same rooms in Redis: every decision one script call (central), or decided here and
     # synced once a second.
     smart_limit_zone wait_r size=16m max_active=1 grant=1h active_window=1h presence=1h poll=off
@@ -209,6 +219,15 @@ $(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
         }
         include $prefix/conf/place_floor.conf;
         location = /metrics { smart_limit_metrics; }
+        # A document under the rate limit: without the module, and with an idle room's
+        # smart_limit_documents (the room decides nothing: it is idle).
+        location = /under_limit { limit_req zone=roomy; proxy_pass http://origin; }
+        location = /documents_idle {
+            smart_limit_documents idle;
+            limit_req zone=roomy; limit_req_status 512; error_page 512 = @idle;
+            proxy_pass http://origin;
+        }
+        location @idle { smart_limit idle; proxy_pass http://origin; }
     }
 }
 EOF
@@ -300,6 +319,11 @@ EOF
         check 307 "$base/arrive_$rv" || return 1
     done
     check 200 "$base/plain" || return 1
+    # An idle room's document: the origin's answer, and a page pass.
+    local nav=(-H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Dest: document' -H 'Sec-Fetch-Site: none')
+    check 200 "${nav[@]}" -D "$prefix/idle.headers" "$base/documents_idle" || return 1
+    grep -qi '^set-cookie: smart_limit_idle_page=' "$prefix/idle.headers" \
+        || { echo "bench --cost: /documents_idle: no page pass" >&2; return 1; }
     check 200 -H "Cookie: $cookie_adm" "$base/adm" || return 1
     # The place variants: a ticket of the cookie check's, minted here, takes a place (the first
     # one of each room fills it; every later one waits).
@@ -375,6 +399,7 @@ LUA
             wait_json_sync) url="$base/wait_s"; args=(-H "Cookie: $cookie_bs" -H 'Accept: application/json;q=1.0, text/plain;q=0.5, */*;q=0.1' -H "Accept-Language: $lang") ;;
             new_arrival_redis) url="$base/arrive_r"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             new_arrival_sync) url="$base/arrive_s"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            under_limit|documents_idle) url="$base/$v"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang" "${nav[@]}") ;;
         esac
         local zone="" script=()
         case "$v" in
@@ -463,6 +488,7 @@ LUA
             wait_html|wait_json|new_arrival|wait_json_*|new_arrival_*) b=limit_req_503 ;;
             place_taken*) b=place_503 ;;
             admitted_pass) b=plain_proxy ;;
+            documents_idle) b=under_limit ;;
             *) b="" ;;
         esac
         if [ -n "$b" ] && [ -n "${med[$b]:-}" ]; then
