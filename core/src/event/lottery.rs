@@ -3,43 +3,42 @@
 //!
 //! A lottery is a 32-byte seed drawn once per event from the operating system's random source
 //! (the first node to reach the start stores it; the others read it). Each member's ticket is
-//! AES-256 under the seed of a block holding the member's session id: AES is a pseudo-random
-//! permutation, so the tickets of distinct members are distinct, and without the seed nobody
-//! can tell which session ids draw low. Sorting the members by ticket is then a uniformly
-//! random order (every member equally likely at every rank), and any node that knows the seed
-//! and a session id knows that session's ticket: a member's place needs no message, only
-//! `rank` over the members it knows.
+//! HMAC-SHA256 under the seed of the member's session id: a pseudo-random function, so
+//! without the seed nobody can tell which session ids draw low, and two members' tickets tie
+//! with chance 2^-64 (ties go by session id). Sorting the members by ticket is then a
+//! uniformly random order (every member equally likely at every rank), and any node that
+//! knows the seed and a session id knows that session's ticket: a member's place needs no
+//! message, only `rank` over the members it knows.
 
-use aes_gcm::aes::cipher::{Block, BlockEncrypt, KeyInit};
-use aes_gcm::aes::Aes256;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 /// One event's draw.
 pub struct Lottery {
-    cipher: Aes256,
+    /// Keyed once with the seed; each ticket works on a copy.
+    mac: Option<Hmac<Sha256>>,
 }
 
 impl Lottery {
     pub fn new(seed: &[u8; 32]) -> Lottery {
         Lottery {
-            cipher: Aes256::new(seed.into()),
+            mac: Hmac::<Sha256>::new_from_slice(seed).ok(),
         }
     }
 
-    /// The member's ticket: lower draws earlier. Distinct session ids never share a full
-    /// block; the 64 bits kept tie with chance 2^-64 a pair, and ties go by session id.
+    /// The member's ticket: lower draws earlier (64 bits of the HMAC).
     pub fn ticket(&self, sid: u64) -> u64 {
-        let mut block = Block::<Aes256>::default();
-        for (b, s) in block.iter_mut().zip(sid.to_le_bytes()) {
-            *b = s;
-        }
+        let Some(mut mac) = self.mac.clone() else {
+            // HMAC takes keys of any length: unreachable, and no panic is the rule.
+            return sid;
+        };
         // A domain tag: a lottery ticket, whatever else the seed might be used for.
-        if let Some(b) = block.last_mut() {
-            *b = 0x1e;
-        }
-        self.cipher.encrypt_block(&mut block);
+        mac.update(&[0x1e]);
+        mac.update(&sid.to_le_bytes());
+        let tag = mac.finalize().into_bytes();
         let mut out = [0u8; 8];
-        for (o, b) in out.iter_mut().zip(block.iter()) {
-            *o = *b;
+        for (o, t) in out.iter_mut().zip(tag.iter()) {
+            *o = *t;
         }
         u64::from_le_bytes(out)
     }

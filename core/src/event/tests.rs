@@ -238,9 +238,13 @@ fn arrival_order_does_not_predict_the_draw() {
         let rho = spearman(&arrival_rank, &position);
         worst = worst.max(rho.abs());
     }
-    // With n = 500 the sampling deviation of rho is 1/sqrt(499) = 0.045: 0.15 is 3.4 of it
-    // (one draw in about 1,500 exceeds it by chance; these 200 fixed seeds do not).
-    assert!(worst < 0.15, "worst |rho| {worst}");
+    // With n = 500 the sampling deviation of rho is 1/sqrt(499) = 0.045. The bound is on the
+    // worst of 200 draws, so it must hold 200 times: 0.2 is 4.5 deviations (a draw exceeds it
+    // with chance 8e-6, one of 200 with chance 0.16 %). (The AES-based draw before HMAC
+    // passed a bound of 0.15 with these seeds; HMAC's worst is 0.167, 3.7 deviations, which
+    // the worst of 200 fair draws exceeds with chance 4 %: 0.15 held for the old function's
+    // seeds by luck, not by design.)
+    assert!(worst < 0.2, "worst |rho| {worst}");
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! is always drawn, since every decision moves the shuffle on by more than it admits.
 //!
 //! The random numbers come from the event's seed (32 bytes from the operating system, drawn
-//! when the shuffle begins): AES-256 in counter mode ([`Lottery`]), each index drawn without
+//! when the shuffle begins): HMAC-SHA256 in counter mode ([`Lottery`]), each index drawn without
 //! bias (Lemire's multiply-and-reject). So every member of the pre-queue is equally likely to
 //! get every rank, and nobody can tell an order from the outside.
 

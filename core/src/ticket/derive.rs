@@ -1,20 +1,21 @@
 //! Values derived from the ticket keys: the same on every node that has the same key file,
 //! unpredictable to anyone without it. A fleet needs such values where nodes must agree
 //! without talking (the seed that hashes flood-control keys, so that one address meets the
-//! same budget in Redis whichever node it reaches).
+//! same budget in Redis whichever node it reaches; a user key's session id; a proof of work's
+//! seed).
+//!
+//! HMAC-SHA256 under the first key's own subkey for derived values (`seal::Use::Derive`,
+//! from HKDF): a key that seals tickets derives nothing, and a derived value says nothing of
+//! the sealing key.
 
-use aes_gcm::aes::cipher::{Block, BlockEncrypt};
-use aes_gcm::aes::Aes256;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 use super::Keyring;
 
 impl Keyring {
-    /// A number for `purpose` in `room`, derived from the first key: CBC-MAC under AES-256
-    /// whose first block holds both lengths (so no two inputs share an encoding, and the MAC
-    /// of variable-length input stays a pseudo-random function), over `purpose`, then `room`,
-    /// zero-padded to whole blocks. The key's ticket nonces are random 96-bit values and never
-    /// take the form of this first block, so no ticket and no derived value share an input
-    /// of the cipher. Changing the first key (rotating) changes every derived value.
+    /// A number for `purpose` in `room`, derived from the first key. Changing the first key
+    /// (rotating) changes every derived value.
     pub fn derive_u64(&self, purpose: &str, room: &str) -> u64 {
         derive_with(&self.derive, purpose.as_bytes(), room.as_bytes())
     }
@@ -39,35 +40,21 @@ impl Keyring {
     }
 }
 
-fn derive_with(cipher: &Aes256, purpose: &[u8], room: &[u8]) -> u64 {
-    let mut state = Block::<Aes256>::default();
-    let mut head = [0u8; 16];
-    let lens = [purpose.len() as u64, room.len() as u64];
-    for (chunk, len) in head.chunks_exact_mut(8).zip(lens) {
-        chunk.copy_from_slice(&len.to_le_bytes());
-    }
-    // A domain tag in the length block's top byte: a derived value, not a ticket.
-    if let Some(b) = head.last_mut() {
-        *b = 0xd5;
-    }
-    xor_into(&mut state, &head);
-    cipher.encrypt_block(&mut state);
+/// HMAC-SHA256 over both inputs, each after its length (so no two pairs share an encoding),
+/// cut to its first 8 bytes.
+fn derive_with(key: &[u8; 32], purpose: &[u8], room: &[u8]) -> u64 {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+        // HMAC takes keys of any length: unreachable, and no panic is the rule.
+        return 0;
+    };
     for part in [purpose, room] {
-        for chunk in part.chunks(16) {
-            xor_into(&mut state, chunk);
-            cipher.encrypt_block(&mut state);
-        }
+        mac.update(&(part.len() as u64).to_le_bytes());
+        mac.update(part);
     }
+    let tag = mac.finalize().into_bytes();
     let mut out = [0u8; 8];
-    for (o, s) in out.iter_mut().zip(state.iter()) {
-        *o = *s;
+    for (o, t) in out.iter_mut().zip(tag.iter()) {
+        *o = *t;
     }
     u64::from_le_bytes(out)
-}
-
-/// XORs `bytes` (at most a block; shorter means zero-padded) into the block.
-fn xor_into(block: &mut Block<Aes256>, bytes: &[u8]) {
-    for (b, x) in block.iter_mut().zip(bytes) {
-        *b ^= *x;
-    }
 }

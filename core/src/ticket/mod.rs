@@ -11,8 +11,10 @@
 //! Putting a new key first and keeping the old one second rotates without logging anyone
 //! out; the old key is dropped once the longest grant has run out.
 //!
-//! The first key also derives values a fleet's nodes must agree on without talking
-//! ([`Keyring::derive_u64`]: the seed of flood-control keys).
+//! Each key is used through subkeys derived with HKDF-SHA256, one per use: one seals, one
+//! derives the values a fleet's nodes must agree on without talking ([`Keyring::derive_u64`]:
+//! the seed of flood-control keys, user session ids). Tickets the previous build sealed with
+//! the key itself still open (docs/upgrade.md).
 //!
 //! Everything here runs inside nginx workers on untrusted bytes, so nothing may panic:
 //! lengths are checked before slicing and every failure is a [`TicketError`] value.

@@ -1,14 +1,16 @@
 //! Sealing and opening: the ticket's wire form (JSON with the room name), AES-256-GCM under
-//! the keyring's keys, base64url; key files (base64 or hex) and key generation.
+//! each key's sealing subkey (HKDF-SHA256), base64url; key files (base64 or hex) and key
+//! generation.
 
 use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
-use aes_gcm::aes::Aes256;
 use aes_gcm::Aes256Gcm;
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
+use hkdf::Hkdf;
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 use super::{KeyError, Ticket, TicketError, MAX_TICKET_LEN};
 use crate::util::out::{put_json_str, FixedBuf, Out};
@@ -97,16 +99,60 @@ pub(super) fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
     out.put(b"}");
 }
 
-/// One or more AES-256-GCM keys. The first seals; all of them open, newest first.
+/// The keys of `smart_limit_secret`, each turned into its subkeys (see [`subkey`]): the first
+/// key's sealing subkey seals, every key's opens, newest first.
 #[derive(Clone)]
 pub struct Keyring {
     // Ciphers rather than raw key bytes: the key schedule is computed once at load time,
     // and the raw bytes are not kept around in a second place.
     pub(super) ciphers: Vec<Aes256Gcm>,
-    /// The first key as a block cipher, for values every node with the same key file must
-    /// agree on ([`Keyring::derive_u64`]). Boxed: the cipher needs 16-byte alignment, and a
-    /// keyring lives in nginx's configuration pool, which aligns to the word size only.
-    pub(super) derive: Box<Aes256>,
+    /// The same keys as the previous build used them (the key itself as the AES-GCM key),
+    /// for opening only: tickets sealed before the subkeys keep opening, on an upgraded node,
+    /// until they run out (docs/upgrade.md). Nothing is sealed with them.
+    pub(super) previous: Vec<Aes256Gcm>,
+    /// The first key's subkey for derived values ([`Keyring::derive_u64`]): an HMAC-SHA256
+    /// key. Boxed: a keyring lives in nginx's configuration pool, which aligns to the word
+    /// size only.
+    pub(super) derive: Box<[u8; KEY_LEN]>,
+}
+
+/// HKDF-SHA256's salt for every key of `smart_limit_secret` (RFC 5869: a fixed, public salt
+/// separates this application's keys from any other use of the same key file).
+const HKDF_SALT: &[u8] = b"smart_limit key file";
+
+/// What a subkey is for: HKDF's `info`. One subkey per use, so that no key serves two
+/// constructions. (Admission tokens, to come, get their own.)
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Use {
+    /// Sealing and opening tickets and page passes (AES-256-GCM).
+    Seal,
+    /// Values a fleet's nodes agree on without talking: flood seeds, user session ids,
+    /// proof-of-work seeds (HMAC-SHA256).
+    Derive,
+}
+
+impl Use {
+    fn info(self) -> &'static [u8] {
+        match self {
+            Use::Seal => b"smart_limit ticket seal v1",
+            Use::Derive => b"smart_limit derived values v1",
+        }
+    }
+}
+
+/// The subkey of `key` for `purpose`: HKDF-SHA256 (extract with [`HKDF_SALT`], expand with the
+/// use's `info`) to 32 bytes.
+pub(super) fn subkey(key: &[u8; KEY_LEN], purpose: Use) -> Result<[u8; KEY_LEN], String> {
+    let mut out = [0u8; KEY_LEN];
+    Hkdf::<Sha256>::new(Some(HKDF_SALT), key)
+        .expand(purpose.info(), &mut out)
+        .map_err(|_| "cannot derive a subkey".to_string())?;
+    Ok(out)
+}
+
+/// A key's ciphers: its sealing subkey's, and the key's own as the previous build used it.
+fn ciphers_of(key: &[u8; KEY_LEN]) -> Result<(Aes256Gcm, Aes256Gcm), String> {
+    Ok((cipher_for(&subkey(key, Use::Seal)?)?, cipher_for(key)?))
 }
 
 // Hand-written so that debug output can never print key material.
@@ -137,6 +183,7 @@ impl Keyring {
         // A UTF-8 byte order mark from some editors is not part of the first key.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut ciphers = Vec::new();
+        let mut previous = Vec::new();
         let mut derive = None;
         for (idx, raw) in text.lines().enumerate() {
             let line = idx.saturating_add(1);
@@ -144,14 +191,21 @@ impl Keyring {
             if word.is_empty() || word.starts_with('#') {
                 continue;
             }
-            let key = decode_key(word).map_err(|reason| KeyError::BadLine { line, reason })?;
-            ciphers.push(cipher_for(&key).map_err(|reason| KeyError::BadLine { line, reason })?);
+            let bad = |reason| KeyError::BadLine { line, reason };
+            let key = decode_key(word).map_err(bad)?;
+            let (seal, old) = ciphers_of(&key).map_err(bad)?;
+            ciphers.push(seal);
+            previous.push(old);
             if derive.is_none() {
-                derive = Some(Box::new(Aes256::new(&key.into())));
+                derive = Some(Box::new(subkey(&key, Use::Derive).map_err(bad)?));
             }
         }
         match derive {
-            Some(derive) if !ciphers.is_empty() => Ok(Keyring { ciphers, derive }),
+            Some(derive) if !ciphers.is_empty() => Ok(Keyring {
+                ciphers,
+                previous,
+                derive,
+            }),
             _ => Err(KeyError::Empty),
         }
     }
@@ -166,10 +220,12 @@ impl Keyring {
 
     /// A keyring of one key given as bytes (a zone's own random key).
     pub fn from_key(key: &[u8; KEY_LEN]) -> Result<Keyring, KeyError> {
-        let cipher = cipher_for(key).map_err(|reason| KeyError::BadLine { line: 0, reason })?;
+        let bad = |reason| KeyError::BadLine { line: 0, reason };
+        let (seal, old) = ciphers_of(key).map_err(bad)?;
         Ok(Keyring {
-            ciphers: vec![cipher],
-            derive: Box::new(Aes256::new(&(*key).into())),
+            ciphers: vec![seal],
+            previous: vec![old],
+            derive: Box::new(subkey(key, Use::Derive).map_err(bad)?),
         })
     }
 
@@ -250,9 +306,12 @@ impl Keyring {
             .ok_or(TicketError::TooShort)?;
         let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| TicketError::TooShort)?;
         let nonce = nonce.into();
+        // The subkeys first (every ticket sealed by this build), then the keys as the previous
+        // build used them.
         let plain = self
             .ciphers
             .iter()
+            .chain(&self.previous)
             .find_map(|c| {
                 c.decrypt(
                     &nonce,

@@ -513,3 +513,70 @@ fn set_cookie_forms() {
         "sl=v; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"
     );
 }
+
+/// A ticket the previous build sealed (the key itself as the AES-GCM key, before the HKDF
+/// subkeys): printed by that build's `smart-limit-bench mint --secret <KEY_A> --room shop`.
+const PREVIOUS_BUILD_TICKET: &str = "K2HmT1gcn36hbjuUuGonceG1-YKCSfrLFg_DL-wJ7_HPsW8AQBeyyeV8kndzdKB98Z5t7eQNhueB7dpFr40KQXACM6qK3gt2rUoB1urs-wLgwX76n_xbE8mSi0FYZmeiCdThq7EnXzWEtpqS4iRLXa-xFNxhiMtK-CwYrQ";
+
+#[test]
+fn tickets_of_the_previous_build_still_open() {
+    let kr = Keyring::parse(KEY_A).unwrap();
+    let t = kr.open(PREVIOUS_BUILD_TICKET.as_bytes(), "shop").unwrap();
+    assert_eq!((t.qnum, t.accepted_at), (0, 0));
+    assert_ne!(t.sid, 0);
+    // Bound to its room as before.
+    assert!(kr.open(PREVIOUS_BUILD_TICKET.as_bytes(), "shoe").is_err());
+    // Also behind a newer key (a rotation after the upgrade).
+    let rotated = Keyring::parse(&format!("{KEY_B}\n{KEY_A}")).unwrap();
+    assert_eq!(
+        rotated.open(PREVIOUS_BUILD_TICKET.as_bytes(), "shop").unwrap(),
+        t
+    );
+    // Without the key, nothing.
+    assert!(Keyring::parse(KEY_B)
+        .unwrap()
+        .open(PREVIOUS_BUILD_TICKET.as_bytes(), "shop")
+        .is_err());
+}
+
+#[test]
+fn new_tickets_are_sealed_with_the_subkey_not_the_key() {
+    let kr = Keyring::parse(KEY_A).unwrap();
+    let sealed = kr.seal("shop", &ticket()).unwrap();
+    // This build opens it ...
+    assert_eq!(kr.open(sealed.as_bytes(), "shop").unwrap(), ticket());
+    // ... the key itself as an AES-GCM key (what the previous build sealed with) does not.
+    let raw = URL_SAFE_NO_PAD.decode(sealed.as_bytes()).unwrap();
+    let (nonce, ct) = raw.split_at(NONCE_LEN);
+    let nonce: [u8; NONCE_LEN] = nonce.try_into().unwrap();
+    let previous = &kr.previous[0];
+    assert!(previous
+        .decrypt(
+            &nonce.into(),
+            Payload {
+                msg: ct,
+                aad: b"shop"
+            }
+        )
+        .is_err());
+}
+
+#[test]
+fn subkeys_are_hkdf_sha256_of_each_key() {
+    // RFC 5869's HKDF-SHA256 from the `hkdf` crate; the subkeys differ by use and by key,
+    // and none is the key itself.
+    let mut key = [0u8; 32];
+    for (i, b) in key.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let seal = super::seal::subkey(&key, super::seal::Use::Seal).unwrap();
+    let derive = super::seal::subkey(&key, super::seal::Use::Derive).unwrap();
+    assert_ne!(seal, derive);
+    assert_ne!(seal, key);
+    assert_ne!(derive, key);
+    let mut other = key;
+    other[0] ^= 1;
+    assert_ne!(super::seal::subkey(&other, super::seal::Use::Seal).unwrap(), seal);
+    // The same on every node: a pure function of the key.
+    assert_eq!(super::seal::subkey(&key, super::seal::Use::Seal).unwrap(), seal);
+}
