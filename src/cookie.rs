@@ -40,13 +40,13 @@ pub fn set_page_pass(r: &mut Request, zone: &Zone, now: u64) {
     }
 }
 
-/// [S29] Whether the request carries a valid page pass of the room (at most [`MAX_TRIES`]
-/// values tried).
-pub fn has_page_pass(r: &Request, zone: &Zone, now: u64) -> bool {
+/// [S29] The session of the request's valid page pass of the room, if it carries one (at
+/// most [`MAX_TRIES`] values tried).
+pub fn page_pass(r: &Request, zone: &Zone, now: u64) -> Option<u64> {
     r.header_values("cookie")
         .flat_map(|h| zone.page_cookie.values(h))
         .take(MAX_TRIES)
-        .any(|value| zone.page_pass_valid(value, now))
+        .find_map(|value| zone.page_pass(value, now))
 }
 
 /// Deletes the ticket cookie (`Max-Age=0`).

@@ -126,6 +126,8 @@ pub struct PendingDecision {
     pub spent: Option<smart_limit_core::redis::SpentProof>,
     pub now: u64,
     pub dry: bool,
+    /// [S29] A page's sub-resource on its page pass: it goes on whatever the room says.
+    pub page: bool,
     pub call: InFlight<Result<Decision, StoreError>>,
 }
 

@@ -52,6 +52,16 @@ use crate::request::{self, HeaderValue, RequestExt, DECLINED, INTERNAL_ERROR};
 use crate::store::{Answer, Decision, Passed, StoreError, Zone};
 use crate::Module;
 
+mod answers;
+mod documents;
+mod keys;
+
+use answers::{admitted, arrived, challenged, limited, pass_admitted, refused, throttled, waiting};
+use documents::{
+    documents_decided_here, page_concluded, page_visit, sub_resource, Role, SubResource,
+};
+use keys::{draw, flood_key, place_of, renew_waiting, tally_waiting, user_sid};
+
 /// Puts the handler in the PREACCESS phase (postconfiguration).
 pub fn install(cf: &mut ngx_conf_t) -> Result<(), ()> {
     request::install_preaccess(cf, preaccess_handler)
@@ -102,8 +112,12 @@ fn handle(r: &mut Request) -> ngx_int_t {
                 return pass_admitted(r, lcf, zone, t, true, now, now);
             }
         }
-    } else if let Some(rc) = sub_resource(r, lcf, zone, fetch, holds_place, now) {
-        return rc;
+    } else {
+        match sub_resource(r, lcf, zone, fetch, holds_place, now) {
+            SubResource::Done(rc) => return rc,
+            SubResource::Place(sid) => return page_visit(r, lcf, zone, sid, now),
+            SubResource::NotOne => {}
+        }
     }
     // `one_place_per=`: a client with a user key waits as that key's session, whichever
     // ticket it holds (a ticket of another key, or of none, takes the key's place).
@@ -121,6 +135,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         dry: dry_run(r, lcf),
         held,
         spent: None,
+        page: false,
     };
     let visit = match (held, closed_to_admitted) {
         // A waiting ticket: its place (or, for a ticket from the first contact, a place to
@@ -187,133 +202,6 @@ fn handle(r: &mut Request) -> ngx_int_t {
     }
 }
 
-/// The place a waiting ticket holds (its queue number) and when it took it. A synced room's
-/// ticket carries the moment as its queue number and keeps it while it is seen (see
-/// [`fleet::place_arrival`]); a place gone, or never taken (the ticket of the cookie check),
-/// is taken now: number 0, arrival now. The other stores keep places themselves.
-///
-/// While an event's pre-queue is open (`shuffle=on`), a synced room's new place dates from a
-/// moment drawn in the pre-queue ([`fleet::lottery_arrival`]): the start's lottery.
-fn place_of(zone: &Zone, t: &Ticket, now: u64) -> (u64, u64) {
-    if zone.fleet.is_none() {
-        return (t.qnum, now);
-    }
-    let ev = zone.event_now(now);
-    let lottery = ev.as_ref().and_then(|(e, _)| e.lottery_ms());
-    let presence = zone.limits.presence_ms;
-    let ticket = (t.qnum, t.issued_at, t.last_seen);
-    let skew = rules::MAX_CLOCK_SKEW_MS;
-    if let Some(arrival) = fleet::place_arrival(ticket, now, presence, skew, lottery.clone()) {
-        return (t.qnum, arrival);
-    }
-    match (ev, lottery) {
-        (Some((_, e)), Some(moments)) if !e.started => {
-            (0, fleet::lottery_arrival(moments).unwrap_or(now))
-        }
-        _ => (0, now),
-    }
-}
-
-/// Whether a waiting ticket is written again: its place changed, or (a synced room) its
-/// `last_seen` is a quarter of a presence old ([`fleet::ticket_renew_ms`]), so every node can
-/// tell it is still present. (Its stamp is then of an earlier epoch of the line's counts,
-/// which [`tally_waiting`] moves it from.)
-fn renew_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) -> bool {
-    let Some(t) = held else { return true };
-    if t.qnum != place.qnum || t.sid != place.sid {
-        return true;
-    }
-    zone.fleet.is_some()
-        && now.saturating_sub(t.last_seen) >= fleet::ticket_renew_ms(zone.limits.presence_ms)
-}
-
-/// A synced room's waiting ticket written again: counted in this epoch (and taken off the
-/// epoch of its old stamp, when it keeps its place).
-fn tally_waiting(zone: &Zone, held: Option<Ticket>, place: &Place, now: u64) {
-    if zone.fleet.is_none() {
-        return;
-    }
-    let stamp = held
-        .filter(|t| t.qnum != 0 && t.qnum == place.qnum && t.sid == place.sid)
-        .map(|t| t.last_seen);
-    zone.tally_seen(place.qnum, stamp, now);
-}
-
-/// `one_place_per=`: the session id of this request's user key (None: no such setting, or an
-/// empty value).
-fn user_sid(r: &Request, zone: &Zone) -> Option<u64> {
-    // SAFETY: null, or a complex value compiled into the configuration's pool.
-    let cv = unsafe { zone.one_place_per.get().as_ref() }?;
-    let value = r.get_complex_value(cv)?;
-    let key = value.as_bytes();
-    if key.is_empty() {
-        return None;
-    }
-    Some(zone.keys.as_ref()?.user_sid(&zone.params.name, key))
-}
-
-/// Flood control's key for this request: `flood_key=` (a value with variables), else the
-/// client's address (an IPv6 address by its /64: one subscriber's network), hashed.
-fn flood_key(r: &Request, zone: &Zone) -> u64 {
-    // SAFETY: null, or a complex value compiled into the configuration's pool.
-    let key = match unsafe { zone.flood_key.get().as_ref() } {
-        Some(cv) => r
-            .get_complex_value(cv)
-            .map(|v| v.as_bytes().to_vec())
-            .unwrap_or_default(),
-        None => r.client_address().to_vec(),
-    };
-    flood_hash(zone.flood_seed.get(), &key)
-}
-
-/// A first contact: a ticket with no place yet, and `307` back to the same URL (a cookie
-/// check: a browser returns at once with the ticket; a client that keeps no cookie never
-/// gets anything from the room).
-fn arrived(r: &mut Request, turn: &Turn, sid: u64) -> ngx_int_t {
-    let t = Ticket {
-        sid,
-        qnum: 0,
-        issued_at: turn.now,
-        accepted_at: 0,
-        last_seen: turn.now,
-    };
-    cookie::set_ticket(r, turn.zone, &t);
-    record(r, turn.zone, Outcome::New, None, None);
-    let rc = answer::cookie_check(r);
-    finish(r, rc)
-}
-
-/// `challenge=pow`: the challenge answer (the seed to solve, no place); the page solves it
-/// and comes back, or without script comes back after `wait_secs` and takes its place then.
-fn challenged(r: &mut Request, turn: &Turn, t: &Ticket, c: Challenge) -> ngx_int_t {
-    // The first challenge starts the ticket's no-script wait: written into it as its check-in.
-    if c.first {
-        let challenged = Ticket {
-            last_seen: turn.now,
-            ..*t
-        };
-        cookie::set_ticket(r, turn.zone, &challenged);
-    }
-    record(r, turn.zone, Outcome::Challenged, None, None);
-    let mut view = turn.view(ViewStatus::Challenge, None);
-    view.challenge = Some((c.seed, c.bits));
-    view.queue_len = turn.zone.snapshot(turn.now).map_or(0, |s| s.queue_len);
-    if let Some(secs) = c.no_script_secs {
-        view.refresh_secs = secs.max(1);
-    }
-    let rc = answer::waiting(r, turn.lcf, None, &view);
-    finish(r, rc)
-}
-
-/// An admitted session over its request rate: `429` with `Retry-After`, nothing else.
-fn limited(r: &mut Request, zone: &'static Zone, sid: u64, retry_ms: u64) -> ngx_int_t {
-    record(r, zone, Outcome::Limited, None, Some(sid));
-    let mut n = itoa::Buffer::new();
-    let secs = retry_ms.div_ceil(1000).max(1);
-    r.add_static_header("Retry-After", HeaderValue::Copied(n.format(secs)));
-    NGX_HTTP_TOO_MANY_REQUESTS as ngx_int_t
-}
-
 /// The room this request goes through, and how: its location gates every request
 /// (`smart_limit`), or decides page views at their document (`smart_limit_documents`).
 /// Only main requests to locations that are not one of the module's endpoints.
@@ -328,89 +216,6 @@ fn room_of(r: &Request) -> Option<(&'static LocConf, &'static Zone, Role)> {
     }
     lcf.documents_zone(mcf)
         .map(|zone| (lcf, zone, Role::Documents))
-}
-
-/// What a location asks of its room.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// `smart_limit`: every request goes through the room.
-    Room,
-    /// `smart_limit_documents`: the room decides page views at their document, before the
-    /// location's `limit_req` (see [`documents_decided_here`]).
-    Documents,
-}
-
-/// [S29] `smart_limit_documents`: whether the room decides this request here, before the rate
-/// limit, rather than letting it go on to `limit_req` (whose overflow reaches the room through
-/// `error_page`). A dynamic module's PREACCESS handler runs before the built-in ones, so this
-/// is the first look at the request.
-///
-/// - An admitted ticket goes on: under the limit to the origin, over it to the room, which
-///   passes it.
-/// - A ticket holding a place is decided by the room on every request but a sub-resource
-///   (the waiting page's reloads and polls never reach the origin, whatever the rate limit
-///   says; a custom waiting page's images still load).
-/// - A newcomer's document is decided by the room while the room is engaged (a line, no free
-///   place): the person meets the waiting page at its first document, and only admitted
-///   clients ask for a page's assets. While the room is idle the document goes on untouched
-///   (at most a look at the zone's shared memory, [S1]), and its response carries a page
-///   pass (`crate::filter`) so that its assets, which may overflow the limit, pass too.
-/// - Anything else goes on untouched.
-fn documents_decided_here(
-    r: &mut Request,
-    zone: &'static Zone,
-    fetch: Fetch,
-    state: Option<TicketState>,
-    holds_place: bool,
-    now: u64,
-) -> bool {
-    if state == Some(TicketState::Admitted) {
-        return false;
-    }
-    if holds_place {
-        return fetch != Fetch::Asset;
-    }
-    if fetch != Fetch::Document {
-        return false;
-    }
-    if zone.engaged(now) {
-        return true;
-    }
-    if let Some(ctx) = RequestCtx::get_or_insert(r) {
-        ctx.page_pass = Some(zone);
-    }
-    false
-}
-
-/// [S29] A page's sub-resource from a client that is not admitted never takes a place nor a
-/// ticket: on its page's pass (its document was served under the rate limit moments ago) it
-/// passes; an asset without one gets a bare waiting status. A page script's call without a
-/// pass is a program's request and follows the room's rules, as does any request of a
-/// client holding a place (the waiting page's polls).
-fn sub_resource(
-    r: &mut Request,
-    lcf: &LocConf,
-    zone: &'static Zone,
-    fetch: Fetch,
-    holds_place: bool,
-    now: u64,
-) -> Option<ngx_int_t> {
-    if !fetch.of_a_page() || (holds_place && fetch == Fetch::Call) {
-        return None;
-    }
-    if cookie::has_page_pass(r, zone, now) {
-        record(r, zone, Outcome::PagePass, None, None);
-        return Some(DECLINED);
-    }
-    if fetch != Fetch::Asset {
-        return None;
-    }
-    record(r, zone, Outcome::AssetRefused, None, None);
-    if dry_run(r, lcf) {
-        return Some(DECLINED);
-    }
-    let rc = answer::asset_refused(r, lcf);
-    Some(finish(r, rc))
 }
 
 /// A request seen before: waiting for the store (finish it when the answer is in), or
@@ -432,6 +237,7 @@ fn resume_or_skip(r: &mut Request, lcf: &LocConf, zone: &'static Zone) -> Option
         dry: pending.dry,
         held: pending.held,
         spent: pending.spent,
+        page: pending.page,
     };
     Some(conclude(r, &turn, result))
 }
@@ -464,40 +270,6 @@ fn record(
     }
 }
 
-/// [S5]: a valid admitted ticket passes; in session mode its ticket is renewed now and then,
-/// up to `seen_at`, the store's last sight of the session.
-fn pass_admitted(
-    r: &mut Request,
-    lcf: &LocConf,
-    zone: &'static Zone,
-    t: Ticket,
-    counted: bool,
-    seen_at: u64,
-    now: u64,
-) -> ngx_int_t {
-    if !counted {
-        problem(
-            r,
-            zone,
-            now,
-            "has no memory left to count admitted sessions; increase its size=",
-        );
-    }
-    if rules::needs_renewal(&t, zone.admission_at(now), seen_at) {
-        let renewed = Ticket {
-            last_seen: seen_at,
-            ..t
-        };
-        cookie::set_ticket(r, zone, &renewed);
-    }
-    record(r, zone, Outcome::Passed, None, Some(t.sid));
-    if lcf.poll {
-        let rc = poll::admitted_answer(r, lcf, zone, now);
-        return finish(r, rc);
-    }
-    DECLINED
-}
-
 /// One decision in the making: where, when, and the waiting ticket the client came with.
 struct Turn<'a> {
     lcf: &'a LocConf,
@@ -508,6 +280,9 @@ struct Turn<'a> {
     /// `challenge=pow`: the key of the proof this visit spent (given back when the visit
     /// gives no place, so that the client's work is not lost).
     spent: Option<SpentProof>,
+    /// [S29] A page's sub-resource on its page pass ([`page_visit`]): it goes on whatever
+    /// the room says.
+    page: bool,
 }
 
 impl Turn<'_> {
@@ -551,6 +326,7 @@ fn suspend(
         spent: turn.spent,
         now: turn.now,
         dry: turn.dry,
+        page: turn.page,
         call,
     }));
     Status::NGX_AGAIN.0
@@ -571,6 +347,9 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
     );
     if let (Some(proof), false) = (turn.spent, stays_spent) {
         turn.zone.unspend_proof(proof.key);
+    }
+    if turn.page {
+        return page_concluded(r, turn, result);
     }
     let decision = match result {
         Ok(d) => d,
@@ -621,152 +400,6 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
     }
 }
 
-/// Flood control ([S15]): the client's address takes places too fast; the waiting answer
-/// without a place (the client keeps its ticket and asks again after `Retry-After`).
-fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> ngx_int_t {
-    record(r, turn.zone, Outcome::Throttled, None, None);
-    let now = turn.now;
-    if let Some(repeats) = turn.zone.floods.admit(now) {
-        ngx_log_error!(
-            NGX_LOG_WARN,
-            r.log(),
-            "smart_limit zone \"{}\": flood control: a client address takes places faster \
-             than flood= allows; it waits without a place ({} more since the last report)",
-            turn.room(),
-            repeats
-        );
-    }
-    if turn.dry {
-        return DECLINED;
-    }
-    let mut view = turn.view(ViewStatus::Throttled, None);
-    view.queue_len = queue_len;
-    view.refresh_secs = retry_ms
-        .div_ceil(1000)
-        .clamp(1, turn.lcf.refresh_secs().max(1));
-    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
-    finish(r, rc)
-}
-
-/// Let in: an admitted ticket, and the request goes on (or, on a poll location, the
-/// "admitted" answer).
-fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int_t {
-    // A synced room's waiter leaves the line's counts.
-    if let Some(held) = turn
-        .held
-        .filter(|t| t.qnum != 0 && turn.zone.fleet.is_some())
-    {
-        turn.zone.tally_left(held.qnum, held.last_seen, turn.now);
-    }
-    let t = Ticket {
-        sid,
-        qnum: 0,
-        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
-        accepted_at: turn.now,
-        last_seen: turn.now,
-    };
-    cookie::set_ticket(r, turn.zone, &t);
-    record(r, turn.zone, outcome, None, Some(sid));
-    if turn.lcf.poll {
-        let rc = poll::admitted_answer(r, turn.lcf, turn.zone, turn.now);
-        return finish(r, rc);
-    }
-    DECLINED
-}
-
-/// Told to wait: the waiting answer (in a dry run: a log line, and the request goes on).
-fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx_int_t {
-    // A new ticket only when the place changed (or a synced room's proof of presence is old):
-    // polling costs no encryption.
-    if renew_waiting(turn.zone, turn.held, place, turn.now) {
-        if !turn.dry {
-            tally_waiting(turn.zone, turn.held, place, turn.now);
-        }
-        let t = Ticket {
-            sid: place.sid,
-            qnum: place.qnum,
-            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
-            accepted_at: 0,
-            last_seen: turn.now,
-        };
-        cookie::set_ticket(r, turn.zone, &t);
-    }
-    let mut view = turn.view(ViewStatus::Waiting, Some(place));
-    if let Some((e, ev)) = turn.zone.event_now(turn.now) {
-        if !ev.started {
-            prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
-        }
-    }
-    if let Some(fs) = &turn.zone.fleet {
-        view.refresh_secs =
-            fleet::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
-    }
-    record(r, turn.zone, outcome, view.position, None);
-    if turn.dry {
-        ngx_log_error!(
-            NGX_LOG_WARN,
-            r.log(),
-            "smart_limit zone \"{}\": dry run, would wait (position {}, {} in line)",
-            turn.room(),
-            view.position
-                .map_or_else(|| "-".to_string(), |p| p.to_string()),
-            place.queue_len
-        );
-        return DECLINED;
-    }
-    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
-    finish(r, rc)
-}
-
-/// An event's pre-queue: the place is held, the order is drawn at the start. The page comes
-/// back at its usual refresh (a place unseen for `presence` is gone), and at the start, each
-/// client a few seconds apart (by its session id), so the start is not one burst.
-fn prequeue_view(view: &mut WaitView, start_secs: u64, sid: u64, now: u64) {
-    view.status = ViewStatus::Prequeue;
-    view.starts_at = Some(start_secs);
-    view.position = None;
-    view.eta_secs = None;
-    let until = start_secs.saturating_sub(now / 1000);
-    let spread = sid % (PREQUEUE_SPREAD_SECS + 1);
-    view.refresh_secs = view.refresh_secs.min(until + spread).max(1);
-}
-
-/// The start's spread: clients of the pre-queue come back within this many seconds of it.
-const PREQUEUE_SPREAD_SECS: u64 = 4;
-
-/// Refused: the room is closed, or its line has no place left.
-fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_int_t {
-    record(r, turn.zone, outcome, None, None);
-    if turn.dry {
-        ngx_log_error!(
-            NGX_LOG_ERR,
-            r.log(),
-            "smart_limit zone \"{}\": dry run, would refuse ({})",
-            turn.room(),
-            match why {
-                Refusal::Closed => "room closed",
-                Refusal::LineFull { .. } => "no place left in the line",
-                Refusal::ProofSpent { .. } => "its proof of work was spent already",
-            }
-        );
-        return DECLINED;
-    }
-    let mut view = turn.view(ViewStatus::Closed, None);
-    if let Refusal::LineFull { queue_len } = why {
-        // The shared-memory line is bounded by the zone's memory, a Redis line by max_line=.
-        let what = if turn.zone.params.store == StoreKind::Redis {
-            "is full: no place left in the line for a new client (max_line=)"
-        } else {
-            "is full: no place left in the line for a new client; increase its size="
-        };
-        problem(r, turn.zone, turn.now, what);
-        view.status = ViewStatus::Waiting;
-        view.queue_len = queue_len;
-    }
-    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
-    finish(r, rc)
-}
-
 /// The module answered the request itself: it ends here (the phases go no further).
 fn finish(r: &mut Request, rc: ngx_int_t) -> ngx_int_t {
     // SAFETY: a live request that this handler answered; nginx's own finalization.
@@ -786,10 +419,4 @@ fn problem(r: &Request, zone: &Zone, now: u64, what: &str) {
             repeats
         );
     }
-}
-
-/// A lottery number for this poll (only the `random` mode uses it); no secrecy needed.
-fn draw(now: u64, sid: u64) -> u32 {
-    let x = (now ^ sid.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (x >> 32) as u32
 }

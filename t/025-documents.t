@@ -68,7 +68,7 @@ C GET /control?room=shop => 200; json.rooms.0.queue_length == 1; json.rooms.0.ac
 A GET /style.css Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors => 200
 A GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; body =~ /origin page/
 
-=== TEST 2: an idle room: the document passes untouched with a page pass; its assets pass
+=== TEST 2: an idle room: the document passes untouched with a page pass; its assets take one place
 --- http_config
     limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/m;
     smart_limit_zone shop size=1m max_active=5 $TEST_NGINX_STORE;
@@ -100,23 +100,24 @@ body{}
 <svg xmlns="http://www.w3.org/2000/svg"/>
 --- steps
 B GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; body =~ /origin page/; cookie smart_limit_shop_page set; header Set-Cookie =~ /^smart_limit_shop_page=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=10$/; cookie smart_limit_shop absent
+# The document took nothing: the room was only looked at.
+C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 0; json.rooms.0.queue_length == 0
 # Its assets, three at once as a browser asks for them (three connections with B's cookies):
-# each overflows the limit and passes on the page's pass.
+# each overflows the limit and goes on; the person the pass names takes one free place.
 jar B copy p1
 jar B copy p2
 jar B copy p3
-parallel 3 p GET /style.css Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors => 200; count 200 == 3; cookie smart_limit_shop absent
-B GET /style.css Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors => 200; body =~ /body/; cookie smart_limit_shop absent
-B GET /app.js Sec-Fetch-Dest: script | Sec-Fetch-Mode: no-cors => 200; cookie smart_limit_shop absent
-B GET /logo.svg Sec-Fetch-Dest: image | Sec-Fetch-Mode: no-cors => 200; cookie smart_limit_shop absent
-# A page script's call on the pass passes too.
-B GET /app.js Sec-Fetch-Dest: empty | Sec-Fetch-Mode: cors => 200; cookie smart_limit_shop absent
-# No place was taken for that page view.
-C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 0; json.rooms.0.queue_length == 0
-# B's next document overflows: the room lets B in (its cookie check first): one place.
-B GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; body =~ /origin page/; redirects == 1; cookie smart_limit_shop set
+parallel 3 p GET /style.css Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors => 200; count 200 == 3; cookie smart_limit_shop set; redirects == 0
+C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1; json.rooms.0.queue_length == 0; json.rooms.0.counters.admitted == 1
+# B's own later assets on the same pass: the same person, no second place.
+B GET /app.js Sec-Fetch-Dest: script | Sec-Fetch-Mode: no-cors => 200; cookie smart_limit_shop set
+B GET /logo.svg Sec-Fetch-Dest: image | Sec-Fetch-Mode: no-cors => 200
+B GET /app.js Sec-Fetch-Dest: empty | Sec-Fetch-Mode: cors => 200
+C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1; json.rooms.0.counters.admitted == 1
+# B's next document overflows: B is admitted already and passes.
+B GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; body =~ /origin page/; redirects == 0
 C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1
-until 3: C GET /room.log from 127.0.0.3 => 200; body =~ /^\/style.css 200 \[PAGE_PASS\]$/m; body =~ /^\/app.js 200 \[PAGE_PASS\]$/m; body =~ /^\/index.html 200 \[-\]$/m
+until 3: C GET /room.log from 127.0.0.3 => 200; body =~ /^\/style.css 200 \[ADMITTED\]$/m; body =~ /^\/index.html 200 \[-\]$/m; body =~ /^\/index.html 200 \[PASSED\]$/m
 
 === TEST 3: a page pass is bound to its room, its time and its use
 --- http_config
@@ -148,7 +149,6 @@ origin page
 body{}
 --- steps
 B GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; header Set-Cookie =~ /Max-Age=2$/
-B GET /style.css Sec-Fetch-Dest: style => 200
 # Another room does not take it.
 jar B copy G
 jar G rename smart_limit_shop_page smart_limit_other_page
@@ -161,10 +161,51 @@ C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 
 E GET /style.css from 127.0.0.5 Sec-Fetch-Dest: style | Cookie: smart_limit_shop_page=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA => 200
 E GET /style.css from 127.0.0.5 Sec-Fetch-Dest: style | Cookie: smart_limit_shop_page=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA => 503; cookie smart_limit_shop absent
 # Its time runs out: after page_pass=2s the page's late assets meet the room again.
+# (F's document is its one request under the limit: its asset overflows.)
 F GET / from 127.0.0.6 Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; cookie smart_limit_shop_page set
-F GET /style.css from 127.0.0.6 Sec-Fetch-Dest: style => 200
 sleep 2.2
-F GET /style.css from 127.0.0.6 Sec-Fetch-Dest: style => 503
+F GET /style.css from 127.0.0.6 Sec-Fetch-Dest: style => 503; cookie smart_limit_shop absent
+
+=== TEST 3b: the room fills between a page's document and its assets: the page finishes
+--- http_config
+    limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/m;
+    smart_limit_zone shop size=1m max_active=1 $TEST_NGINX_STORE;
+    log_format room '$uri $status [$smart_limit_status]';
+--- config
+    access_log logs/room.log room;
+    location / {
+        smart_limit_documents shop;
+        limit_req zone=perip;
+        limit_req_status 512;
+        limit_req_log_level info;
+        error_page 512 = @smart_limit;
+        root html;
+    }
+    location @smart_limit {
+        smart_limit shop;
+        root html;
+    }
+    location = /control { smart_limit_control; }
+    location = /room.log { alias logs/room.log; }
+--- user_files
+>>> index.html
+origin page
+>>> style.css
+body{}
+--- steps
+# B's document is served while the room is idle.
+B GET / from 127.0.0.2 Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; cookie smart_limit_shop_page set
+# A takes the room's only place before B's assets come.
+A GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200
+A GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; redirects == 1
+C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1
+# B's assets overflow into a full room: B's page finishes on its pass, and takes no place.
+B GET /style.css from 127.0.0.2 Sec-Fetch-Dest: style => 200
+B GET /style.css from 127.0.0.2 Sec-Fetch-Dest: style => 200; cookie smart_limit_shop absent
+C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1; json.rooms.0.queue_length == 0
+until 3: C GET /room.log from 127.0.0.3 => 200; body =~ /^\/style.css 200 \[PAGE_PASS\]$/m
+# B's next document meets the room: the waiting page.
+B GET / from 127.0.0.2 Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 503; body !~ /origin page/
 
 === TEST 4: a waiting client's document under the rate limit stays in the room
 --- http_config
@@ -273,3 +314,41 @@ D GET /style.css from 127.0.0.4 Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors 
 D GET /app.js from 127.0.0.4 Sec-Fetch-Dest: script | Sec-Fetch-Mode: no-cors => 503; body !~ /\S/; cookie smart_limit_shop absent
 until 5: C GET /control?room=shop => 200; json.rooms.0.queue_length == 1; json.rooms.0.active_sessions == 1
 A GET /style.css Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors => 200
+
+=== TEST 10: a synced room (sync=): one page on its pass, one place
+--- redis
+--- http_config
+    limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/m;
+    smart_limit_zone shop size=1m max_active=5 store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms;
+--- config
+    location / {
+        smart_limit_documents shop;
+        limit_req zone=perip;
+        limit_req_status 512;
+        limit_req_log_level info;
+        error_page 512 = @smart_limit;
+        root html;
+    }
+    location @smart_limit {
+        smart_limit shop;
+        root html;
+    }
+    location = /control { smart_limit_control; }
+--- user_files
+>>> index.html
+origin page
+>>> style.css
+body{}
+--- steps
+# A meets the room first (the node has no picture of the fleet yet) and is let in.
+A GET / Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; cookie smart_limit_shop set
+until 5: C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1
+# B's document, the room idle: a page pass; its three assets at once: one place for B.
+B GET / from 127.0.0.2 Sec-Fetch-Mode: navigate | Sec-Fetch-Dest: document => 200; cookie smart_limit_shop_page set; cookie smart_limit_shop absent
+jar B copy p1
+jar B copy p2
+jar B copy p3
+parallel 3 p GET /style.css from 127.0.0.2 Sec-Fetch-Dest: style | Sec-Fetch-Mode: no-cors => 200; count 200 == 3; cookie smart_limit_shop set
+until 5: C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 2
+sleep 0.5
+C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 2; json.rooms.0.queue_length == 0

@@ -6,7 +6,8 @@
 //! kinds, decided by [`classify`] from the document's answer ([`document`]) and the final
 //! answer of each asset after redirects ([`Asset`]).
 
-use crate::stats::NO_ANSWER;
+/// Status recorded for a request that got no HTTP answer (connect/read/write error, timeout).
+pub const NO_ANSWER: u16 = 0;
 
 /// A navigation's `Accept` (Chromium's, without the signed-exchange entry).
 pub const NAV_ACCEPT: &str =

@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::args::Config;
 use crate::page::PageLoad;
-
-/// Status recorded for a request that got no HTTP answer (connect/read/write error, timeout).
-pub const NO_ANSWER: u16 = 0;
+pub use crate::page::NO_ANSWER;
 
 #[derive(Clone, Copy)]
 pub struct Sample {

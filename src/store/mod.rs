@@ -273,10 +273,12 @@ impl Zone {
     }
 
     /// [S29] A page pass for a document served now under the rate limit: sealed like a
-    /// ticket, for the room's page-pass name; it holds nothing but its time.
+    /// ticket, for the room's page-pass name. It names the person the page is for (a new
+    /// session id): the page's sub-resources that reach the room on it take one place for
+    /// that person while the room has one free.
     pub fn seal_page_pass(&self, now: u64) -> Option<Sealed> {
         let pass = Ticket {
-            sid: 0,
+            sid: smart_limit_core::ticket::random_sid().ok()?,
             qnum: 0,
             issued_at: now,
             accepted_at: 0,
@@ -285,15 +287,14 @@ impl Zone {
         self.keys.as_ref()?.seal_fixed(&self.page_room, &pass).ok()
     }
 
-    /// [S29] Whether a page pass cookie value opens and still lets its page's sub-resources
-    /// through at `now` (`page_pass=`). Not cached: only sub-resources that overflow the rate
-    /// limit while the page loads ask.
-    pub fn page_pass_valid(&self, value: &[u8], now: u64) -> bool {
-        let Some(keys) = self.keys.as_ref() else {
-            return false;
-        };
-        keys.open(value, &self.page_room)
-            .is_ok_and(|pass| rules::page_pass_valid(pass.issued_at, now, self.params.page_pass_ms))
+    /// [S29] The session a page pass cookie value names, if it opens and still lets its
+    /// page's sub-resources through at `now` (`page_pass=`). Not cached: only sub-resources
+    /// that overflow the rate limit while the page loads ask.
+    pub fn page_pass(&self, value: &[u8], now: u64) -> Option<u64> {
+        let pass = self.keys.as_ref()?.open(value, &self.page_room).ok()?;
+        rules::page_pass_valid(pass.issued_at, now, self.params.page_pass_ms)
+            .then_some(pass.sid)
+            .filter(|&sid| sid != 0)
     }
 
     /// [S29] Whether the room is engaged at `now`: a line, no free place, or a mode that holds

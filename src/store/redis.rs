@@ -135,12 +135,16 @@ impl Zone {
     fn mirror(&self, rs: &RedisStore, o: &Outcome, sid: u64, now: u64) {
         let _ = self.shm.with_room(|room| {
             room.mirror_remote(&o.mirror(), now);
+            // A session let in again as it is (one person, one place: [S29]) is no new
+            // admission, here as in the shared-memory room.
+            let again = room.is_admitted(sid, now, &self.limits);
             if let Verdict::Admit { .. } = o.verdict {
                 // Also known locally, for decisions taken here while Redis is away.
                 room.touch(sid, now);
             }
             let c = room.counters_mut();
             match o.verdict {
+                Verdict::Admit { .. } if again => {}
                 Verdict::Admit { .. } => c.admitted += 1,
                 Verdict::Wait(_) => c.waited += 1,
                 Verdict::Refuse(_) => c.rejected += 1,

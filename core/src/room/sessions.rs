@@ -213,6 +213,15 @@ impl<'m> Room<'m> {
         self.head(thr).is_some() || self.active_now(now, limits) >= limits.max_active
     }
 
+    /// Whether `sid` is an admitted session still active at `now` (seen within
+    /// `active_window`).
+    pub fn is_admitted(&self, sid: u64, now: u64, limits: &Limits) -> bool {
+        let wcut = cut(now, limits.active_window_ms);
+        self.find(sid)
+            .and_then(|i| self.table.get(i))
+            .is_some_and(|e| e.last_seen.saturating_add(1) > wcut)
+    }
+
     pub(super) fn bucket(&self, sid: u64) -> usize {
         self.sid_bucket(sid, self.buckets.len())
     }

@@ -1,0 +1,233 @@
+//! The room's decision turned into the request's fate: the cookie check, the admitted ticket,
+//! the waiting, throttled, challenged and refused answers.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// A first contact: a ticket with no place yet, and `307` back to the same URL (a cookie
+/// check: a browser returns at once with the ticket; a client that keeps no cookie never
+/// gets anything from the room).
+pub(super) fn arrived(r: &mut Request, turn: &Turn, sid: u64) -> ngx_int_t {
+    let t = Ticket {
+        sid,
+        qnum: 0,
+        issued_at: turn.now,
+        accepted_at: 0,
+        last_seen: turn.now,
+    };
+    cookie::set_ticket(r, turn.zone, &t);
+    record(r, turn.zone, Outcome::New, None, None);
+    let rc = answer::cookie_check(r);
+    finish(r, rc)
+}
+
+/// `challenge=pow`: the challenge answer (the seed to solve, no place); the page solves it
+/// and comes back, or without script comes back after `wait_secs` and takes its place then.
+pub(super) fn challenged(r: &mut Request, turn: &Turn, t: &Ticket, c: Challenge) -> ngx_int_t {
+    // The first challenge starts the ticket's no-script wait: written into it as its check-in.
+    if c.first {
+        let challenged = Ticket {
+            last_seen: turn.now,
+            ..*t
+        };
+        cookie::set_ticket(r, turn.zone, &challenged);
+    }
+    record(r, turn.zone, Outcome::Challenged, None, None);
+    let mut view = turn.view(ViewStatus::Challenge, None);
+    view.challenge = Some((c.seed, c.bits));
+    view.queue_len = turn.zone.snapshot(turn.now).map_or(0, |s| s.queue_len);
+    if let Some(secs) = c.no_script_secs {
+        view.refresh_secs = secs.max(1);
+    }
+    let rc = answer::waiting(r, turn.lcf, None, &view);
+    finish(r, rc)
+}
+
+/// An admitted session over its request rate: `429` with `Retry-After`, nothing else.
+pub(super) fn limited(r: &mut Request, zone: &'static Zone, sid: u64, retry_ms: u64) -> ngx_int_t {
+    record(r, zone, Outcome::Limited, None, Some(sid));
+    let mut n = itoa::Buffer::new();
+    let secs = retry_ms.div_ceil(1000).max(1);
+    r.add_static_header("Retry-After", HeaderValue::Copied(n.format(secs)));
+    NGX_HTTP_TOO_MANY_REQUESTS as ngx_int_t
+}
+
+/// [S5]: a valid admitted ticket passes; in session mode its ticket is renewed now and then,
+/// up to `seen_at`, the store's last sight of the session.
+pub(super) fn pass_admitted(
+    r: &mut Request,
+    lcf: &LocConf,
+    zone: &'static Zone,
+    t: Ticket,
+    counted: bool,
+    seen_at: u64,
+    now: u64,
+) -> ngx_int_t {
+    if !counted {
+        problem(
+            r,
+            zone,
+            now,
+            "has no memory left to count admitted sessions; increase its size=",
+        );
+    }
+    if rules::needs_renewal(&t, zone.admission_at(now), seen_at) {
+        let renewed = Ticket {
+            last_seen: seen_at,
+            ..t
+        };
+        cookie::set_ticket(r, zone, &renewed);
+    }
+    record(r, zone, Outcome::Passed, None, Some(t.sid));
+    if lcf.poll {
+        let rc = poll::admitted_answer(r, lcf, zone, now);
+        return finish(r, rc);
+    }
+    DECLINED
+}
+
+/// Flood control ([S15]): the client's address takes places too fast; the waiting answer
+/// without a place (the client keeps its ticket and asks again after `Retry-After`).
+pub(super) fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> ngx_int_t {
+    record(r, turn.zone, Outcome::Throttled, None, None);
+    let now = turn.now;
+    if let Some(repeats) = turn.zone.floods.admit(now) {
+        ngx_log_error!(
+            NGX_LOG_WARN,
+            r.log(),
+            "smart_limit zone \"{}\": flood control: a client address takes places faster \
+             than flood= allows; it waits without a place ({} more since the last report)",
+            turn.room(),
+            repeats
+        );
+    }
+    if turn.dry {
+        return DECLINED;
+    }
+    let mut view = turn.view(ViewStatus::Throttled, None);
+    view.queue_len = queue_len;
+    view.refresh_secs = retry_ms
+        .div_ceil(1000)
+        .clamp(1, turn.lcf.refresh_secs().max(1));
+    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
+    finish(r, rc)
+}
+
+/// Let in: an admitted ticket, and the request goes on (or, on a poll location, the
+/// "admitted" answer).
+pub(super) fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int_t {
+    // A synced room's waiter leaves the line's counts.
+    if let Some(held) = turn
+        .held
+        .filter(|t| t.qnum != 0 && turn.zone.fleet.is_some())
+    {
+        turn.zone.tally_left(held.qnum, held.last_seen, turn.now);
+    }
+    let t = Ticket {
+        sid,
+        qnum: 0,
+        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+        accepted_at: turn.now,
+        last_seen: turn.now,
+    };
+    cookie::set_ticket(r, turn.zone, &t);
+    record(r, turn.zone, outcome, None, Some(sid));
+    if turn.lcf.poll {
+        let rc = poll::admitted_answer(r, turn.lcf, turn.zone, turn.now);
+        return finish(r, rc);
+    }
+    DECLINED
+}
+
+/// Told to wait: the waiting answer (in a dry run: a log line, and the request goes on).
+pub(super) fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx_int_t {
+    // A new ticket only when the place changed (or a synced room's proof of presence is old):
+    // polling costs no encryption.
+    if renew_waiting(turn.zone, turn.held, place, turn.now) {
+        if !turn.dry {
+            tally_waiting(turn.zone, turn.held, place, turn.now);
+        }
+        let t = Ticket {
+            sid: place.sid,
+            qnum: place.qnum,
+            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+            accepted_at: 0,
+            last_seen: turn.now,
+        };
+        cookie::set_ticket(r, turn.zone, &t);
+    }
+    let mut view = turn.view(ViewStatus::Waiting, Some(place));
+    if let Some((e, ev)) = turn.zone.event_now(turn.now) {
+        if !ev.started {
+            prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
+        }
+    }
+    if let Some(fs) = &turn.zone.fleet {
+        view.refresh_secs =
+            fleet::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
+    }
+    record(r, turn.zone, outcome, view.position, None);
+    if turn.dry {
+        ngx_log_error!(
+            NGX_LOG_WARN,
+            r.log(),
+            "smart_limit zone \"{}\": dry run, would wait (position {}, {} in line)",
+            turn.room(),
+            view.position
+                .map_or_else(|| "-".to_string(), |p| p.to_string()),
+            place.queue_len
+        );
+        return DECLINED;
+    }
+    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
+    finish(r, rc)
+}
+
+/// An event's pre-queue: the place is held, the order is drawn at the start. The page comes
+/// back at its usual refresh (a place unseen for `presence` is gone), and at the start, each
+/// client a few seconds apart (by its session id), so the start is not one burst.
+pub(super) fn prequeue_view(view: &mut WaitView, start_secs: u64, sid: u64, now: u64) {
+    view.status = ViewStatus::Prequeue;
+    view.starts_at = Some(start_secs);
+    view.position = None;
+    view.eta_secs = None;
+    let until = start_secs.saturating_sub(now / 1000);
+    let spread = sid % (PREQUEUE_SPREAD_SECS + 1);
+    view.refresh_secs = view.refresh_secs.min(until + spread).max(1);
+}
+
+/// The start's spread: clients of the pre-queue come back within this many seconds of it.
+pub(super) const PREQUEUE_SPREAD_SECS: u64 = 4;
+
+/// Refused: the room is closed, or its line has no place left.
+pub(super) fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_int_t {
+    record(r, turn.zone, outcome, None, None);
+    if turn.dry {
+        ngx_log_error!(
+            NGX_LOG_ERR,
+            r.log(),
+            "smart_limit zone \"{}\": dry run, would refuse ({})",
+            turn.room(),
+            match why {
+                Refusal::Closed => "room closed",
+                Refusal::LineFull { .. } => "no place left in the line",
+                Refusal::ProofSpent { .. } => "its proof of work was spent already",
+            }
+        );
+        return DECLINED;
+    }
+    let mut view = turn.view(ViewStatus::Closed, None);
+    if let Refusal::LineFull { queue_len } = why {
+        // The shared-memory line is bounded by the zone's memory, a Redis line by max_line=.
+        let what = if turn.zone.params.store == StoreKind::Redis {
+            "is full: no place left in the line for a new client (max_line=)"
+        } else {
+            "is full: no place left in the line for a new client; increase its size="
+        };
+        problem(r, turn.zone, turn.now, what);
+        view.status = ViewStatus::Waiting;
+        view.queue_len = queue_len;
+    }
+    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
+    finish(r, rc)
+}
