@@ -1,4 +1,4 @@
-//! The fleet rate's sync script (core/src/fleet_rate.lua) against a real `redis-server`:
+//! The fleet rate's sync script (core/src/rate/script.lua) against a real `redis-server`:
 //! per-node rates from successive cumulative reports, one window summed for all nodes, late
 //! (older) reports ignored, silent nodes dropped from the sum, totals that only grow, one key
 //! with a TTL.

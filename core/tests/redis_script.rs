@@ -1,4 +1,4 @@
-//! The room script (core/src/room.lua) against a real `redis-server`, side by side with the
+//! The room script (core/src/redis/room.lua) against a real `redis-server`, side by side with the
 //! shared-memory [`Room`]: the same visits at the same times must give the same verdicts.
 //!
 //! Needs `redis-server` on the PATH (Debian package `redis-server`); without it the tests

@@ -26,7 +26,7 @@
 //!   zone, and with it the picture.
 //!
 //! The rules are `smart_limit_core::fleet` (pure, unit-tested, simulated in `sim/`) and its
-//! script `fleet_room.lua`.
+//! script `core/src/fleet/script.lua`.
 
 use core::future::Future;
 use core::task::Poll;

@@ -1,6 +1,6 @@
 //! `store=redis`: one room shared by a fleet of nginx nodes through Redis.
 //!
-//! Every decision is one call of the room script (core/src/room.lua) over the worker's
+//! Every decision is one call of the room script (core/src/redis/room.lua) over the worker's
 //! pipelined connection ([`crate::redis::Client`]): `EVALSHA`, or `EVAL` with the text in
 //! the rare case the server lost its script cache. The script's reply becomes the verdict, and
 //! its figures are mirrored into this node's shared-memory room so metrics and the mode in

@@ -1,6 +1,6 @@
-//! The synced room's script (`fleet_room.lua`) as plain Rust: the same rules over in-memory
-//! sets, for the simulator (`sim/`), which runs millions of clients on a virtual clock, and
-//! held to the script's answers by `tests/fleet_script.rs` on a real `redis-server`.
+//! The synced room's script (`core/src/fleet/script.lua`) as plain Rust: the same rules over
+//! in-memory sets, for the simulator (`sim/`), which runs millions of clients on a virtual
+//! clock, and held to the script's answers by `tests/fleet_script.rs` on a real `redis-server`.
 //!
 //! The fleet's line is a Fenwick tree over arrival times (milliseconds from `base_ms`, within a
 //! horizon), so the cursor and the samples of the line are order statistics in O(log n), as

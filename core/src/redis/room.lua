@@ -1,9 +1,10 @@
 -- smart_limit: one waiting room in Redis, for a fleet of nginx nodes.
 --
--- The twin of core/src/room.rs (Room::visit, tidy, pass, revoke): the same rules, with the
--- same observable behaviour, run atomically inside Redis so that any number of nodes share one
--- FIFO line and one active count. Every decision is ONE call of this script (EVALSHA).
--- core/tests/redis_script.rs runs both side by side and compares every verdict.
+-- The twin of the shared-memory room, core/src/room/ (Room::visit, tidy, pass, revoke): the
+-- same rules, with the same observable behaviour, run atomically inside Redis so that any
+-- number of nodes share one FIFO line and one active count. Every decision is ONE call of
+-- this script (EVALSHA). core/tests/redis_script.rs runs both side by side and compares
+-- every verdict.
 --
 -- Keys (all four share the room's {hash tag}, so the script also runs on Redis Cluster):
 --   KEYS[1] PREFIX:{ROOM}:state   hash: tail (next queue number), minute, adm, last_admit,
@@ -119,13 +120,10 @@ local max_line = tonumber(ARGV[11]) or 0
 local ROOM_TTL = 2 * math.max(presence, window, 60000)
 local ACTIVE_TTL = 2 * window
 local MODE_TTL = math.max(86400000, ROOM_TTL)
--- Most absent places (and stale sessions) one call removes.
-local EXPIRE_STEP = 64
--- The queue numbers an event's pre-queue reserves for its lottery keys (2^40).
-local LOTTERY_SPAN = 1099511627776
-
--- Modes, as rules::Mode::code.
-local FIFO, RANDOM, PASSTHROUGH, REJECT, QUEUE_ALL = 1, 2, 3, 4, 5
+-- From Rust, in the preamble above this file's text (ROOM_SCRIPT in core/src/redis/room.rs):
+-- EXPIRE_STEP, the most absent places (and stale sessions) one call removes; LOTTERY_SPAN, the
+-- queue numbers an event's pre-queue reserves for its lottery keys (2^40); LOOK_MS, the
+-- pressure's look; the modes FIFO, RANDOM, PASSTHROUGH, REJECT, QUEUE_ALL (rules::Mode::code).
 
 local function ntos(n)
   return string.format('%.0f', n)
@@ -249,7 +247,6 @@ end
 local lottery = ev_phase == 1 and ev_base > 0 and ev_key >= 1 and ev_key < LOTTERY_SPAN
 
 -- The fleet's pressure (see the header): a look at most once a LOOK_MS.
-local LOOK_MS = 1000
 local asking = tonumber(ARGV[18]) or 0
 local pressure = asking >= 1
 local pr_at, pr_in, pr_out = tonumber(st[11]) or 0, tonumber(st[12]) or 0, tonumber(st[13]) or 0
