@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use serde::{Serialize, Serializer};
+
 use crate::args::Config;
 use crate::page::PageLoad;
 pub use crate::page::NO_ANSWER;
@@ -82,37 +84,53 @@ impl BrowserLog {
     }
 }
 
+/// The run's summary; its JSON form ([`Report::json`]) is what `scripts/bench` reads.
+#[derive(Serialize)]
 pub struct Report {
     pub label: String,
     pub url: String,
     pub browsers: usize,
     pub budget: u64,
-    pub wait_ms: u128,
+    pub wait_ms: u64,
     pub source_ips: bool,
     pub requests: u64,
     pub ok: u64,
     pub other: u64,
     pub errors: u64,
+    #[serde(serialize_with = "statuses_json")]
     pub statuses: BTreeMap<u16, u64>,
     pub pages: u64,
     pub pages_ok: u64,
+    #[serde(rename = "complete_page_loads")]
     pub complete: u64,
+    #[serde(rename = "broken_page_loads")]
     pub broken: u64,
+    #[serde(rename = "waiting_pages")]
     pub waiting: u64,
     pub error_pages: u64,
+    #[serde(rename = "unfinished_page_loads")]
     pub unfinished: u64,
+    #[serde(serialize_with = "statuses_json")]
     pub failed_assets: BTreeMap<u16, u64>,
     pub browsers_served: u64,
     /// Browsers that got at least one broken page.
     pub browsers_broken: u64,
+    #[serde(rename = "connections")]
     pub connects: u64,
     pub body_bytes: u64,
+    #[serde(rename = "wall_seconds", serialize_with = "round3")]
     pub wall_secs: f64,
+    #[serde(rename = "requests_per_second", serialize_with = "round2")]
     pub rps: f64,
+    #[serde(serialize_with = "round3")]
     pub p50_ms: f64,
+    #[serde(serialize_with = "round3")]
     pub p99_ms: f64,
+    #[serde(serialize_with = "round3")]
     pub max_ms: f64,
+    #[serde(serialize_with = "round3")]
     pub ok_p50_ms: f64,
+    #[serde(serialize_with = "round3")]
     pub ok_p99_ms: f64,
     pub first_error: Option<String>,
 }
@@ -180,7 +198,7 @@ impl Report {
             url: cfg.target.url.clone(),
             browsers: cfg.browsers,
             budget: cfg.requests,
-            wait_ms: cfg.wait.as_millis(),
+            wait_ms: u64::try_from(cfg.wait.as_millis()).unwrap_or(u64::MAX),
             source_ips: cfg.source_ips,
             requests,
             ok,
@@ -295,89 +313,33 @@ impl Report {
         o
     }
 
+    /// The report as one JSON object (the keys `scripts/bench` reads with jq).
     pub fn json(&self) -> String {
-        let statuses = statuses_json(&self.statuses);
-        let failed_assets = statuses_json(&self.failed_assets);
-        format!(
-            concat!(
-                "{{\"label\":{},\"url\":{},\"browsers\":{},\"budget\":{},\"wait_ms\":{},",
-                "\"source_ips\":{},\"requests\":{},\"ok\":{},\"other\":{},\"errors\":{},",
-                "\"statuses\":{{{}}},\"pages\":{},\"pages_ok\":{},\"complete_page_loads\":{},",
-                "\"broken_page_loads\":{},\"waiting_pages\":{},\"error_pages\":{},",
-                "\"unfinished_page_loads\":{},\"failed_assets\":{{{}}},",
-                "\"browsers_served\":{},\"browsers_broken\":{},\"connections\":{},\"body_bytes\":{},\"wall_seconds\":{:.3},",
-                "\"requests_per_second\":{:.2},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"max_ms\":{:.3},",
-                "\"ok_p50_ms\":{:.3},\"ok_p99_ms\":{:.3},\"first_error\":{}}}"
-            ),
-            json_str(&self.label),
-            json_str(&self.url),
-            self.browsers,
-            self.budget,
-            self.wait_ms,
-            self.source_ips,
-            self.requests,
-            self.ok,
-            self.other,
-            self.errors,
-            statuses,
-            self.pages,
-            self.pages_ok,
-            self.complete,
-            self.broken,
-            self.waiting,
-            self.error_pages,
-            self.unfinished,
-            failed_assets,
-            self.browsers_served,
-            self.browsers_broken,
-            self.connects,
-            self.body_bytes,
-            self.wall_secs,
-            self.rps,
-            self.p50_ms,
-            self.p99_ms,
-            self.max_ms,
-            self.ok_p50_ms,
-            self.ok_p99_ms,
-            self.first_error.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
-        )
+        // Serializing plain numbers, strings and maps with string keys cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
     }
 }
 
-/// `"200":5,"error":1` (the inside of a JSON object).
-fn statuses_json(statuses: &BTreeMap<u16, u64>) -> String {
-    let parts: Vec<String> = statuses
-        .iter()
-        .map(|(s, n)| {
-            let key = if *s == NO_ANSWER {
-                "error".to_string()
-            } else {
-                s.to_string()
-            };
-            format!("{}:{n}", json_str(&key))
-        })
-        .collect();
-    parts.join(",")
+/// A status map's keys as JSON object keys: the status, or `error` for no answer.
+fn statuses_json<S: Serializer>(statuses: &BTreeMap<u16, u64>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(statuses.iter().map(|(status, n)| {
+        let key = if *status == NO_ANSWER {
+            "error".to_string()
+        } else {
+            status.to_string()
+        };
+        (key, n)
+    }))
 }
 
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
+/// A figure rounded to 3 decimals (milliseconds to the microsecond, seconds to the ms).
+fn round3<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((x * 1000.0).round() / 1000.0)
+}
+
+/// A rate rounded to 2 decimals.
+fn round2<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((x * 100.0).round() / 100.0)
 }
 
 #[cfg(test)]
@@ -394,7 +356,57 @@ mod tests {
     }
 
     #[test]
-    fn json_escapes() {
-        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    fn json_keys_and_values() {
+        let r = Report {
+            label: "a\"b\\c\n\u{1}".into(),
+            url: "http://127.0.0.1:1".into(),
+            browsers: 2,
+            budget: 10,
+            wait_ms: 200,
+            source_ips: true,
+            requests: 10,
+            ok: 7,
+            other: 3,
+            errors: 1,
+            statuses: BTreeMap::from([(200, 7), (503, 2), (NO_ANSWER, 1)]),
+            pages: 4,
+            pages_ok: 3,
+            complete: 2,
+            broken: 1,
+            waiting: 1,
+            error_pages: 0,
+            unfinished: 0,
+            failed_assets: BTreeMap::from([(503, 1)]),
+            browsers_served: 2,
+            browsers_broken: 1,
+            connects: 5,
+            body_bytes: 1234,
+            wall_secs: 1.23456,
+            rps: 8.104,
+            p50_ms: 0.5,
+            p99_ms: 2.0004,
+            max_ms: 3.0,
+            ok_p50_ms: 0.25,
+            ok_p99_ms: 1.0,
+            first_error: None,
+        };
+        let text = r.json();
+        assert!(
+            text.starts_with("{\"label\":\"a\\\"b\\\\c\\n\\u0001\","),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let want = serde_json::json!({
+            "label": "a\"b\\c\n\u{1}", "url": "http://127.0.0.1:1", "browsers": 2,
+            "budget": 10, "wait_ms": 200, "source_ips": true, "requests": 10, "ok": 7,
+            "other": 3, "errors": 1, "statuses": {"200": 7, "503": 2, "error": 1},
+            "pages": 4, "pages_ok": 3, "complete_page_loads": 2, "broken_page_loads": 1,
+            "waiting_pages": 1, "error_pages": 0, "unfinished_page_loads": 0,
+            "failed_assets": {"503": 1}, "browsers_served": 2, "browsers_broken": 1,
+            "connections": 5, "body_bytes": 1234, "wall_seconds": 1.235,
+            "requests_per_second": 8.1, "p50_ms": 0.5, "p99_ms": 2.0, "max_ms": 3.0,
+            "ok_p50_ms": 0.25, "ok_p99_ms": 1.0, "first_error": null
+        });
+        assert_eq!(v, want);
     }
 }
