@@ -8,10 +8,11 @@
 //! `presence` after the last waiting answer of its first place. A sweep over the stretches'
 //! ends and the answers, by time, with the holders counted by arrival rank: O(n log n).
 
+use smart_limit_core::util::fenwick::Fenwick;
+
 use crate::history::{Order, Outcome};
 
 use super::clients::{reqs_of, ClientFacts};
-use super::fenwick::Fenwick;
 use super::load::History;
 
 /// The error of the told positions (told - true), over the answers compared.

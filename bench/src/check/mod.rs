@@ -13,7 +13,6 @@ pub mod admission;
 pub mod clients;
 pub mod distinct;
 pub mod faults;
-pub mod fenwick;
 pub mod kept;
 pub mod latency;
 pub mod load;

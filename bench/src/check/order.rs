@@ -18,10 +18,11 @@
 //! Pairs are counted, not listed (there may be millions): victims are taken by their threshold,
 //! later arrivals inserted as they qualify into a Fenwick tree over admission times.
 
+use smart_limit_core::util::fenwick::Fenwick;
+
 use crate::history::Order as RoomOrder;
 
 use super::clients::{ClientFacts, Window};
-use super::fenwick::Fenwick;
 use super::load::History;
 use super::violation::{Rule, Violation};
 

@@ -5,6 +5,8 @@
 //!
 //! Plain functions over a `[u32]` (it lives in shared memory, next to the ring). Indices are
 //! 0-based for callers; the tree itself is the classic 1-based layout shifted by one.
+//! [`Fenwick`] is the same tree in a `Vec` of its own, for callers outside shared memory (the
+//! rehearsal's checker counts with it).
 
 /// Adds `delta` (+1 or -1) to the counter at `i`.
 pub fn add(t: &mut [u32], i: usize, delta: i32) {
@@ -50,6 +52,41 @@ pub fn find(t: &[u32], k: u64) -> Option<usize> {
     (pos < n).then_some(pos)
 }
 
+/// Counts at indices `0..n` in a tree of their own: [`add`], [`prefix`] and [`find`] over a `Vec`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fenwick {
+    tree: Vec<u32>,
+}
+
+impl Fenwick {
+    /// `n` counters at zero.
+    pub fn new(n: usize) -> Fenwick {
+        Fenwick { tree: vec![0; n] }
+    }
+
+    /// Adds one at index `i` (nothing beyond `n`).
+    pub fn add(&mut self, i: usize) {
+        add(&mut self.tree, i, 1);
+    }
+
+    /// Takes one off index `i`; nothing when its count is zero (it never goes below).
+    pub fn remove(&mut self, i: usize) {
+        if i < self.tree.len() && prefix(&self.tree, i + 1) > prefix(&self.tree, i) {
+            add(&mut self.tree, i, -1);
+        }
+    }
+
+    /// The count at indices below `end` (all of them for `end >= n`).
+    pub fn below(&self, end: usize) -> u64 {
+        prefix(&self.tree, end)
+    }
+
+    /// The smallest index at which the counts up to it reach `k` (from 1), if they do.
+    pub fn find(&self, k: u64) -> Option<usize> {
+        find(&self.tree, k)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +125,35 @@ mod tests {
                 assert_eq!(find(&t, total + 1), None);
             }
         }
+    }
+
+    #[test]
+    fn the_owned_tree_counts_as_the_functions_do() {
+        let mut t = Fenwick::new(5);
+        for i in [0, 2, 2, 4, 9] {
+            t.add(i);
+        }
+        assert_eq!(
+            (0..=6).map(|k| t.below(k)).collect::<Vec<_>>(),
+            vec![0, 1, 1, 3, 3, 4, 4]
+        );
+        assert_eq!(
+            (t.find(2), t.find(3), t.find(4), t.find(5)),
+            (Some(2), Some(2), Some(4), None)
+        );
+        t.remove(2);
+        assert_eq!(t.below(3), 2);
+        // A count at zero stays there, and its neighbours keep theirs.
+        t.remove(1);
+        t.remove(7);
+        assert_eq!(
+            (0..=5).map(|k| t.below(k)).collect::<Vec<_>>(),
+            vec![0, 1, 1, 2, 2, 3]
+        );
+        t.remove(0);
+        t.remove(2);
+        t.remove(4);
+        assert_eq!(t, Fenwick::new(5));
+        assert_eq!(Fenwick::default().below(3), 0);
     }
 }

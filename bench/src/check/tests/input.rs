@@ -89,7 +89,7 @@ fn violations_are_listed_twenty_per_rule() {
 
 #[test]
 fn fenwick_counts_below() {
-    let mut t = crate::check::fenwick::Fenwick::new(5);
+    let mut t = smart_limit_core::util::fenwick::Fenwick::new(5);
     for i in [0, 2, 2, 4] {
         t.add(i);
     }
