@@ -63,6 +63,8 @@ use core::ops::Range;
 
 use layout::{Header, Seen};
 
+use crate::sync::STALE_INTERVALS;
+
 pub use model::FleetModel;
 pub use script::{draw_reply, picture_reply, Drawn, Fence, FleetScript, SyncAnswer, FLEET_SCRIPT};
 
@@ -88,8 +90,6 @@ pub const FRESH_CAP: usize = 1024;
 /// the head polling exhausted nodes watched clients 40 places back go in for 4 s: the
 /// ten-minute rehearsal; docs/fleet.md, "The pool's size", has the simulator's figures).
 pub const KEEP_PPM: u64 = 500_000;
-/// A node unheard of for this many intervals is dropped (its grants released).
-pub const STALE_INTERVALS: u64 = 3;
 /// Most sightings one sync carries (admissions first, then active sessions, then waiters; the
 /// rest wait in the batch): the script's work per call stays bounded whatever the node kept
 /// (after an outage, with a long line). Measured on this project's 2-core machine with 100,000

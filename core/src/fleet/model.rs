@@ -16,16 +16,19 @@ use super::{SpentProof, ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_
 use crate::room::gcra::Rate;
 
 mod held;
-mod line;
+pub(super) mod line;
+
+// The constants the model shares with the script are the script's too: `FLEET_SCRIPT`
+// (script.rs) sends them in its preamble, so they are written here only.
 
 /// Most waiters one call drops from the line: EXPIRE_STEP less the waiters it reports, at least
-/// EXPIRE_MIN (the script's; the active set is trimmed whole).
-const EXPIRE_STEP: usize = 200;
-const EXPIRE_MIN: usize = 50;
-/// Lapsed spent proofs one sync removes at most (the script's SPENT_EXPIRE).
-const SPENT_EXPIRE: usize = 256;
-/// How long the fleet keeps a spent proof's entry at least (the script's SPENT_KEEP_MS).
-const SPENT_KEEP_MS: u64 = 60_000;
+/// EXPIRE_MIN (the active set is trimmed whole).
+pub(super) const EXPIRE_STEP: usize = 200;
+pub(super) const EXPIRE_MIN: usize = 50;
+/// Lapsed spent proofs one sync removes at most.
+pub(super) const SPENT_EXPIRE: usize = 256;
+/// How long the fleet keeps a spent proof's entry at least.
+pub(super) const SPENT_KEEP_MS: u64 = 60_000;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Node {

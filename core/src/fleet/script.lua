@@ -102,30 +102,28 @@ if now == 0 then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Most waiters one call drops from the line: EXPIRE_STEP less one for each waiter the call
--- reports, at least EXPIRE_MIN (a call's work stays bounded: a full report and a mass
--- departure at once must not add up; the line still sheds at least EXPIRE_MIN a call).
--- Measured with 100,000 waiting (the scenario of t/273-sync-bounded.t, timed by
--- `scripts/bench --sync-calls`): a departed waiter costs the script
--- about 1.8 us, a reported one 3-6 us.
-local EXPIRE_STEP, EXPIRE_MIN = 200, 50
--- Members per variadic command (Lua's unpack has a limit of a few thousand).
-local CHUNK = 500
--- Samples of the line returned for positions: the first ranks one by one, then spaced out
--- (at most a GROWTH-th of their rank apart near the head, EVEN_SAMPLES evenly over the rest).
-local FIRST_RANKS, SAMPLES, EVEN_SAMPLES, GROWTH = 32, 120, 64, 4
--- The cursor's band: up to this many times the waiters the free places take.
-local BAND = 2
--- Flood control: client keys charged per sync (FLOOD_REPORT_CAP), keys over their budget
--- answered per sync (FLOOD_ANSWER_CAP), lapsed ones removed per sync at most.
-local FLOOD_KEYS, FLOOD_ANSWERS, FLOOD_EXPIRE = 32, 64, 64
--- Spent proofs: reported per sync, answered per sync, lapsed ones removed per sync at most.
-local SPENT_REPORT, SPENT_ANSWERS, SPENT_EXPIRE, SPENT_KEEP_MS = 64, 256, 256, 60000
--- Ends of the expiring sessions whose places a node's quota holds, a picture carries at most
--- (ENDS_CAP).
-local ENDS = 64
--- A line of at most this many waiters comes whole in the picture (EXACT_LINE).
-local EXACT_LINE = 2048
+-- From Rust, in the preamble above this file's text (FLEET_SCRIPT in core/src/fleet/script.rs,
+-- from the constants the model shares):
+--   EXPIRE_STEP, EXPIRE_MIN: most waiters one call drops from the line, EXPIRE_STEP less one
+--     for each waiter the call reports, at least EXPIRE_MIN (a call's work stays bounded: a full
+--     report and a mass departure at once must not add up; the line still sheds at least
+--     EXPIRE_MIN a call). Measured with 100,000 waiting (the scenario of
+--     t/273-sync-bounded.t, timed by `scripts/bench --sync-calls`): a departed waiter costs the
+--     script about 1.8 us, a reported one 3-6 us.
+--   CHUNK: members per variadic command (Lua's unpack has a limit of a few thousand).
+--   FIRST_RANKS, SAMPLES, EVEN_SAMPLES, GROWTH: samples of the line returned for positions: the
+--     first ranks one by one, then spaced out (at most a GROWTH-th of their rank apart near the
+--     head, EVEN_SAMPLES evenly over the rest).
+--   BAND: the cursor's band, up to this many times the waiters the free places take.
+--   FLOOD_KEYS, FLOOD_ANSWERS, FLOOD_EXPIRE: flood control's client keys charged per sync
+--     (FLOOD_REPORT_CAP), keys over their budget answered per sync (FLOOD_ANSWER_CAP), lapsed
+--     ones removed per sync at most.
+--   SPENT_REPORT, SPENT_ANSWERS, SPENT_EXPIRE, SPENT_KEEP_MS: spent proofs reported per sync,
+--     answered per sync, lapsed ones removed per sync at most, and how long one is kept.
+--   ENDS: ends of the expiring sessions whose places a node's quota holds, a picture carries at
+--     most (ENDS_CAP).
+--   EXACT_LINE: a line of at most this many waiters comes whole in the picture.
+--   LOOK_MS: the fleet's pressure is looked at once a second at most (challenge::LOOK_MS).
 
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
@@ -578,7 +576,6 @@ redis.call('HSET', K_FLEET, 'win', digits(window), 'hz', digits(hz), 'free', dig
 local pr = redis.call('HMGET', K_FLEET, 'pr_win', 'pr_in', 'pr_out', 'pr_r', 'pr_d', 'pr_ch')
 local pr_win, pr_in, pr_out = number(pr[1]), number(pr[2]), number(pr[3])
 local pr_r, pr_d, pr_ch = tonumber(pr[4]) or 1000000, number(pr[5]), number(pr[6])
-local LOOK_MS = 1000
 if pr_win == 0 or window >= pr_win + math.max(interval, LOOK_MS) then
   if pr_win ~= 0 then
     pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)

@@ -1,6 +1,7 @@
 //! The fleet room's script in Redis (`script.lua`): its arguments, and its replies (the
 //! fleet's picture, a pool draw) read fallibly.
 
+use super::model::{self, line};
 use super::{Ask, FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, EXACT_LINE, MAX_SAMPLES};
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
 use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
@@ -9,8 +10,34 @@ use crate::redis::resp::Value;
 use crate::redis::{count, Form, Keys, ReplyError};
 use crate::room::gcra::Rate;
 
-/// The sync script.
-pub const FLEET_SCRIPT: &str = include_str!("script.lua");
+/// Members per variadic command the script sends (Lua's `unpack` has a limit of a few
+/// thousand).
+const CHUNK: usize = 500;
+/// Lapsed client keys over the flood budget one sync removes at most.
+const FLOOD_EXPIRE: usize = 64;
+
+/// The sync script. Its constants are these (their one source: the model's and the node's
+/// where they share them), in the preamble before `script.lua`'s text.
+pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lua"), {
+    EXPIRE_STEP = model::EXPIRE_STEP,
+    EXPIRE_MIN = model::EXPIRE_MIN,
+    CHUNK = CHUNK,
+    FIRST_RANKS = line::FIRST_RANKS,
+    SAMPLES = line::SAMPLES,
+    EVEN_SAMPLES = line::EVEN_SAMPLES,
+    GROWTH = line::GROWTH,
+    BAND = line::BAND,
+    FLOOD_KEYS = FLOOD_REPORT_CAP,
+    FLOOD_ANSWERS = FLOOD_ANSWER_CAP,
+    FLOOD_EXPIRE = FLOOD_EXPIRE,
+    SPENT_REPORT = SPENT_REPORT_CAP,
+    SPENT_ANSWERS = SPENT_ANSWER_CAP,
+    SPENT_EXPIRE = model::SPENT_EXPIRE,
+    SPENT_KEEP_MS = model::SPENT_KEEP_MS,
+    ENDS = ENDS_CAP,
+    EXACT_LINE = EXACT_LINE,
+    LOOK_MS = crate::challenge::LOOK_MS,
+});
 
 /// The calls of one synced room.
 #[derive(Debug, Clone)]

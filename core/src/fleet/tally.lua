@@ -32,8 +32,10 @@
 --        above 0, by bucket, as one string (an array of integers would be capped at 1,024
 --        elements by the module's reply parser; a bulk string at 1 MiB, about 35,000 buckets:
 --        ten hours of arrivals)
+--
+-- From Rust, in the preamble above this file's text (TALLY_SCRIPT in core/src/fleet/tally.rs):
+-- SLOTS (EPOCH_SLOTS), BATCH, STALE (sync::STALE_INTERVALS).
 
-local SLOTS = 6
 local K_META, K_PL, K_LI, K_SP, K_NODES = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local now = tonumber(ARGV[1])
 local epoch_ms = tonumber(ARGV[2])
@@ -164,12 +166,11 @@ for _ = 1, (take() or 0) do
     end
   end
 end
-for j = 1, #spans_set, 2000 do
-  redis.call('HSET', K_SP, unpack(spans_set, j, math.min(j + 1999, #spans_set)))
+for j = 1, #spans_set, 2 * BATCH do
+  redis.call('HSET', K_SP, unpack(spans_set, j, math.min(j + 2 * BATCH - 1, #spans_set)))
 end
 
--- The changes written back, a thousand fields a call (a count back at 0 is deleted).
-local BATCH = 1000
+-- The changes written back, BATCH fields a command (a count back at 0 is deleted).
 for s, fields in pairs(changed) do
   local set, del = {}, {}
   local function flush(force)
@@ -199,7 +200,6 @@ end
 -- next; estimated at the pace of its last report (its let-ins over the time since its call
 -- before), for the time since, at most an interval. A node that has not called for STALE
 -- intervals is gone (dropped: the hash holds the nodes that call, no more).
-local STALE = 3
 local me, interval, fleet_now = take_field(), take(), take()
 local nodes, unreported = 0, 0
 if me and interval and interval >= 1 and fleet_now then

@@ -27,19 +27,29 @@ pub use counts::{Counts, CountsView, Row};
 
 use crate::redis::resp::Value;
 use crate::redis::{server_error, ReplyError};
+use crate::sync::STALE_INTERVALS;
 
 /// [`Ledger`] in Redis (tally.lua): called by a synced node once an interval; checked against
-/// the `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`.
-pub const TALLY_SCRIPT: &str = include_str!("tally.lua");
+/// the `Ledger` by core/tests/fleet_tally_script.rs on a real `redis-server`. Its constants
+/// are these, in the preamble before `tally.lua`'s text (a node unheard of for
+/// [`STALE_INTERVALS`] is gone from the fleet's reckoning of what its counts lack: its entry
+/// is dropped).
+pub const TALLY_SCRIPT: &str = crate::redis::lua_script!(include_str!("tally.lua"), {
+    SLOTS = EPOCH_SLOTS,
+    BATCH = BATCH,
+    STALE = STALE_INTERVALS,
+});
 /// The script's keys after the room's prefix: six epoch slots (more than the live epochs), the
 /// slots' epochs, places taken, waiters let in, their arrivals' spans, and when each node
 /// last called.
 pub const TALLY_KEYS: [&str; 11] = [
     "e0", "e1", "e2", "e3", "e4", "e5", "epochs", "placed", "let_in", "spans", "nodes",
 ];
-/// A node that has not called for this many intervals is gone from the fleet's reckoning of
-/// what its counts lack (its entry is dropped).
-pub const STALE_INTERVALS: u64 = 3;
+/// The epoch slots: the first keys of [`TALLY_KEYS`] (the script's SLOTS).
+pub const EPOCH_SLOTS: usize = 6;
+const _: () = assert!(TALLY_KEYS.len() == EPOCH_SLOTS + 5);
+/// Fields one `HSET` (pairs) or `HDEL` of the script writes back at most (its BATCH).
+const BATCH: usize = 1000;
 
 /// Width of an arrival bucket.
 pub const BUCKET_MS: u64 = 1000;

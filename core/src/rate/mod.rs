@@ -40,8 +40,6 @@ pub const PPM: u32 = 1_000_000;
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
 /// A picture counts as fresh for this many intervals (one missed sync is nothing to act on).
 pub const FRESH_INTERVALS: u64 = 2;
-/// A node unheard of for this many intervals drops out of the fleet's sum.
-pub const STALE_INTERVALS: u64 = 3;
 /// The node checks for a surge of its own offer every this many requests.
 pub const SURGE_CHECK: u64 = 64;
 /// ... and not before a tenth of the interval (at least this long) after a tick, nor before

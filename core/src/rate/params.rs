@@ -1,11 +1,12 @@
 //! The `smart_limit_rate_zone` directive's parameters.
 
-use super::{RateConfig, DEFAULT_INTERVAL_MS, FALLBACK_INTERVALS, STALE_INTERVALS};
+use super::{RateConfig, DEFAULT_INTERVAL_MS, FALLBACK_INTERVALS};
 use crate::config::{
     key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError,
     DEFAULT_PREFIX,
 };
 use crate::redis::params::{RedisParams, REDIS_PARAMS};
+use crate::sync::STALE_INTERVALS;
 
 /// The parsed `smart_limit_rate_zone` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -54,9 +54,9 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- An entry: seq offered passed at win r_off r_pass prev_win prev_r_off prev_r_pass seen
-local SEQ, OFF, PASS, AT, WIN, R_OFF, R_PASS, P_WIN, P_R_OFF, P_R_PASS, SEEN =
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+-- An entry: seq offered passed at win r_off r_pass prev_win prev_r_off prev_r_pass seen, at
+-- the places SEQ .. SEEN (1 .. 11) the preamble above this file's text defines (SYNC_SCRIPT's
+-- Entry in core/src/rate/script.rs).
 
 local function numbers(text)
   local out = {}

@@ -4,8 +4,37 @@ use super::{FleetPicture, RateZoneParams, SyncArgs};
 use crate::redis::resp::Value;
 use crate::redis::{count, ints, Form, ReplyError};
 
-/// The sync script.
-pub const SYNC_SCRIPT: &str = include_str!("script.lua");
+/// A node's entry in the zone's hash: its numbers, by their place in the entry (Lua's, from 1).
+/// Only the script reads entries; their places are written here, as its other constants are.
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    Seq = 1,
+    Offered,
+    Passed,
+    At,
+    Window,
+    RateOffered,
+    RatePassed,
+    PrevWindow,
+    PrevRateOffered,
+    PrevRatePassed,
+    Seen,
+}
+
+/// The sync script, after a preamble of the entry's places.
+pub const SYNC_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lua"), {
+    SEQ = Entry::Seq,
+    OFF = Entry::Offered,
+    PASS = Entry::Passed,
+    AT = Entry::At,
+    WIN = Entry::Window,
+    R_OFF = Entry::RateOffered,
+    R_PASS = Entry::RatePassed,
+    P_WIN = Entry::PrevWindow,
+    P_R_OFF = Entry::PrevRateOffered,
+    P_R_PASS = Entry::PrevRatePassed,
+    SEEN = Entry::Seen,
+});
 
 /// The sync call of one rate zone.
 #[derive(Debug, Clone)]

@@ -5,12 +5,23 @@ use super::resp::Value;
 use super::script::{count, ints, Form, ReplyError};
 use super::script::{load_command_of, script_call, sha_of};
 
+use crate::challenge::LOOK_MS;
 use crate::room::gcra::Rate;
 use crate::room::rules::{Limits, Mode};
-use crate::room::{Mirror, Place, Refusal, Verdict, Visit};
+use crate::room::{Mirror, Place, Refusal, Verdict, Visit, EXPIRE_STEP};
 
-/// The room's rules in Lua: one call per decision, atomic inside Redis.
-pub const ROOM_SCRIPT: &str = include_str!("room.lua");
+/// The room's rules in Lua: one call per decision, atomic inside Redis. Its constants are
+/// these (their one source), in the preamble before `room.lua`'s text.
+pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"), {
+    EXPIRE_STEP = EXPIRE_STEP,
+    LOTTERY_SPAN = LOTTERY_SPAN,
+    LOOK_MS = LOOK_MS,
+    FIFO = Mode::Fifo.code(),
+    RANDOM = Mode::Random.code(),
+    PASSTHROUGH = Mode::Passthrough.code(),
+    REJECT = Mode::Reject.code(),
+    QUEUE_ALL = Mode::QueueAll.code(),
+});
 
 /// The four keys of one room, and the names of its flood buckets. They share the `{room}`
 /// hash tag, so Redis Cluster keeps them in one slot and the script may touch them all.

@@ -5,6 +5,115 @@ use core::fmt;
 
 use super::resp::Value;
 
+/// The first line of every script's text: what the generated lines below it are.
+pub const PREAMBLE_HEAD: &str =
+    "-- From Rust, the one source of the constants this script shares (generated at build):\n";
+
+/// The text of a script as it is sent (and as its SHA is taken): a preamble of one
+/// `local NAME = value` line for each constant the script shares with Rust, then the script's
+/// file, which defines no numeric constant of its own (scripts/check-layout keeps it so). Built
+/// at compile time from the Rust constants, their one source:
+///
+/// ```ignore
+/// pub const TALLY_SCRIPT: &str = lua_script!(include_str!("tally.lua"), {
+///     STALE = STALE_INTERVALS,
+///     BATCH = BATCH,
+/// });
+/// ```
+///
+/// A value must be an integer Lua holds exactly (below 2^53), a name a Lua upper-case
+/// identifier: else the crate does not build.
+macro_rules! lua_script {
+    ($body:expr, { $($name:ident = $value:expr),* $(,)? }) => {{
+        const SHARED: &[(&str, u64)] = &[$((stringify!($name), $value as u64)),*];
+        const BODY: &str = $body;
+        const LEN: usize = $crate::redis::script_text_len(SHARED, BODY);
+        const BYTES: [u8; LEN] = $crate::redis::script_text(SHARED, BODY);
+        match core::str::from_utf8(&BYTES) {
+            Ok(text) => text,
+            Err(_) => panic!("a script's text is UTF-8"),
+        }
+    }};
+}
+pub(crate) use lua_script;
+
+/// Largest integer a Lua number (a double) holds exactly.
+const LUA_EXACT: u64 = 1 << 53;
+
+const fn decimal_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 10 {
+        v /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// The length of [`script_text`]'s text (a constant's array length).
+pub(crate) const fn script_text_len(shared: &[(&str, u64)], body: &str) -> usize {
+    let mut n = PREAMBLE_HEAD.len() + body.len();
+    let mut i = 0;
+    while i < shared.len() {
+        let (name, value) = shared[i];
+        n += "local ".len() + name.len() + " = ".len() + decimal_len(value) + 1;
+        i += 1;
+    }
+    n
+}
+
+const fn put<const N: usize>(out: &mut [u8; N], mut at: usize, s: &[u8]) -> usize {
+    let mut i = 0;
+    while i < s.len() {
+        out[at] = s[i];
+        at += 1;
+        i += 1;
+    }
+    at
+}
+
+/// The script's text: [`PREAMBLE_HEAD`], `local NAME = value` for each shared constant, the
+/// body (see [`lua_script!`]).
+pub(crate) const fn script_text<const N: usize>(shared: &[(&str, u64)], body: &str) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut at = put(&mut out, 0, PREAMBLE_HEAD.as_bytes());
+    let mut i = 0;
+    while i < shared.len() {
+        let (name, value) = shared[i];
+        let b = name.as_bytes();
+        assert!(
+            !b.is_empty() && b[0].is_ascii_uppercase(),
+            "a shared name is upper case"
+        );
+        let mut j = 0;
+        while j < b.len() {
+            let c = b[j];
+            assert!(
+                c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_',
+                "a shared name is upper case"
+            );
+            j += 1;
+        }
+        assert!(value <= LUA_EXACT, "a shared value is exact in Lua");
+        at = put(&mut out, at, b"local ");
+        at = put(&mut out, at, b);
+        at = put(&mut out, at, b" = ");
+        let len = decimal_len(value);
+        let mut v = value;
+        let mut k = len;
+        while k > 0 {
+            k -= 1;
+            out[at + k] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        at += len;
+        at = put(&mut out, at, b"\n");
+        i += 1;
+    }
+    at = put(&mut out, at, body.as_bytes());
+    assert!(at == N, "the script's length");
+    out
+}
+
 /// SHA-1 of a script: the name `EVALSHA` calls it by.
 pub fn sha_of(script: &str) -> String {
     ::redis::Script::new(script).get_hash().to_string()

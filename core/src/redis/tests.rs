@@ -150,6 +150,70 @@ fn bad_replies_are_errors() {
     assert!(revoke_outcome(&arr(&[1, 2])).is_err());
 }
 
+/// Each script's text is the preamble of the Rust constants it shares, then its file; the SHA
+/// that `EVALSHA` sends and `SCRIPT LOAD` checks is the whole text's.
+#[test]
+fn scripts_take_their_constants_from_rust() {
+    use crate::fleet::{tally::TALLY_SCRIPT, ENDS_CAP, EXACT_LINE, FLEET_SCRIPT};
+    let scripts = [
+        (ROOM_SCRIPT, include_str!("room.lua"), 8),
+        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 18),
+        (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
+        (
+            crate::rate::SYNC_SCRIPT,
+            include_str!("../rate/script.lua"),
+            11,
+        ),
+    ];
+    for (text, file, n) in scripts {
+        let preamble = text.strip_suffix(file).unwrap();
+        let mut lines = preamble.lines();
+        assert_eq!(lines.next(), PREAMBLE_HEAD.strip_suffix('\n'));
+        let lines: Vec<&str> = lines.collect();
+        assert_eq!(lines.len(), n);
+        for l in lines {
+            let (name, value) = l.strip_prefix("local ").unwrap().split_once(" = ").unwrap();
+            assert!(
+                name.bytes().all(|c| c.is_ascii_uppercase() || c == b'_'),
+                "{l}"
+            );
+            assert!(value.parse::<u64>().is_ok(), "{l}");
+        }
+        let sha = sha_of(text);
+        assert_ne!(sha, sha_of(file));
+        assert!(check_load(&Value::Bulk(sha.clone().into_bytes()), &sha).is_ok());
+    }
+    for (text, line) in [
+        (
+            ROOM_SCRIPT,
+            format!("local EXPIRE_STEP = {}\n", crate::room::EXPIRE_STEP),
+        ),
+        (
+            ROOM_SCRIPT,
+            format!("local LOTTERY_SPAN = {LOTTERY_SPAN}\n"),
+        ),
+        (
+            ROOM_SCRIPT,
+            format!("local QUEUE_ALL = {}\n", Mode::QueueAll.code()),
+        ),
+        (FLEET_SCRIPT, format!("local EXACT_LINE = {EXACT_LINE}\n")),
+        (FLEET_SCRIPT, format!("local ENDS = {ENDS_CAP}\n")),
+        (
+            FLEET_SCRIPT,
+            format!("local LOOK_MS = {}\n", crate::challenge::LOOK_MS),
+        ),
+        (
+            TALLY_SCRIPT,
+            format!("local STALE = {}\n", crate::sync::STALE_INTERVALS),
+        ),
+        (crate::rate::SYNC_SCRIPT, "local SEEN = 11\n".to_string()),
+    ] {
+        assert!(text.contains(&line), "{line}");
+    }
+    assert_eq!(Script::new("p", "r", limits(), 0).sha, sha_of(ROOM_SCRIPT));
+    assert_eq!(ROOM_SCRIPT.lines().nth(1), Some("local EXPIRE_STEP = 64"));
+}
+
 #[test]
 fn load_reply_must_name_our_script() {
     let sha = sha_of(ROOM_SCRIPT);

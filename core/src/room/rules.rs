@@ -31,7 +31,9 @@ impl Mode {
     /// The mode names, for messages: "fifo, random, passthrough, reject, queue_all".
     pub const NAMES: &'static str = "fifo, random, passthrough, reject, queue_all";
 
-    pub fn code(self) -> u32 {
+    /// The mode's number, as the room script knows it (its FIFO .. QUEUE_ALL come from here)
+    /// and Redis stores an override.
+    pub const fn code(self) -> u32 {
         match self {
             Mode::Fifo => 1,
             Mode::Random => 2,

@@ -7,14 +7,18 @@ use super::FleetModel;
 use crate::fleet::{Sample, EXACT_LINE, MAX_SAMPLES};
 use crate::util::fenwick;
 
-const FIRST_RANKS: u64 = 32;
+// These are the script's too (its preamble, `FLEET_SCRIPT` in script.rs): written here only.
+
+/// The ranks at the head of the line sampled one by one.
+pub(in crate::fleet) const FIRST_RANKS: u64 = 32;
 /// The cursor's band: up to this many times the waiters the free places take.
-const BAND: u64 = 2;
-const SAMPLES: u64 = 120;
+pub(in crate::fleet) const BAND: u64 = 2;
+/// Samples of a line too long to come whole, at most (and its last waiter).
+pub(in crate::fleet) const SAMPLES: u64 = 120;
 /// Samples spaced evenly over the line past the head, at most (as many as the tail needs).
-const EVEN_SAMPLES: u64 = 64;
+pub(in crate::fleet) const EVEN_SAMPLES: u64 = 64;
 /// Past the first ranks, samples are at most their rank over this apart.
-const GROWTH: u64 = 4;
+pub(in crate::fleet) const GROWTH: u64 = 4;
 
 impl FleetModel {
     pub(super) fn slot(&self, arrival: u64) -> usize {
