@@ -31,7 +31,9 @@
 #                   itself with the very bytes a place taken gets (the waiting page of a new
 #                   place, and a Set-Cookie of its ticket's length), sent by the same wrk script:
 #                   what the answer's size alone costs, the most place_taken* could reach
-#   under_limit     limit_req with room to spare (rate=1000000r/s: every request passes) and
+#   under_limit     limit_req with room to spare (rate=1000000r/s with burst=1000000 nodelay:
+#                   every request passes; without a burst two requests of one key in the same
+#                   millisecond are one too many, whatever the rate) and
 #                   proxy_pass: a page's document under the rate limit, the way [S1] and [S29]
 #                   want it to cost nothing (the baseline of documents_idle)
 #   documents_idle  the same location with `smart_limit_documents` of an idle room (nobody
@@ -221,10 +223,10 @@ $(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
         location = /metrics { smart_limit_metrics; }
         # A document under the rate limit: without the module, and with an idle room's
         # smart_limit_documents (the room decides nothing: it is idle).
-        location = /under_limit { limit_req zone=roomy; proxy_pass http://origin; }
+        location = /under_limit { limit_req zone=roomy burst=1000000 nodelay; proxy_pass http://origin; }
         location = /documents_idle {
             smart_limit_documents idle;
-            limit_req zone=roomy; limit_req_status 512; error_page 512 = @idle;
+            limit_req zone=roomy burst=1000000 nodelay; limit_req_status 512; error_page 512 = @idle;
             proxy_pass http://origin;
         }
         location @idle { smart_limit idle; proxy_pass http://origin; }
