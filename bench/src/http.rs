@@ -6,6 +6,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::time::Duration;
 
+use socket2::{Domain, Protocol, Socket, Type};
+
 use crate::args::Target;
 
 /// Longest status line, header line or chunk-size line accepted.
@@ -343,80 +345,35 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-/// Opens a TCP connection from `src` (any port) to `dst`. std cannot bind before connect,
-/// so this goes through libc; the descriptor is owned by a `TcpStream` from the start.
+/// Opens a TCP connection from `src` (any port) to `dst`, within `timeout` (std cannot bind
+/// before connect; socket2 can, and its sockets are close-on-exec).
 fn connect_from(src: Ipv4Addr, dst: SocketAddrV4, timeout: Duration) -> io::Result<TcpStream> {
-    use std::os::fd::FromRawFd;
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    port_at_connect(&socket);
+    socket
+        .bind(&SocketAddrV4::new(src, 0).into())
+        .map_err(|e| io::Error::new(e.kind(), format!("bind {src}: {e}")))?;
+    socket
+        .connect_timeout(&SocketAddr::V4(dst).into(), timeout)
+        .map_err(|e| io::Error::new(e.kind(), format!("connect {dst} from {src}: {e}")))?;
+    Ok(socket.into())
+}
 
-    fn check(r: libc::c_int) -> io::Result<()> {
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    }
-    fn sockaddr(ip: Ipv4Addr, port: u16) -> libc::sockaddr_in {
-        // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
-        let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        sa.sin_family = libc::AF_INET as libc::sa_family_t;
-        sa.sin_port = port.to_be();
-        sa.sin_addr = libc::in_addr {
-            s_addr: u32::from(ip).to_be(),
-        };
-        sa
-    }
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-
-    // SAFETY: plain socket(2); the result is checked before use.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    check(fd)?;
-    // SAFETY: fd is a fresh, valid socket that nothing else owns; the stream closes it.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
-    // Linux applies SO_SNDTIMEO to connect(2) as well: bounds the connect below.
-    stream.set_write_timeout(Some(timeout))?;
-
-    // Let connect() pick the port, so many connections from one source address do not
-    // exhaust bind()'s port range (best effort: older kernels lack the option).
+/// Lets connect() pick the source port (`IP_BIND_ADDRESS_NO_PORT`), so many connections from
+/// one source address do not exhaust bind()'s port range. Best effort: older kernels lack the
+/// option, and socket2 has no setter for it.
+fn port_at_connect(socket: &Socket) {
+    use std::os::fd::AsRawFd;
     let one: libc::c_int = 1;
-    // SAFETY: valid fd, pointer and length of a c_int option value.
+    // SAFETY: a valid descriptor, a pointer to a c_int option value and its length.
     unsafe {
         libc::setsockopt(
-            fd,
+            socket.as_raw_fd(),
             libc::IPPROTO_IP,
             libc::IP_BIND_ADDRESS_NO_PORT,
-            &one as *const libc::c_int as *const libc::c_void,
+            std::ptr::from_ref(&one).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
-    }
-
-    let from = sockaddr(src, 0);
-    // SAFETY: valid fd; `from` is a sockaddr_in of length `len`.
-    check(unsafe { libc::bind(fd, &from as *const _ as *const libc::sockaddr, len) })
-        .map_err(|e| io::Error::new(e.kind(), format!("bind {src}: {e}")))?;
-
-    let to = sockaddr(*dst.ip(), dst.port());
-    loop {
-        // SAFETY: valid fd; `to` is a sockaddr_in of length `len`.
-        let r = unsafe { libc::connect(fd, &to as *const _ as *const libc::sockaddr, len) };
-        if r == 0 {
-            return Ok(stream);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EINPROGRESS) | Some(libc::EAGAIN) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("connect {dst} from {src}: timed out"),
-                ))
-            }
-            _ => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("connect {dst} from {src}: {e}"),
-                ))
-            }
-        }
     }
 }
 
