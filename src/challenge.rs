@@ -21,11 +21,10 @@ use smart_limit_core::challenge::{
     encode_seed, first_challenge, no_script_wait_ms, seed, spent_key, spent_until, verify,
     GRACE_BITS, MIN_BITS, SEED_CHARS,
 };
-use smart_limit_core::redis::SpentProof;
 use smart_limit_core::ticket::{Keyring, Ticket};
 
 use crate::request::RequestExt;
-use crate::store::Zone;
+use crate::store::{SpentProof, Zone};
 
 /// The request header a program sends its proof in.
 const PROOF_HEADER: &str = "smart-limit-proof";

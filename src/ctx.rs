@@ -123,7 +123,7 @@ pub struct PendingDecision {
     /// The waiting ticket the client came with.
     pub held: Option<Ticket>,
     /// The proof of work the visit spent (`challenge=pow`).
-    pub spent: Option<smart_limit_core::redis::SpentProof>,
+    pub spent: Option<crate::store::SpentProof>,
     pub now: u64,
     pub dry: bool,
     /// [S29] A page's sub-resource on its page pass: it goes on whatever the room says.

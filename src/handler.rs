@@ -32,13 +32,10 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
-use smart_limit_core::fleet;
 use smart_limit_core::page::{Fetch, Template, ViewStatus, WaitView};
-use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
 use smart_limit_core::ticket::{self, Ticket};
-use smart_limit_core::zone::StoreKind;
 
 use crate::answer;
 use crate::challenge::{self, Challenge, Gate};
@@ -49,7 +46,7 @@ use crate::ctx::{Decided, Outcome, PendingDecision, RequestCtx, Suspended};
 use crate::endpoint::poll;
 use crate::inflight;
 use crate::request::{self, HeaderValue, RequestExt, DECLINED, INTERNAL_ERROR};
-use crate::store::{Answer, Decision, Passed, StoreError, Zone};
+use crate::store::{Answer, Decision, Passed, SpentProof, StoreError, Zone};
 use crate::Module;
 
 mod answers;
@@ -60,7 +57,7 @@ use answers::{admitted, arrived, challenged, limited, pass_admitted, refused, th
 use documents::{
     documents_decided_here, page_concluded, page_visit, sub_resource, Role, SubResource,
 };
-use keys::{draw, flood_key, place_of, renew_waiting, tally_waiting, user_sid};
+use keys::{draw, flood_key, user_sid};
 
 /// Puts the handler in the PREACCESS phase (postconfiguration).
 pub fn install(cf: &mut ngx_conf_t) -> Result<(), ()> {
@@ -151,7 +148,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
                     Gate::Challenge(c) => return challenged(r, &turn, &t, c),
                 }
             }
-            let (qnum, arrival) = place_of(zone, &t, now);
+            let (qnum, arrival) = zone.place_of(&t, now);
             Visit {
                 sid: t.sid,
                 qnum,

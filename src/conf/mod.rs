@@ -276,7 +276,7 @@ fn share_keys(cf: &mut ngx_conf_t, mcf: &mut MainConf) {
              they do not survive a restart and are not shared by a fleet"
         );
         // A fleet room without shared keys: a ticket from one node is a stranger on the next.
-        for z in mcf.zones().filter(|z| z.redis.is_some()) {
+        for z in mcf.zones().filter(|z| z.is_central()) {
             ngx_conf_log_error!(
                 NGX_LOG_WARN,
                 cf,

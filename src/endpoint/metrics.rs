@@ -14,7 +14,6 @@ use smart_limit_core::metrics::{
     RoomFigures, RoomTimes, PROMETHEUS_CONTENT_TYPE,
 };
 use smart_limit_core::room::rules::Mode;
-use smart_limit_core::zone::StoreKind;
 
 use crate::answer;
 use crate::clock::now_ms;
@@ -47,10 +46,7 @@ pub fn figures(zone: &'static Zone, now: u64) -> RoomFigures<'static> {
     let snapshot = zone.snapshot(now).ok();
     RoomFigures {
         room: &zone.params.name,
-        store: match zone.params.store {
-            StoreKind::Shm => "shm",
-            StoreKind::Redis => "redis",
-        },
+        store: zone.store_label(),
         configured_mode: zone.limits.mode,
         override_mode: snapshot.and_then(|s| Mode::from_code(s.mode_override)),
         max_active: zone.limits.max_active,

@@ -116,13 +116,7 @@ pub(super) fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: 
 /// Let in: an admitted ticket, and the request goes on (or, on a poll location, the
 /// "admitted" answer).
 pub(super) fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int_t {
-    // A synced room's waiter leaves the line's counts.
-    if let Some(held) = turn
-        .held
-        .filter(|t| t.qnum != 0 && turn.zone.fleet.is_some())
-    {
-        turn.zone.tally_left(held.qnum, held.last_seen, turn.now);
-    }
+    turn.zone.count_let_in(turn.held, turn.now);
     let t = Ticket {
         sid,
         qnum: 0,
@@ -143,9 +137,9 @@ pub(super) fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome)
 pub(super) fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx_int_t {
     // A new ticket only when the place changed (or a synced room's proof of presence is old):
     // polling costs no encryption.
-    if renew_waiting(turn.zone, turn.held, place, turn.now) {
+    if turn.zone.renews_waiting(turn.held, place, turn.now) {
         if !turn.dry {
-            tally_waiting(turn.zone, turn.held, place, turn.now);
+            turn.zone.count_waiting(turn.held, place, turn.now);
         }
         let t = Ticket {
             sid: place.sid,
@@ -162,10 +156,7 @@ pub(super) fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outc
             prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
         }
     }
-    if let Some(fs) = &turn.zone.fleet {
-        view.refresh_secs =
-            fleet::refresh_secs(view.refresh_secs, place.eta_secs, fs.cfg.interval_ms);
-    }
+    view.refresh_secs = turn.zone.refresh_secs(view.refresh_secs, place.eta_secs);
     record(r, turn.zone, outcome, view.position, None);
     if turn.dry {
         ngx_log_error!(
@@ -218,13 +209,7 @@ pub(super) fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outco
     }
     let mut view = turn.view(ViewStatus::Closed, None);
     if let Refusal::LineFull { queue_len } = why {
-        // The shared-memory line is bounded by the zone's memory, a Redis line by max_line=.
-        let what = if turn.zone.params.store == StoreKind::Redis {
-            "is full: no place left in the line for a new client (max_line=)"
-        } else {
-            "is full: no place left in the line for a new client; increase its size="
-        };
-        problem(r, turn.zone, turn.now, what);
+        problem(r, turn.zone, turn.now, turn.zone.line_full_reason());
         view.status = ViewStatus::Waiting;
         view.queue_len = queue_len;
     }

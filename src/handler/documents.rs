@@ -165,7 +165,7 @@ pub(super) fn page_concluded(
             verdict: Verdict::Wait(place),
             ..
         }) if !turn.dry => {
-            tally_waiting(turn.zone, None, &place, turn.now);
+            turn.zone.count_waiting(None, &place, turn.now);
             let t = Ticket {
                 sid: place.sid,
                 qnum: place.qnum,

@@ -208,10 +208,10 @@ impl Zone {
 
     /// The connection of a Redis store.
     fn store_client(&self) -> Option<&Client> {
-        match (&self.redis, &self.fleet) {
-            (Some(rs), _) => Some(rs.client()),
-            (None, Some(fs)) => fs.client(),
-            (None, None) => None,
+        match &self.store {
+            super::Store::Central(rs) => Some(rs.client()),
+            super::Store::Synced(fs) => fs.client(),
+            super::Store::Shm => None,
         }
     }
 

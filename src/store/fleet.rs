@@ -452,7 +452,7 @@ impl Zone {
 
     /// `sync=`: this node's side of the fleet's room, for metrics.
     pub fn fleet_snapshot(&self, now: u64) -> Option<FleetSnapshot> {
-        self.fleet.as_ref()?;
+        self.synced()?;
         self.shm.with_fleet(|_, node| node.snapshot(now)).ok()
     }
 
@@ -460,7 +460,7 @@ impl Zone {
     /// while the picture is fresh (at most three intervals old, and [`FLEET_FRESH_MS`]); a
     /// node without one (Redis away) falls back on its own view.
     pub fn fleet_pressure(&self, now: u64) -> Option<u8> {
-        let fs = self.fleet.as_ref()?;
+        let fs = self.synced()?;
         let s = self.fleet_snapshot(now)?;
         let fresh = fs.cfg.interval_ms.saturating_mul(3).max(FLEET_FRESH_MS);
         s.pressure
@@ -588,11 +588,13 @@ impl Synced for Zone {
     type Answer = SyncAnswer;
 
     fn driver(&self) -> Option<&Driver> {
-        self.fleet.as_ref().map(|fs| &fs.sync)
+        self.synced().map(|fs| &fs.sync)
     }
 
     fn lead(&self, me: Leader, now: u64) -> bool {
-        let Some(fs) = &self.fleet else { return false };
+        let Some(fs) = self.synced() else {
+            return false;
+        };
         let stale = fs.cfg.stale_ms();
         let leads = self
             .shm
@@ -605,7 +607,7 @@ impl Synced for Zone {
     }
 
     fn take(&'static self, now: u64, generation: u32) -> Option<SyncJob> {
-        let fs = self.fleet.as_ref()?;
+        let fs = self.synced()?;
         self.send_tally(fs, now);
         let (fence, report) = self
             .shm
@@ -651,7 +653,7 @@ impl Synced for Zone {
     }
 
     fn failed(&self, job: Option<SyncJob>, now: u64) {
-        let Some(fs) = &self.fleet else { return };
+        let Some(fs) = self.synced() else { return };
         let _ = self.shm.with_fleet(|_, node: &mut FleetNode| {
             if let Some(job) = &job {
                 node.sync_failed();

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use ngx::core::Pool;
 use ngx::ffi::{ngx_conf_t, ngx_http_complex_value_t};
 use smart_limit_core::challenge::{Bits, Pressure};
-use smart_limit_core::redis::SpentProof;
+pub use smart_limit_core::redis::SpentProof;
 use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{self, Admission, Limits, Mode};
@@ -29,6 +29,7 @@ pub mod event;
 pub mod fleet;
 pub mod redis;
 pub mod shm;
+mod waiting;
 
 /// How fresh the central room's figures must be for [`Zone::admits_at_once`] to trust them.
 const AT_ONCE_FRESH_MS: u64 = 1000;
@@ -53,12 +54,9 @@ pub struct Zone {
     pub problems: LogThrottle,
     /// Per worker: when flood control was last logged.
     pub floods: LogThrottle,
-    /// `store=redis`: the fleet's room in Redis (this node's shm room then serves metrics and
-    /// `on_error=local`).
-    pub redis: Option<redis::RedisStore>,
-    /// `store=redis sync=TIME`: the fleet's room decided on this node's shared memory, met in
-    /// Redis once an interval (then `redis` is None).
-    pub fleet: Option<fleet::FleetStore>,
+    /// Where the room's state lives beyond this node's shared memory ([`Store`]). Only this
+    /// module looks at it: the handler and the endpoints ask the zone.
+    store: Store,
     /// Per worker: tickets opened recently, by their cookie bytes.
     opened: RefCell<Option<OpenCache>>,
     /// Per worker: places of waiting tickets answered recently, and their poll budgets.
@@ -92,6 +90,23 @@ pub struct Zone {
 // fault on such an address.
 const _: () = assert!(core::mem::align_of::<Zone>() <= core::mem::align_of::<usize>());
 
+/// The three stores of a room, behind the zone's one decision interface: each operation of
+/// [`Zone`] is one `match` over them.
+// One per room, built once while the configuration is read: the shared-memory variant's
+// being smaller costs nothing, and a box would put the store outside the configuration's
+// pool.
+#[allow(clippy::large_enum_variant)]
+pub enum Store {
+    /// `store=shm`: the room is this node's shared memory.
+    Shm,
+    /// `store=redis`: the fleet's room in Redis, one script call per decision (this node's shm
+    /// room then serves metrics and `on_error=local`).
+    Central(redis::RedisStore),
+    /// `store=redis sync=TIME`: the fleet's room decided on this node's shared memory, met in
+    /// Redis once an interval.
+    Synced(fleet::FleetStore),
+}
+
 /// Why the store could not decide.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -119,10 +134,10 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         AdmitMode::Grant(ms) => Admission::Grant { ms },
         AdmitMode::Session(ms) => Admission::Session { ms },
     };
-    let (redis, fleet) = match (params.store, params.sync_ms) {
-        (StoreKind::Redis, Some(ms)) => (None, Some(fleet::FleetStore::new(cf, &params, ms)?)),
-        (StoreKind::Redis, None) => (Some(redis::RedisStore::new(cf, &params, limits)?), None),
-        (StoreKind::Shm, _) => (None, None),
+    let store = match (params.store, params.sync_ms) {
+        (StoreKind::Redis, Some(ms)) => Store::Synced(fleet::FleetStore::new(cf, &params, ms)?),
+        (StoreKind::Redis, None) => Store::Central(redis::RedisStore::new(cf, &params, limits)?),
+        (StoreKind::Shm, _) => Store::Shm,
     };
     let size = params.size;
     let name = params.name.clone();
@@ -141,8 +156,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         shm: shm::ShmRoom::default(),
         problems: LogThrottle::default(),
         floods: LogThrottle::default(),
-        redis,
-        fleet,
+        store,
         opened: RefCell::new(None),
         polls: RefCell::new(None),
         poll_budget,
@@ -205,6 +219,27 @@ pub struct Passed {
 pub type EventInForce = (Rc<event::ZoneEvent>, EventNow);
 
 impl Zone {
+    /// The synced store, for its own code (`fleet.rs` and the zone's shared memory).
+    fn synced(&self) -> Option<&fleet::FleetStore> {
+        match &self.store {
+            Store::Synced(fs) => Some(fs),
+            Store::Shm | Store::Central(_) => None,
+        }
+    }
+
+    /// The store as `store=` names it, for metrics and the control endpoint.
+    pub fn store_label(&self) -> &'static str {
+        match self.store {
+            Store::Shm => "shm",
+            Store::Central(_) | Store::Synced(_) => "redis",
+        }
+    }
+
+    /// Whether the room is decided in Redis on every request (`store=redis` without `sync=`).
+    pub fn is_central(&self) -> bool {
+        matches!(self.store, Store::Central(_))
+    }
+
     /// The event in its pre-queue or running at `now` (wall clock, ms), if any. Events of one
     /// room never overlap (`nginx -t` and the control endpoint refuse it), so at most one is.
     pub fn event_now(&self, now: u64) -> Option<EventInForce> {
@@ -305,9 +340,8 @@ impl Zone {
     pub fn engaged(&self, now: u64) -> bool {
         self.refresh_events(now);
         let limits = self.limits_at(now);
-        let fleet = self.fleet_snapshot(now);
-        if self.fleet.is_some() {
-            let fleet_engaged = fleet.is_none_or(|s| {
+        if let Store::Synced(_) = self.store {
+            let fleet_engaged = self.fleet_snapshot(now).is_none_or(|s| {
                 s.sync_age_ms.is_none() || s.queue_len > 0 || s.fleet_active >= limits.max_active
             });
             if fleet_engaged {
@@ -346,12 +380,10 @@ impl Zone {
                 return Answer::Now(Ok(Verdict::Wait(place).into()));
             }
         }
-        if let Some(fs) = &self.fleet {
-            return self.fleet_visit(fs, v, spent, now);
-        }
-        match &self.redis {
-            Some(rs) => self.redis_visit(rs, v, spent, now),
-            None => Answer::Now(self.shm.with_room(|room| {
+        match &self.store {
+            Store::Synced(fs) => self.fleet_visit(fs, v, spent, now),
+            Store::Central(rs) => self.redis_visit(rs, v, spent, now),
+            Store::Shm => Answer::Now(self.shm.with_room(|room| {
                 let verdict = self.room_visit(room, v, now);
                 self.remember(&verdict, v.sid, now);
                 verdict.into()
@@ -394,9 +426,9 @@ impl Zone {
     /// moment ago): its last answer, without the store.
     fn poll_answer(&self, v: &Visit, now: u64) -> Option<Place> {
         let mut polls = self.polls.try_borrow_mut().ok()?;
-        let recent = match self.redis {
-            Some(_) => PollCache::recent_ms(self.limits.presence_ms),
-            None => 0,
+        let recent = match self.store {
+            Store::Central(_) => PollCache::recent_ms(self.limits.presence_ms),
+            Store::Shm | Store::Synced(_) => 0,
         };
         let cache = polls.as_mut()?;
         match cache.check(v.sid, v.qnum, now, self.poll_budget, recent) {
@@ -436,19 +468,20 @@ impl Zone {
     pub fn pass(&'static self, sid: u64, now: u64) -> Result<Passed, StoreError> {
         self.refresh_events(now);
         self.keep_events_fresh(now);
-        let verdict = match &self.fleet {
-            Some(fs) => self.fleet_pass(fs, sid, now)?,
-            None => {
-                let limits = self.limits_at(now);
-                self.shm.with_room(|room| room.pass(sid, now, &limits))?
-            }
+        let on_this_node = || {
+            let limits = self.limits_at(now);
+            self.shm.with_room(|room| room.pass(sid, now, &limits))
         };
-        let mut seen_at = now;
-        if let (Some(rs), None, PassVerdict::Counted | PassVerdict::Uncounted) =
-            (&self.redis, &self.fleet, verdict)
-        {
-            seen_at = self.redis_pass(rs, sid, now);
-        }
+        let (verdict, seen_at) = match &self.store {
+            Store::Synced(fs) => (self.fleet_pass(fs, sid, now)?, now),
+            Store::Central(rs) => match on_this_node()? {
+                v @ (PassVerdict::Counted | PassVerdict::Uncounted) => {
+                    (v, self.redis_pass(rs, sid, now))
+                }
+                v => (v, now),
+            },
+            Store::Shm => (on_this_node()?, now),
+        };
         Ok(Passed { verdict, seen_at })
     }
 
@@ -458,7 +491,7 @@ impl Zone {
 
     /// Ends an admitted session at once (the origin said so); its place frees immediately.
     pub fn revoke(&'static self, sid: u64) {
-        if let Some(rs) = &self.redis {
+        if let Store::Central(rs) = &self.store {
             self.redis_revoke(rs, sid);
         }
         let _ = self.shm.with_room(|room| room.revoke(sid));
@@ -466,11 +499,13 @@ impl Zone {
 
     /// Switches the room's mode at run time (None: back to the configured one).
     pub fn set_mode(&'static self, mode: Option<Mode>) -> Answer<Result<(), StoreError>> {
-        if let Some(rs) = &self.redis {
-            return self.redis_set_mode(rs, mode);
+        match &self.store {
+            Store::Central(rs) => self.redis_set_mode(rs, mode),
+            Store::Shm | Store::Synced(_) => {
+                let code = mode.map_or(0, Mode::code);
+                Answer::Now(self.shm.with_room(|room| room.set_mode_override(code)))
+            }
         }
-        let code = mode.map_or(0, Mode::code);
-        Answer::Now(self.shm.with_room(|room| room.set_mode_override(code)))
     }
 
     /// `challenge=pow`: the difficulty in force at `now` (None: no challenge). `auto` follows
@@ -515,7 +550,7 @@ impl Zone {
     /// never knows the fleet's state of this instant (its picture is an interval old), so
     /// there every newcomer brings a proof.
     pub fn admits_at_once(&self, now: u64) -> bool {
-        if self.fleet.is_some() {
+        if let Store::Synced(_) = self.store {
             return false;
         }
         let limits = self.limits_at(now);
@@ -525,7 +560,7 @@ impl Zone {
         }) else {
             return false;
         };
-        if self.redis.is_some() && age.is_none_or(|a| a > AT_ONCE_FRESH_MS) {
+        if matches!(self.store, Store::Central(_)) && age.is_none_or(|a| a > AT_ONCE_FRESH_MS) {
             return false;
         }
         let mode = Mode::from_code(s.mode_override).unwrap_or(limits.mode);
@@ -560,12 +595,16 @@ impl Zone {
         if self.params.challenge != Some(Bits::Auto) {
             return;
         }
-        if self.fleet.is_some() {
-            let _ = self.shm.with_fleet(|_, node| node.challenged());
-        } else if self.redis.is_some() {
-            if let Ok(mut p) = self.pressure.try_borrow_mut() {
-                p.challenged();
+        match self.store {
+            Store::Synced(_) => {
+                let _ = self.shm.with_fleet(|_, node| node.challenged());
             }
+            Store::Central(_) => {
+                if let Ok(mut p) = self.pressure.try_borrow_mut() {
+                    p.challenged();
+                }
+            }
+            Store::Shm => {}
         }
     }
 

@@ -172,7 +172,7 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     };
     zone.shm.zone.set(shm_zone);
     zone.shm.shared.set(shared);
-    if let Some(fs) = &zone.fleet {
+    if let Some(fs) = zone.synced() {
         // A reload's workers take the fleet's sync over from the previous configuration's.
         let generation = zone.shm.with_fleet(|_, node| match reused {
             true => node.leadership().next_generation(),

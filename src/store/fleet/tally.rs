@@ -36,7 +36,7 @@ impl Zone {
     /// A waiting ticket written again at `now` (its place's `arrival`; the stamp it came
     /// with, None when it takes its place now): counted in this epoch.
     pub fn tally_seen(&self, arrival: u64, stamp: Option<u64>, now: u64) {
-        let Some(fs) = &self.fleet else { return };
+        let Some(fs) = self.synced() else { return };
         let _ = self
             .shm
             .with_fleet(|_, node| node.tally_seen(&fs.cfg, arrival, stamp, now));
@@ -44,7 +44,7 @@ impl Zone {
 
     /// A waiting ticket (place `arrival`, stamped at `stamp`) let in at `now`.
     pub fn tally_left(&self, arrival: u64, stamp: u64, now: u64) {
-        let Some(fs) = &self.fleet else { return };
+        let Some(fs) = self.synced() else { return };
         let _ = self
             .shm
             .with_fleet(|_, node| node.tally_left(&fs.cfg, arrival, stamp, now));

@@ -1,0 +1,100 @@
+//! A waiting ticket's rules that differ by store, behind the zone: the place a ticket holds,
+//! when it is written again, how the line's counts follow it, how often its page polls.
+//!
+//! The shared-memory and central rooms keep every place themselves: a ticket names its place
+//! by queue number, and is written again only when that changes. A synced room's line is
+//! spread over the fleet's nodes: its ticket carries the moment its holder took its place
+//! (as its queue number), renews that proof of presence now and then so that any node can
+//! tell it is still present, and its node counts it in the line's arrival buckets
+//! (`fleet/tally.rs`).
+
+use smart_limit_core::fleet;
+use smart_limit_core::room::rules;
+use smart_limit_core::room::Place;
+use smart_limit_core::ticket::Ticket;
+
+use super::{Store, Zone};
+
+impl Zone {
+    /// The place a waiting ticket holds (its queue number) and when it took it. A synced
+    /// room's ticket carries the moment as its queue number and keeps it while it is seen (see
+    /// [`fleet::place_arrival`]); a place gone, or never taken (the ticket of the cookie
+    /// check), is taken now: number 0, arrival now. The other stores keep places themselves.
+    ///
+    /// While an event's pre-queue is open (`shuffle=on`), a synced room's new place dates from
+    /// a moment drawn in the pre-queue ([`fleet::lottery_arrival`]): the start's lottery.
+    pub fn place_of(&self, t: &Ticket, now: u64) -> (u64, u64) {
+        let Store::Synced(_) = self.store else {
+            return (t.qnum, now);
+        };
+        let ev = self.event_now(now);
+        let lottery = ev.as_ref().and_then(|(e, _)| e.lottery_ms());
+        let presence = self.limits.presence_ms;
+        let ticket = (t.qnum, t.issued_at, t.last_seen);
+        let skew = rules::MAX_CLOCK_SKEW_MS;
+        if let Some(arrival) = fleet::place_arrival(ticket, now, presence, skew, lottery.clone()) {
+            return (t.qnum, arrival);
+        }
+        match (ev, lottery) {
+            (Some((_, e)), Some(moments)) if !e.started => {
+                (0, fleet::lottery_arrival(moments).unwrap_or(now))
+            }
+            _ => (0, now),
+        }
+    }
+
+    /// Whether a waiting ticket is written again: its place changed, or (a synced room) its
+    /// `last_seen` is a quarter of a presence old ([`fleet::ticket_renew_ms`]), so every node
+    /// can tell it is still present. (Its stamp is then of an earlier epoch of the line's
+    /// counts, which [`Zone::count_waiting`] moves it from.)
+    pub fn renews_waiting(&self, held: Option<Ticket>, place: &Place, now: u64) -> bool {
+        let Some(t) = held else { return true };
+        if t.qnum != place.qnum || t.sid != place.sid {
+            return true;
+        }
+        matches!(self.store, Store::Synced(_))
+            && now.saturating_sub(t.last_seen) >= fleet::ticket_renew_ms(self.limits.presence_ms)
+    }
+
+    /// A waiting ticket written again: a synced room counts it in this epoch of the line's
+    /// counts (and takes it off the epoch of its old stamp, when it keeps its place).
+    pub fn count_waiting(&self, held: Option<Ticket>, place: &Place, now: u64) {
+        let Store::Synced(_) = self.store else {
+            return;
+        };
+        let stamp = held
+            .filter(|t| t.qnum != 0 && t.qnum == place.qnum && t.sid == place.sid)
+            .map(|t| t.last_seen);
+        self.tally_seen(place.qnum, stamp, now);
+    }
+
+    /// A waiting ticket let in: a synced room's waiter leaves the line's counts.
+    pub fn count_let_in(&self, held: Option<Ticket>, now: u64) {
+        let Store::Synced(_) = self.store else {
+            return;
+        };
+        if let Some(t) = held.filter(|t| t.qnum != 0) {
+            self.tally_left(t.qnum, t.last_seen, now);
+        }
+    }
+
+    /// How often a waiting page asks again: a synced room's answers change with its pictures
+    /// ([`fleet::refresh_secs`]), the others' whenever asked.
+    pub fn refresh_secs(&self, refresh_secs: u64, eta_secs: Option<u64>) -> u64 {
+        match &self.store {
+            Store::Synced(fs) => fleet::refresh_secs(refresh_secs, eta_secs, fs.cfg.interval_ms),
+            Store::Shm | Store::Central(_) => refresh_secs,
+        }
+    }
+
+    /// Why a line refused a newcomer (the error log's words): the shared-memory line is
+    /// bounded by the zone's memory, a Redis line by `max_line=`.
+    pub fn line_full_reason(&self) -> &'static str {
+        match self.store {
+            Store::Central(_) | Store::Synced(_) => {
+                "is full: no place left in the line for a new client (max_line=)"
+            }
+            Store::Shm => "is full: no place left in the line for a new client; increase its size=",
+        }
+    }
+}
