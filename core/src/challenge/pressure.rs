@@ -4,7 +4,7 @@
 use super::{AUTO_MAX_BITS, AUTO_MIN_BITS};
 
 /// How often the pressure is looked at (ms); between looks the difficulty stays. The room
-/// scripts look as often (`LOOK_MS` in `redis/room.lua`).
+/// scripts look as often: their `LOOK_MS` is this, sent in their preamble.
 pub const LOOK_MS: u64 = 1000;
 
 /// How long the fleet's pressure from a reply stands (ms): past it (the worker has not asked

@@ -12,13 +12,13 @@ use crate::util::fenwick;
 
 /// At most this many absent places, and this many absent sessions, are removed per decision
 /// (nginx's limit_req removes one or two expired entries per request; the Redis room's script
-/// removes as many, its EXPIRE_STEP). Why not fewer: each decision can make at most a place or
-/// two absent later (the place it takes or renews), so a handful keeps up with a steady line,
-/// and 64 also drains a backlog (100,000 places left at once) within about 1,600 decisions.
-/// Why not more: removing one costs a few hundred nanoseconds (hash chain, Fenwick and sight
-/// trees), so 64 of each keeps the worst decision in the tens of microseconds, under the zone's
-/// lock. Decisions are right before the backlog is gone: absent places no longer count as the
-/// head, in the line's length or in the positions of the clients up to the ones this decision
+/// removes as many: its EXPIRE_STEP is this, sent in its preamble). Why not fewer: each decision
+/// can make at most a place or two absent later (the place it takes or renews), so a handful keeps
+/// up with a steady line, and 64 also drains a backlog (100,000 places left at once) within about
+/// 1,600 decisions. Why not more: removing one costs a few hundred nanoseconds (hash chain, Fenwick
+/// and sight trees), so 64 of each keeps the worst decision in the tens of microseconds, under the
+/// zone's lock. Decisions are right before the backlog is gone: absent places no longer count as
+/// the head, in the line's length or in the positions of the clients up to the ones this decision
 /// cleared, and the session fence says whether the room is full (see `sessions`).
 pub const EXPIRE_STEP: usize = 64;
 
