@@ -1,33 +1,13 @@
-//! Command-line parsing (std only): `--name value` or `--name=value`.
+//! The browsers' command line (clap), and what every subcommand's command line shares: the
+//! target URL ([`parse_url`]) and whole numbers written with `_` ([`number`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
 use std::time::Duration;
 
-pub const USAGE: &str = "\
-smart-limit-bench: simulated browsers with cookie jars against one HTTP endpoint
+use clap::Parser;
 
-usage: smart-limit-bench --url http://127.0.0.1:PORT [options]
-
-  --url URL          target, http://HOST[:PORT][/base] (plain HTTP/1.1 only)
-  --browsers N       concurrent simulated browsers, one thread each (default 50)
-  --requests N       total request budget shared by all browsers (default 10000)
-  --page PATH        the page a browser loads first (default /)
-  --assets LIST      comma-separated assets loaded at once after the origin's page
-                     (default /app.css,/app.js,/logo.svg; empty string for none)
-  --page-marker S    a string only the origin's page contains: a 200 page without it
-                     is not the origin's (default: none; then a 200 without
-                     Retry-After is the origin's page)
-  --wait-ms N        pause before loading the page again after a page load that was not
-                     complete: a waiting page refreshing itself, a person reloading a
-                     broken or error page (default 200)
-  --think-ms N       pause after a complete page load before the next one (default 0)
-  --source-ips       give browser i its own client address 127.0.0.(10+i) (spread over
-                     127.x.y.z beyond that), so per-address limits apply per browser
-  --timeout-ms N     connect/read/write timeout per request (default 10000)
-  --label NAME       name printed with the results (default: the URL)
-  --json             print one JSON object instead of the text report
-  -h, --help         this text
-
+const AFTER_HELP: &str = "\
 A browser asks for the page with Chromium's navigation headers (Sec-Fetch-Mode: navigate,
 Sec-Fetch-Dest: document, ...). When the answer is the origin's page (200, no Retry-After,
 the --page-marker if given) it asks for every asset at once, one connection each (at most
@@ -40,7 +20,68 @@ room's 307 cookie check) are followed, storing Set-Cookie. A page load is then:
   error     any other answer for the page (e.g. limit_req's 503) or none
 Every request sent counts against the budget, parallel ones included; the run stops
 when it is used up (a page load cut short then is unfinished).
-";
+
+Other commands (each with its own --help): botnet, rehearse, check, mint.";
+
+/// smart-limit-bench: simulated browsers with cookie jars against one HTTP endpoint
+#[derive(Debug, Parser)]
+#[command(
+    name = "smart-limit-bench",
+    override_usage = "smart-limit-bench --url http://127.0.0.1:PORT [options]",
+    after_help = AFTER_HELP,
+    args_override_self = true
+)]
+struct Cli {
+    /// target, http://HOST[:PORT][/base] (plain HTTP/1.1 only)
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    url: String,
+    /// concurrent simulated browsers, one thread each
+    #[arg(long, value_name = "N", default_value = "50", value_parser = number)]
+    browsers: u64,
+    /// total request budget shared by all browsers
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = number)]
+    requests: u64,
+    /// the page a browser loads first
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/",
+        allow_hyphen_values = true
+    )]
+    page: String,
+    /// comma-separated assets loaded at once after the origin's page (empty string for none)
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "/app.css,/app.js,/logo.svg",
+        allow_hyphen_values = true
+    )]
+    assets: String,
+    /// a string only the origin's page contains: a 200 page without it is not the origin's
+    /// (default: none; then a 200 without Retry-After is the origin's page)
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    page_marker: Option<String>,
+    /// pause before loading the page again after a page load that was not complete: a
+    /// waiting page refreshing itself, a person reloading a broken or error page
+    #[arg(long, value_name = "N", default_value = "200", value_parser = number)]
+    wait_ms: u64,
+    /// pause after a complete page load before the next one
+    #[arg(long, value_name = "N", default_value = "0", value_parser = number)]
+    think_ms: u64,
+    /// give browser i its own client address 127.0.0.(10+i) (spread over 127.x.y.z beyond
+    /// that), so per-address limits apply per browser
+    #[arg(long)]
+    source_ips: bool,
+    /// connect/read/write timeout per request
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = number)]
+    timeout_ms: u64,
+    /// name printed with the results (default: the URL)
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
+    label: Option<String>,
+    /// print one JSON object instead of the text report
+    #[arg(long)]
+    json: bool,
+}
 
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -70,162 +111,171 @@ pub struct Config {
     pub json: bool,
 }
 
-pub enum Parsed {
-    Run(Box<Config>),
-    Help,
+/// A command line the browsers cannot run with.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    /// What clap found (and `--help`, which it prints).
+    #[error(transparent)]
+    Clap(#[from] clap::Error),
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("--page-marker must not be empty")]
+    EmptyMarker,
+    #[error("--browsers must be at least 1")]
+    NoBrowser,
+    #[error("--source-ips needs an IPv4 target (127.0.0.0/8)")]
+    SourceIpsV6,
+    #[error("--source-ips: too many browsers for 127.0.0.0/8")]
+    SourceIpsTooMany,
+    #[error("--timeout-ms must be at least 1")]
+    NoTimeout,
 }
 
-pub fn parse<I: Iterator<Item = String>>(mut argv: I) -> Result<Parsed, String> {
-    let mut url: Option<String> = None;
-    let mut browsers: usize = 50;
-    let mut requests: u64 = 10_000;
-    let mut page = "/".to_string();
-    let mut assets = "/app.css,/app.js,/logo.svg".to_string();
-    let mut page_marker: Option<String> = None;
-    let mut wait_ms: u64 = 200;
-    let mut think_ms: u64 = 0;
-    let mut source_ips = false;
-    let mut timeout_ms: u64 = 10_000;
-    let mut label: Option<String> = None;
-    let mut json = false;
+/// A `--url` that is not a plain `http://` URL of a host that resolves.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("--url must start with http:// (got {0:?})")]
+    Scheme(String),
+    #[error("--url has no host: {0:?}")]
+    NoHost(String),
+    #[error("--url: unclosed '['")]
+    Unclosed,
+    #[error("--url: bad port {0:?}")]
+    Port(String),
+    #[error("--url: bad authority {0:?}")]
+    Authority(String),
+    #[error("--url: cannot resolve {host:?}: {source}")]
+    Resolve {
+        host: String,
+        source: std::io::Error,
+    },
+    #[error("--url: {0:?} resolves to nothing")]
+    Nowhere(String),
+}
 
-    while let Some(arg) = argv.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        // Flags without a value.
-        match name.as_str() {
-            "-h" | "--help" => return Ok(Parsed::Help),
-            "--source-ips" | "--json" => {
-                if inline.is_some() {
-                    return Err(format!("{name} takes no value"));
-                }
-                if name == "--json" {
-                    json = true;
-                } else {
-                    source_ips = true;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => argv.next().ok_or_else(|| format!("{name} needs a value"))?,
-        };
-        match name.as_str() {
-            "--url" => url = Some(value),
-            "--browsers" => browsers = number(&name, &value)? as usize,
-            "--requests" => requests = number(&name, &value)?,
-            "--page" => page = value,
-            "--assets" => assets = value,
-            "--page-marker" if value.is_empty() => {
-                return Err("--page-marker must not be empty".into())
-            }
-            "--page-marker" => page_marker = Some(value),
-            "--wait-ms" => wait_ms = number(&name, &value)?,
-            "--think-ms" => think_ms = number(&name, &value)?,
-            "--timeout-ms" => timeout_ms = number(&name, &value)?,
-            "--label" => label = Some(value),
-            _ => return Err(format!("unknown option {name} (see --help)")),
-        }
+/// A path that cannot go on a request line.
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    #[error("path must start with '/': {0:?}")]
+    Relative(String),
+    #[error("path must not contain spaces or control bytes: {0:?}")]
+    Bytes(String),
+}
+
+/// A value clap could not take (its message names the option).
+#[derive(Debug, thiserror::Error)]
+#[error("not a non-negative integer: {0:?}")]
+pub struct NotANumber(pub String);
+
+/// Prints what clap found (help to stdout, an error to stderr) and gives its exit status:
+/// 0 for `--help`, 2 for a bad command line.
+pub fn usage(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
+/// A whole number, `_` allowed between digits (`10_000`).
+pub fn number(value: &str) -> Result<u64, NotANumber> {
+    value
+        .replace('_', "")
+        .parse::<u64>()
+        .map_err(|_| NotANumber(value.to_string()))
+}
+
+/// The browsers' settings from their command line (`argv` without the program's name);
+/// `--help` comes back as the [`ArgsError::Clap`] that prints it.
+pub fn parse<I: Iterator<Item = String>>(argv: I) -> Result<Config, ArgsError> {
+    let cli = Cli::try_parse_from(std::iter::once("smart-limit-bench".to_string()).chain(argv))?;
+    if cli.page_marker.as_deref() == Some("") {
+        return Err(ArgsError::EmptyMarker);
     }
-
-    let url = url.ok_or("--url is required (see --help)")?;
-    let target = parse_url(&url)?;
+    let target = parse_url(&cli.url)?;
+    let browsers = cli.browsers as usize;
     if browsers == 0 {
-        return Err("--browsers must be at least 1".into());
+        return Err(ArgsError::NoBrowser);
     }
-    if source_ips && !target.addr.is_ipv4() {
-        return Err("--source-ips needs an IPv4 target (127.0.0.0/8)".into());
+    if cli.source_ips && !target.addr.is_ipv4() {
+        return Err(ArgsError::SourceIpsV6);
     }
-    if source_ips && browsers > (1 << 24) - 20 {
-        return Err("--source-ips: too many browsers for 127.0.0.0/8".into());
+    if cli.source_ips && browsers > (1 << 24) - 20 {
+        return Err(ArgsError::SourceIpsTooMany);
     }
-    if timeout_ms == 0 {
-        return Err("--timeout-ms must be at least 1".into());
+    if cli.timeout_ms == 0 {
+        return Err(ArgsError::NoTimeout);
     }
-    let page = with_base(&target.base, &page)?;
-    let assets = assets
+    let page = with_base(&target.base, &cli.page)?;
+    let assets = cli
+        .assets
         .split(',')
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .map(|a| with_base(&target.base, a))
         .collect::<Result<Vec<_>, _>>()?;
 
-    Ok(Parsed::Run(Box::new(Config {
-        label: label.unwrap_or_else(|| url.clone()),
+    Ok(Config {
+        label: cli.label.unwrap_or_else(|| cli.url.clone()),
         target,
         browsers,
-        requests,
+        requests: cli.requests,
         page,
         assets,
-        page_marker,
-        wait: Duration::from_millis(wait_ms),
-        think: Duration::from_millis(think_ms),
-        source_ips,
-        timeout: Duration::from_millis(timeout_ms),
-        json,
-    })))
+        page_marker: cli.page_marker,
+        wait: Duration::from_millis(cli.wait_ms),
+        think: Duration::from_millis(cli.think_ms),
+        source_ips: cli.source_ips,
+        timeout: Duration::from_millis(cli.timeout_ms),
+        json: cli.json,
+    })
 }
 
-fn number(name: &str, value: &str) -> Result<u64, String> {
-    value
-        .replace('_', "")
-        .parse::<u64>()
-        .map_err(|_| format!("{name}: not a non-negative integer: {value:?}"))
-}
-
-fn with_base(base: &str, path: &str) -> Result<String, String> {
+fn with_base(base: &str, path: &str) -> Result<String, PathError> {
     if !path.starts_with('/') {
-        return Err(format!("path must start with '/': {path:?}"));
+        return Err(PathError::Relative(path.to_string()));
     }
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!(
-            "path must not contain spaces or control bytes: {path:?}"
-        ));
+        return Err(PathError::Bytes(path.to_string()));
     }
     Ok(format!("{base}{path}"))
 }
 
-pub fn parse_url(url: &str) -> Result<Target, String> {
+/// `http://HOST[:PORT][/base]`, resolved.
+pub fn parse_url(url: &str) -> Result<Target, UrlError> {
     let rest = url
         .strip_prefix("http://")
-        .ok_or_else(|| format!("--url must start with http:// (got {url:?})"))?;
+        .ok_or_else(|| UrlError::Scheme(url.to_string()))?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
     if authority.is_empty() {
-        return Err(format!("--url has no host: {url:?}"));
+        return Err(UrlError::NoHost(url.to_string()));
     }
+    let port = |p: &str| p.parse::<u16>().map_err(|_| UrlError::Port(p.to_string()));
     // host[:port], with [v6]:port accepted too.
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or("--url: unclosed '['")?;
+        let (h, after) = v6.split_once(']').ok_or(UrlError::Unclosed)?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p
-                .parse::<u16>()
-                .map_err(|_| format!("--url: bad port {p:?}"))?,
+            Some(p) => port(p)?,
             None if after.is_empty() => 80,
-            None => return Err(format!("--url: bad authority {authority:?}")),
+            None => return Err(UrlError::Authority(authority.to_string())),
         };
         (h.to_string(), port)
     } else {
         match authority.rsplit_once(':') {
-            Some((h, p)) => (
-                h.to_string(),
-                p.parse::<u16>()
-                    .map_err(|_| format!("--url: bad port {p:?}"))?,
-            ),
+            Some((h, p)) => (h.to_string(), port(p)?),
             None => (authority.to_string(), 80),
         }
     };
     let addr = (host.as_str(), port)
         .to_socket_addrs()
-        .map_err(|e| format!("--url: cannot resolve {host:?}: {e}"))?
+        .map_err(|source| UrlError::Resolve {
+            host: host.clone(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("--url: {host:?} resolves to nothing"))?;
+        .ok_or_else(|| UrlError::Nowhere(host.clone()))?;
     Ok(Target {
         host_header: authority.to_string(),
         addr,
@@ -238,11 +288,8 @@ pub fn parse_url(url: &str) -> Result<Target, String> {
 mod tests {
     use super::*;
 
-    fn run(args: &[&str]) -> Result<Config, String> {
-        match parse(args.iter().map(|s| s.to_string()))? {
-            Parsed::Run(c) => Ok(*c),
-            Parsed::Help => Err("help".into()),
-        }
+    fn run(args: &[&str]) -> Result<Config, ArgsError> {
+        parse(args.iter().map(|s| s.to_string()))
     }
 
     #[test]
@@ -286,5 +333,35 @@ mod tests {
         assert!(run(&["--url", "http://127.0.0.1", "--json=1"]).is_err());
         assert!(run(&["--url", "http://[::1]:80", "--source-ips"]).is_err());
         assert!(run(&["--url", "http://127.0.0.1", "--page-marker", ""]).is_err());
+    }
+
+    #[test]
+    fn numbers_with_underscores_and_the_last_value_given() {
+        let c = run(&[
+            "--url",
+            "http://127.0.0.1",
+            "--requests",
+            "10_000",
+            "--browsers",
+            "3",
+            "--browsers=4",
+            "--label",
+            "-x",
+            "--assets",
+            "",
+        ])
+        .unwrap();
+        assert_eq!((c.requests, c.browsers), (10_000, 4));
+        assert_eq!(c.label, "-x");
+        assert!(c.assets.is_empty());
+    }
+
+    #[test]
+    fn help_is_asked_for() {
+        let Err(ArgsError::Clap(e)) = run(&["--url", "http://127.0.0.1", "--help"]) else {
+            panic!("help");
+        };
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(e.to_string().contains("--page-marker <S>"));
     }
 }

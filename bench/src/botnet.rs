@@ -26,30 +26,65 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::args::Target;
+use clap::Parser;
+
+use crate::args::{Target, UrlError};
 use crate::cookies::Jar;
 use crate::http::Client;
 
-pub const USAGE: &str = "\
-smart-limit-bench botnet: bots and people race for a room's first admissions
+/// smart-limit-bench botnet: bots and people race for a room's first admissions
+#[derive(Debug, Parser)]
+#[command(
+    name = "smart-limit-bench botnet",
+    override_usage = "smart-limit-bench botnet --url http://127.0.0.1:PORT/PATH [options]",
+    args_override_self = true
+)]
+struct Cli {
+    /// the room's location on the first node
+    #[arg(long, value_name = "URL", value_parser = target)]
+    url: Target,
+    /// bot identities, each from its own address
+    #[arg(long, value_name = "N", default_value = "1000")]
+    bots: u64,
+    /// browser-like people, each from its own address
+    #[arg(long, value_name = "N", default_value = "100")]
+    people: u64,
+    /// stop after this many admissions
+    #[arg(long, value_name = "N", default_value = "100")]
+    admissions: u64,
+    /// threads the bots run on
+    #[arg(long, value_name = "N", default_value = "2")]
+    bot_threads: u64,
+    /// how often a bot polls while it waits
+    #[arg(long, value_name = "N", default_value = "500")]
+    bot_poll_ms: u64,
+    /// accounts the bots share (X-Account; 0: none)
+    #[arg(long, value_name = "N", default_value = "0")]
+    bot_accounts: u64,
+    /// a person's solver speed, hashes per second
+    #[arg(long, value_name = "N", default_value = "1330000")]
+    browser_hps: u64,
+    /// people arrive within this long of the start
+    #[arg(long, value_name = "N", default_value = "2000")]
+    spread_ms: u64,
+    /// give up after this long
+    #[arg(long, value_name = "N", default_value = "120")]
+    max_seconds: u64,
+    /// another node of the same room (repeat): bots spread over the nodes and replay their
+    /// spent proofs on the next one
+    #[arg(long, value_name = "URL", value_parser = target)]
+    also: Vec<Target>,
+    /// bots take their tickets this long before the race
+    #[arg(long, value_name = "N", default_value = "0")]
+    mint_ahead_ms: u64,
+    /// a bot replays a proof it spent this long ago (its place gone by then), on the next node
+    #[arg(long, value_name = "N", default_value = "15000")]
+    replay_after_ms: u64,
+}
 
-usage: smart-limit-bench botnet --url http://127.0.0.1:PORT/PATH [options]
-
-  --bots N           bot identities, each from its own address (default 1000)
-  --people N         browser-like people, each from its own address (default 100)
-  --admissions N     stop after this many admissions (default 100)
-  --bot-threads N    threads the bots run on (default 2)
-  --bot-poll-ms N    how often a bot polls while it waits (default 500)
-  --bot-accounts N   accounts the bots share (X-Account; 0: none) (default 0)
-  --browser-hps N    a person's solver speed, hashes per second (default 1330000)
-  --spread-ms N      people arrive within this long of the start (default 2000)
-  --max-seconds N    give up after this long (default 120)
-  --also URL         another node of the same room (repeat): bots spread over the nodes and
-                     replay their spent proofs on the next one
-  --mint-ahead-ms N  bots take their tickets this long before the race (default 0)
-  --replay-after-ms N  a bot replays a proof it spent this long ago (its place gone by
-                     then; default 15000), on the next node
-";
+fn target(v: &str) -> Result<Target, UrlError> {
+    crate::args::parse_url(v)
+}
 
 #[derive(Debug, Clone)]
 pub struct Botnet {
@@ -70,49 +105,26 @@ pub struct Botnet {
     pub replay_after: Duration,
 }
 
-/// Parses the options after `botnet`.
-pub fn parse(args: &[String], target: Target) -> Result<Botnet, String> {
-    let mut b = Botnet {
-        target,
-        bots: 1000,
-        people: 100,
-        admissions: 100,
-        bot_threads: 2,
-        bot_poll: Duration::from_millis(500),
-        bot_accounts: 0,
-        browser_hps: 1_330_000.0,
-        spread: Duration::from_millis(2000),
-        max: Duration::from_secs(120),
-        also: Vec::new(),
-        mint_ahead: Duration::ZERO,
-        replay_after: Duration::from_secs(15),
-    };
-    let mut it = args.iter();
-    while let Some(name) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{name} needs a value"))?;
-        if name == "--also" {
-            b.also.push(crate::args::parse_url(value)?);
-            continue;
-        }
-        let n: u64 = value
-            .parse()
-            .map_err(|_| format!("{name}: \"{value}\" is not a number"))?;
-        match name.as_str() {
-            "--bots" => b.bots = n as usize,
-            "--people" => b.people = n as usize,
-            "--admissions" => b.admissions = n.max(1) as usize,
-            "--bot-threads" => b.bot_threads = n.max(1) as usize,
-            "--bot-poll-ms" => b.bot_poll = Duration::from_millis(n),
-            "--bot-accounts" => b.bot_accounts = n as usize,
-            "--browser-hps" => b.browser_hps = n.max(1) as f64,
-            "--spread-ms" => b.spread = Duration::from_millis(n),
-            "--max-seconds" => b.max = Duration::from_secs(n),
-            "--mint-ahead-ms" => b.mint_ahead = Duration::from_millis(n),
-            "--replay-after-ms" => b.replay_after = Duration::from_millis(n),
-            _ => return Err(format!("unknown option {name}")),
-        }
-    }
-    Ok(b)
+/// The race's settings from its command line (`argv` after `botnet`); `--help` comes back
+/// as the error that prints it.
+pub fn parse(argv: &[String]) -> Result<Botnet, clap::Error> {
+    let program = std::iter::once("smart-limit-bench botnet".to_string());
+    let c = Cli::try_parse_from(program.chain(argv.iter().cloned()))?;
+    Ok(Botnet {
+        target: c.url,
+        bots: c.bots as usize,
+        people: c.people as usize,
+        admissions: c.admissions.max(1) as usize,
+        bot_threads: c.bot_threads.max(1) as usize,
+        bot_poll: Duration::from_millis(c.bot_poll_ms),
+        bot_accounts: c.bot_accounts as usize,
+        browser_hps: c.browser_hps.max(1) as f64,
+        spread: Duration::from_millis(c.spread_ms),
+        max: Duration::from_secs(c.max_seconds),
+        also: c.also,
+        mint_ahead: Duration::from_millis(c.mint_ahead_ms),
+        replay_after: Duration::from_millis(c.replay_after_ms),
+    })
 }
 
 /// What an answer said.
@@ -455,21 +467,50 @@ mod tests {
 
     #[test]
     fn a_fleet_and_minting_ahead_are_options() {
-        let target = crate::args::parse_url("http://127.0.0.1:8080/pow").unwrap();
-        let args: Vec<String> =
-            "--also http://127.0.0.1:8081/pow --mint-ahead-ms 31000 --replay-after-ms 5000"
-                .split(' ')
-                .map(str::to_string)
-                .collect();
-        let b = parse(&args, target).unwrap();
+        let args: Vec<String> = "--url http://127.0.0.1:8080/pow --also http://127.0.0.1:8081/pow \
+             --mint-ahead-ms 31000 --replay-after-ms 5000"
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let b = parse(&args).unwrap();
         assert_eq!(b.also.len(), 1);
         assert_eq!(b.also[0].base, "/pow");
         assert_eq!(b.mint_ahead, Duration::from_secs(31));
         assert_eq!(b.replay_after, Duration::from_secs(5));
         assert_eq!(targets(&b).len(), 2);
-        let bad: Vec<String> = vec!["--also".into(), "not a url".into()];
-        let target = crate::args::parse_url("http://127.0.0.1:8080/pow").unwrap();
-        assert!(parse(&bad, target).is_err());
+        let bad: Vec<String> = vec![
+            "--url".into(),
+            "http://127.0.0.1:8080/pow".into(),
+            "--also".into(),
+            "not a url".into(),
+        ];
+        assert!(parse(&bad).is_err());
+    }
+
+    #[test]
+    fn defaults_and_floors() {
+        let url = |rest: &str| -> Vec<String> {
+            format!("--url http://127.0.0.1:8080/pow {rest}")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        let b = parse(&url("--admissions 0 --bot-threads 0 --browser-hps 0")).unwrap();
+        assert_eq!((b.bots, b.people, b.bot_accounts), (1000, 100, 0));
+        assert_eq!((b.admissions, b.bot_threads, b.browser_hps), (1, 1, 1.0));
+        assert_eq!(
+            (b.bot_poll, b.spread),
+            (Duration::from_millis(500), Duration::from_secs(2))
+        );
+        assert_eq!(
+            (b.max, b.mint_ahead),
+            (Duration::from_secs(120), Duration::ZERO)
+        );
+        assert!(b.also.is_empty());
+        assert_eq!(b.target.base, "/pow");
+        assert!(parse(&url("--bots x")).is_err());
+        assert!(parse(&url("--bogus 1")).is_err());
+        assert!(parse(&["--bots".to_string(), "3".to_string()]).is_err());
     }
 
     #[test]

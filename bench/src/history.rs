@@ -184,7 +184,7 @@ impl Record {
     }
 
     /// Parses one line; an error names what is wrong.
-    pub fn from_line(line: &str) -> Result<Record, String> {
-        serde_json::from_str(line).map_err(|e| e.to_string())
+    pub fn from_line(line: &str) -> Result<Record, serde_json::Error> {
+        serde_json::from_str(line)
     }
 }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread;
 use std::time::Instant;
 
-use args::{Config, Parsed};
+use args::{ArgsError, Config};
 use page::{Asset, Dest, Document, Navigation, PageLoad};
 use stats::{BrowserLog, Report, NO_ANSWER};
 
@@ -59,12 +59,9 @@ fn main() -> ExitCode {
         return rehearse::main(&argv[1..]);
     }
     if argv.first().map(String::as_str) == Some("mint") {
-        if argv.iter().any(|a| a == "-h" || a == "--help") {
-            print!("{}", mint::USAGE);
-            return ExitCode::SUCCESS;
-        }
         return match mint::main(&argv[1..]) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(mint::MintError::Usage(e)) => args::usage(&e),
             Err(e) => {
                 eprintln!("smart-limit-bench mint: {e}");
                 ExitCode::from(2)
@@ -72,11 +69,8 @@ fn main() -> ExitCode {
         };
     }
     let cfg = match args::parse(argv.into_iter()) {
-        Ok(Parsed::Run(cfg)) => cfg,
-        Ok(Parsed::Help) => {
-            print!("{}", args::USAGE);
-            return ExitCode::SUCCESS;
-        }
+        Ok(cfg) => cfg,
+        Err(ArgsError::Clap(e)) => return args::usage(&e),
         Err(e) => {
             eprintln!("smart-limit-bench: {e}");
             return ExitCode::from(2);
@@ -103,32 +97,9 @@ fn main() -> ExitCode {
 /// `smart-limit-bench botnet --url URL [options]` (see [`botnet`]): one line,
 /// `admissions N people P bots B share S seconds T replays R`.
 fn botnet_main(argv: &[String]) -> ExitCode {
-    if argv.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{}", botnet::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    let url = argv
-        .iter()
-        .position(|a| a == "--url")
-        .and_then(|i| argv.get(i + 1));
-    let Some(url) = url else {
-        eprintln!("smart-limit-bench botnet: --url is required");
-        return ExitCode::from(2);
-    };
-    let rest: Vec<String> = argv
-        .iter()
-        .enumerate()
-        .filter(|(i, a)| {
-            *a != "--url" && argv.get(i.wrapping_sub(1)).map(String::as_str) != Some("--url")
-        })
-        .map(|(_, a)| a.clone())
-        .collect();
-    let cfg = match args::parse_url(url).and_then(|t| botnet::parse(&rest, t)) {
+    let cfg = match botnet::parse(argv) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            eprintln!("smart-limit-bench botnet: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return args::usage(&e),
     };
     let out = botnet::run(Arc::new(cfg));
     let bots = out.admissions - out.people;
@@ -518,7 +489,7 @@ mod tests {
             .iter()
             .map(|a| a.to_string()),
         ) {
-            Ok(Parsed::Run(cfg)) => cfg,
+            Ok(cfg) => cfg,
             _ => panic!("config"),
         };
         let budget = Budget {

@@ -8,61 +8,76 @@
 use std::io::{BufWriter, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use smart_limit_core::ticket::{random_sid, Keyring, Ticket};
+use clap::Parser;
+use smart_limit_core::ticket::{random_sid, KeyError, Keyring, Ticket, TicketError};
 
-pub const USAGE: &str = "\
-usage: smart-limit-bench mint --secret FILE --room NAME --count N [--cookie NAME]
-
+const ABOUT: &str = "\
 Prints N tickets of room NAME, each a first contact's (a new session id, no place, issued
 now), sealed with the first key of FILE (smart_limit_secret's format), one per line as
-COOKIE=VALUE (COOKIE defaults to smart_limit_NAME).
-";
+COOKIE=VALUE (COOKIE defaults to smart_limit_NAME).";
 
+/// `smart-limit-bench mint`'s command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "smart-limit-bench mint",
+    about = ABOUT,
+    override_usage = "smart-limit-bench mint --secret FILE --room NAME --count N [--cookie NAME]",
+    args_override_self = true
+)]
 struct Mint {
+    /// the key file (smart_limit_secret's format)
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     secret: String,
+    /// the room
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     room: String,
+    /// how many tickets
+    #[arg(long, value_name = "N")]
     count: u64,
+    /// the cookie's name [default: smart_limit_NAME]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     cookie: Option<String>,
 }
 
-fn parse(argv: &[String]) -> Result<Mint, String> {
-    let (mut secret, mut room, mut count, mut cookie) = (None, None, None, None);
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--secret" => secret = Some(value()?),
-            "--room" => room = Some(value()?),
-            "--count" => {
-                let v = value()?;
-                count = Some(v.parse::<u64>().map_err(|_| format!("--count: '{v}'"))?);
-            }
-            "--cookie" => cookie = Some(value()?),
-            other => return Err(format!("unknown option '{other}'")),
-        }
-    }
-    Ok(Mint {
-        secret: secret.ok_or("--secret is required")?,
-        room: room.ok_or("--room is required")?,
-        count: count.ok_or("--count is required")?,
-        cookie,
-    })
+/// Why `mint` printed no (or not every) ticket.
+#[derive(Debug, thiserror::Error)]
+pub enum MintError {
+    /// What clap found (and `--help`, which it prints).
+    #[error(transparent)]
+    Usage(#[from] clap::Error),
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Keys { path: String, source: KeyError },
+    #[error(transparent)]
+    Clock(#[from] std::time::SystemTimeError),
+    #[error(transparent)]
+    Ticket(#[from] TicketError),
+    #[error(transparent)]
+    Write(#[from] std::io::Error),
 }
 
-/// Runs `mint`; the error is a message for stderr.
-pub fn main(argv: &[String]) -> Result<(), String> {
-    let m = parse(argv)?;
-    let text = std::fs::read_to_string(&m.secret).map_err(|e| format!("{}: {e}", m.secret))?;
-    let keys = Keyring::parse(&text).map_err(|e| format!("{}: {e}", m.secret))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_err(|e| e.to_string())?
-        .as_millis() as u64;
+/// Runs `mint` with its command line (`argv` after `mint`).
+pub fn main(argv: &[String]) -> Result<(), MintError> {
+    let program = std::iter::once("smart-limit-bench mint".to_string());
+    let m = Mint::try_parse_from(program.chain(argv.iter().cloned()))?;
+    let text = std::fs::read_to_string(&m.secret).map_err(|source| MintError::Read {
+        path: m.secret.clone(),
+        source,
+    })?;
+    let keys = Keyring::parse(&text).map_err(|source| MintError::Keys {
+        path: m.secret.clone(),
+        source,
+    })?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
     let cookie = m
         .cookie
         .unwrap_or_else(|| format!("smart_limit_{}", m.room));
     // One random base, then consecutive ids: distinct within the run, unguessable across runs.
-    let base = random_sid().map_err(|e| e.to_string())?;
+    let base = random_sid()?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     for i in 0..m.count {
         // (0 is no session: skipped, once in 2^64 runs.)
@@ -74,8 +89,8 @@ pub fn main(argv: &[String]) -> Result<(), String> {
             accepted_at: 0,
             last_seen: now,
         };
-        let sealed = keys.seal_fixed(&m.room, &t).map_err(|e| e.to_string())?;
-        writeln!(out, "{cookie}={}", sealed.as_str()).map_err(|e| e.to_string())?;
+        let sealed = keys.seal_fixed(&m.room, &t)?;
+        writeln!(out, "{cookie}={}", sealed.as_str())?;
     }
-    out.flush().map_err(|e| e.to_string())
+    Ok(out.flush()?)
 }

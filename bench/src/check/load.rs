@@ -43,21 +43,14 @@ impl Malformed {
 }
 
 /// Why a history cannot be checked at all (exit status 2).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
+    #[error("cannot read the history: {0}")]
     Io(String),
+    #[error("no run record: not a rehearsal's history")]
     NoRun,
+    #[error("bad run record: {0}")]
     BadRun(String),
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Io(e) => write!(f, "cannot read the history: {e}"),
-            LoadError::NoRun => write!(f, "no run record: not a rehearsal's history"),
-            LoadError::BadRun(e) => write!(f, "bad run record: {e}"),
-        }
-    }
 }
 
 /// Records as they come, before the run is known to exist.
@@ -102,7 +95,7 @@ impl Builder {
         }
         match Record::from_line(text) {
             Ok(record) => self.add(line_no, record),
-            Err(e) => self.malformed.note(line_no, e),
+            Err(e) => self.malformed.note(line_no, e.to_string()),
         }
     }
 

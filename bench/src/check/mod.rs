@@ -33,7 +33,7 @@ use std::process::ExitCode;
 
 use clients::ClientFacts;
 use load::History;
-use options::{Given, Parsed, Tolerances};
+use options::{Given, Tolerances};
 use violation::{Rule, Violation};
 
 /// Everything the rules found.
@@ -111,15 +111,8 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 /// 2 on a bad file or usage.
 pub fn main(argv: &[String]) -> ExitCode {
     let opts = match options::parse(argv) {
-        Ok(Parsed::Run(o)) => o,
-        Ok(Parsed::Help) => {
-            print!("{}", options::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprint!("smart-limit-bench check: {e}\n{}", options::USAGE);
-            return ExitCode::from(2);
-        }
+        Ok(o) => o,
+        Err(e) => return crate::args::usage(&e),
     };
     let name = opts.history.display().to_string();
     let file = match File::open(&opts.history) {

@@ -1,14 +1,12 @@
-//! The command line, and the tolerances each rule uses (given, or the mode's default).
+//! The command line (clap), and the tolerances each rule uses (given, or the mode's default).
 
 use std::path::PathBuf;
 
+use clap::Parser;
+
 use crate::history::{Mode, Run};
 
-pub const USAGE: &str = "\
-usage: smart-limit-bench check HISTORY.jsonl [--report OUT.html] [--summary OUT.txt]
-           [--inversion-tolerance-ms N] [--position-tolerance N] [--latency-slack-ms N]
-           [--exact-sync]
-
+const ABOUT: &str = "\
 Reads a rehearsal's history (JSON Lines: a run record, then requests, faults, metric samples
 and client plans) and checks the room's promises from what the clients saw:
   (a) never more admitted sessions at once than max_active (+2 %)
@@ -18,18 +16,44 @@ and client plans) and checks the room's promises from what the clients saw:
   (e) answers within the store's timeout (+ slack), no unanswered request away from a fault
   (f) an admitted client keeps its session or grant
 Prints a summary (also to --summary) with each violation, at most 20 per rule; --report
-writes a self-contained HTML page with plots.
+writes a self-contained HTML page with plots.";
 
-  --inversion-tolerance-ms N  (b) how much earlier an arrival must be, and how long after the
-                              later one's admission it must still wait, to count (default:
-                              0 for shm and redis, 2 x sync + 1000 for sync)
-  --position-tolerance N      (c) growth allowed between two answers (default: 0 for shm and
-                              redis, max(2, 1 % of the position) for sync)
-  --latency-slack-ms N        (e) slack over the timeout (default 50; shm's timeout is 1000)
-  --exact-sync                (d) also for sync, whose positions are estimates by design
-
-Exit status: 0 no violation, 1 a violation, 2 a bad file or usage.
-";
+/// `smart-limit-bench check`'s command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "smart-limit-bench check",
+    override_usage = "smart-limit-bench check HISTORY.jsonl [--report OUT.html] [--summary OUT.txt]
+           [--inversion-tolerance-ms N] [--position-tolerance N] [--latency-slack-ms N]
+           [--exact-sync]",
+    about = ABOUT,
+    after_help = "Exit status: 0 no violation, 1 a violation, 2 a bad file or usage.",
+    args_override_self = true
+)]
+struct Cli {
+    /// the rehearsal's history
+    #[arg(value_name = "HISTORY.jsonl")]
+    history: PathBuf,
+    /// write a self-contained HTML page with plots
+    #[arg(long, value_name = "OUT.html")]
+    report: Option<PathBuf>,
+    /// write the summary there too
+    #[arg(long, value_name = "OUT.txt")]
+    summary: Option<PathBuf>,
+    /// (b) how much earlier an arrival must be, and how long after the later one's admission
+    /// it must still wait, to count [default: 0 for shm and redis, 2 x sync + 1000 for sync]
+    #[arg(long, value_name = "N")]
+    inversion_tolerance_ms: Option<u64>,
+    /// (c) growth allowed between two answers [default: 0 for shm and redis, max(2, 1 % of
+    /// the position) for sync]
+    #[arg(long, value_name = "N")]
+    position_tolerance: Option<u64>,
+    /// (e) slack over the timeout (shm's timeout is 1000)
+    #[arg(long, value_name = "N", default_value = "50")]
+    latency_slack_ms: u64,
+    /// (d) also for sync, whose positions are estimates by design
+    #[arg(long)]
+    exact_sync: bool,
+}
 
 /// What the command line asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,45 +84,22 @@ impl Default for Given {
     }
 }
 
-/// What `parse` found: options to run with, or a request for help.
-#[derive(Debug)]
-pub enum Parsed {
-    Run(Options),
-    Help,
-}
-
-pub fn parse(argv: &[String]) -> Result<Parsed, String> {
-    let mut history = None;
-    let (mut report, mut summary) = (None, None);
-    let mut t = Given::default();
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        let number = |v: String| {
-            v.parse::<u64>()
-                .map_err(|_| format!("{a}: '{v}' is not a number"))
-        };
-        match a.as_str() {
-            "-h" | "--help" => return Ok(Parsed::Help),
-            "--report" => report = Some(PathBuf::from(value()?)),
-            "--summary" => summary = Some(PathBuf::from(value()?)),
-            "--inversion-tolerance-ms" => t.inversion_ms = Some(number(value()?)?),
-            "--position-tolerance" => t.position = Some(number(value()?)?),
-            "--latency-slack-ms" => t.latency_slack_ms = number(value()?)?,
-            "--exact-sync" => t.exact_sync = true,
-            other if other.starts_with('-') && other != "-" => {
-                return Err(format!("unknown option '{other}'"))
-            }
-            path if history.is_none() => history = Some(PathBuf::from(path)),
-            extra => return Err(format!("one history only ('{extra}')")),
-        }
-    }
-    Ok(Parsed::Run(Options {
-        history: history.ok_or("a history file is required")?,
-        report,
-        summary,
-        tolerances: t,
-    }))
+/// The options from the command line (`argv` after `check`); `--help` comes back as the
+/// error that prints it.
+pub fn parse(argv: &[String]) -> Result<Options, clap::Error> {
+    let program = std::iter::once("smart-limit-bench check".to_string());
+    let cli = Cli::try_parse_from(program.chain(argv.iter().cloned()))?;
+    Ok(Options {
+        history: cli.history,
+        report: cli.report,
+        summary: cli.summary,
+        tolerances: Given {
+            inversion_ms: cli.inversion_tolerance_ms,
+            position: cli.position_tolerance,
+            latency_slack_ms: cli.latency_slack_ms,
+            exact_sync: cli.exact_sync,
+        },
+    })
 }
 
 /// The tolerances in force for one run.
@@ -143,5 +144,51 @@ impl Tolerances {
     /// 1 % [S22]) max(2, 1 % of it).
     pub fn position_growth(&self, from: u64) -> u64 {
         self.position.unwrap_or((from / 100).max(2))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn one_history_and_its_options() {
+        let o = parse(&argv(
+            "h.jsonl --report r.html --exact-sync --latency-slack-ms 70",
+        ))
+        .unwrap();
+        assert_eq!(o.history, PathBuf::from("h.jsonl"));
+        assert_eq!(o.report, Some(PathBuf::from("r.html")));
+        assert_eq!(o.summary, None);
+        assert_eq!(
+            o.tolerances,
+            Given {
+                latency_slack_ms: 70,
+                exact_sync: true,
+                ..Given::default()
+            }
+        );
+        let o = parse(&argv("--position-tolerance 3 - --inversion-tolerance-ms 9")).unwrap();
+        assert_eq!(o.history, PathBuf::from("-"));
+        assert_eq!(
+            (o.tolerances.position, o.tolerances.inversion_ms),
+            (Some(3), Some(9))
+        );
+        assert_eq!(parse(&argv("h")).unwrap().tolerances, Given::default());
+        for bad in [
+            "",
+            "a b",
+            "h --bogus",
+            "h --position-tolerance x",
+            "h --report",
+        ] {
+            assert!(parse(&argv(bad)).is_err(), "{bad}");
+        }
+        let help = parse(&argv("--help")).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
     }
 }

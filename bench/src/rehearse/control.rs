@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::args::parse_url;
+use crate::args::{parse_url, UrlError};
 use crate::history::{Mode, Run};
 use crate::http::Client;
 
@@ -30,38 +30,61 @@ struct Rooms {
     rooms: Vec<Room>,
 }
 
+/// Why the control endpoint's settings could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("the control endpoint's answer is not its JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("the control endpoint has no room '{0}'")]
+    NoRoom(String),
+    #[error("the control endpoint names admission '{0}'")]
+    Admission(String),
+    #[error("the control endpoint names store '{0}'")]
+    Store(String),
+    #[error("--control {url}: {source}")]
+    Url { url: String, source: UrlError },
+    #[error("--control {url}: {source}")]
+    Http { url: String, source: std::io::Error },
+    #[error("--control {url}: answered {status}")]
+    Status { url: String, status: u16 },
+    #[error("--control {url}: {source}")]
+    Room {
+        url: String,
+        source: Box<ControlError>,
+    },
+}
+
 /// Reads room `room` out of the endpoint's JSON, its store and admission checked.
-fn room_of(json: &str, room: &str) -> Result<Room, String> {
-    let doc: Rooms = serde_json::from_str(json)
-        .map_err(|e| format!("the control endpoint's answer is not its JSON: {e}"))?;
+fn room_of(json: &str, room: &str) -> Result<Room, ControlError> {
+    let doc: Rooms = serde_json::from_str(json)?;
     let r = doc
         .rooms
         .into_iter()
         .find(|r| r.room == room)
-        .ok_or_else(|| format!("the control endpoint has no room '{room}'"))?;
+        .ok_or_else(|| ControlError::NoRoom(room.to_string()))?;
     mode_of(&r)?;
     if r.admission != "session" && r.admission != "grant" {
-        return Err(format!(
-            "the control endpoint names admission '{}'",
-            r.admission
-        ));
+        return Err(ControlError::Admission(r.admission));
     }
     Ok(r)
 }
 
 /// The store mode the room runs: shared memory, central Redis, or synced.
-fn mode_of(r: &Room) -> Result<Mode, String> {
+fn mode_of(r: &Room) -> Result<Mode, ControlError> {
     match (r.store.as_str(), r.sync_ms) {
         ("shm", _) => Ok(Mode::Shm),
         ("redis", Some(_)) => Ok(Mode::Sync),
         ("redis", None) => Ok(Mode::Redis),
-        (other, _) => Err(format!("the control endpoint names store '{other}'")),
+        (other, _) => Err(ControlError::Store(other.to_string())),
     }
 }
 
 /// GETs `url?room=ROOM` and reads the room there.
-pub fn fetch(url: &str, room: &str) -> Result<Room, String> {
-    let target = parse_url(url)?;
+pub fn fetch(url: &str, room: &str) -> Result<Room, ControlError> {
+    let target = parse_url(url).map_err(|source| ControlError::Url {
+        url: url.to_string(),
+        source,
+    })?;
     let mut http = Client::new(&target, None, Duration::from_secs(5));
     let base = if target.base.is_empty() {
         "/"
@@ -70,11 +93,20 @@ pub fn fetch(url: &str, room: &str) -> Result<Room, String> {
     };
     let res = http
         .get(&format!("{base}?room={room}"), "application/json", None)
-        .map_err(|e| format!("--control {url}: {e}"))?;
+        .map_err(|source| ControlError::Http {
+            url: url.to_string(),
+            source,
+        })?;
     if res.status != 200 {
-        return Err(format!("--control {url}: answered {}", res.status));
+        return Err(ControlError::Status {
+            url: url.to_string(),
+            status: res.status,
+        });
     }
-    room_of(&String::from_utf8_lossy(&res.body), room).map_err(|e| format!("--control {url}: {e}"))
+    room_of(&String::from_utf8_lossy(&res.body), room).map_err(|e| ControlError::Room {
+        url: url.to_string(),
+        source: Box::new(e),
+    })
 }
 
 /// Takes the room's settings into `run`, except those `given` as flags.

@@ -30,12 +30,9 @@ use client::{Client, Phase, Plan};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub fn main(argv: &[String]) -> ExitCode {
-    if argv.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{}", args::USAGE);
-        return ExitCode::SUCCESS;
-    }
     let a = match args::parse(argv) {
         Ok(a) => a,
+        Err(args::ArgsError::Clap(e)) => return crate::args::usage(&e),
         Err(e) => {
             eprintln!("smart-limit-bench rehearse: {e}");
             return ExitCode::from(2);
@@ -51,6 +48,21 @@ pub fn main(argv: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Why a rehearsal stopped short.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// The history could not be created or written.
+    #[error("{path}: {source}")]
+    History {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start a request thread: {0}")]
+    Thread(std::io::Error),
+    #[error("history lock")]
+    Lock,
 }
 
 /// The history file, shared by every thread.
@@ -200,8 +212,12 @@ impl Shared {
     }
 }
 
-fn run(a: Arc<Args>) -> Result<String, String> {
-    let file = File::create(&a.out).map_err(|e| format!("{}: {e}", a.out))?;
+fn run(a: Arc<Args>) -> Result<String, RunError> {
+    let history = |source| RunError::History {
+        path: a.out.clone(),
+        source,
+    };
+    let file = File::create(&a.out).map_err(history)?;
     let h = History {
         out: Mutex::new(BufWriter::new(file)),
         start: Instant::now(),
@@ -232,7 +248,7 @@ fn run(a: Arc<Args>) -> Result<String, String> {
         let th = thread::Builder::new()
             .name(format!("rehearse-{t}"))
             .spawn(move || worker(&s, t as u64, end))
-            .map_err(|e| e.to_string())?;
+            .map_err(RunError::Thread)?;
         threads.push(th);
     }
     let sides = side::start(shared.clone(), end);
@@ -256,8 +272,8 @@ fn run(a: Arc<Args>) -> Result<String, String> {
             }));
         }
     }
-    let mut out = shared.h.out.lock().map_err(|_| "history lock")?;
-    out.flush().map_err(|e| format!("{}: {e}", a.out))?;
+    let mut out = shared.h.out.lock().map_err(|_| RunError::Lock)?;
+    out.flush().map_err(history)?;
     let waiting = shared
         .clients
         .iter()
