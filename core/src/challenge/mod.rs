@@ -18,6 +18,7 @@ mod tests;
 
 pub use pressure::{doublings, Pressure, FLEET_FRESH_MS, LOOK_MS};
 
+use crate::config::ParseError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use sha2::{Digest, Sha256};
@@ -54,15 +55,17 @@ pub enum Bits {
 }
 
 /// Parses `challenge_bits=` (`auto` or 1..=32).
-pub fn parse_bits(v: &str) -> Result<Bits, String> {
+pub fn parse_bits(v: &str) -> Result<Bits, ParseError> {
     if v == "auto" {
         return Ok(Bits::Auto);
     }
     match v.parse::<u8>() {
         Ok(n) if (MIN_BITS..=MAX_BITS).contains(&n) => Ok(Bits::Fixed(n)),
-        _ => Err(format!(
-            "expected auto or a number of bits from {MIN_BITS} to {MAX_BITS}"
-        )),
+        _ => Err(ParseError::WordOrRange {
+            words: "auto or a number of bits",
+            min: u64::from(MIN_BITS),
+            max: u64::from(MAX_BITS),
+        }),
     }
 }
 

@@ -38,6 +38,48 @@ pub enum ParseError {
     /// A well-formed status code that is not one of the allowed ones.
     #[error("expected one of 200, 202, 429, 503")]
     Status,
+    /// Outside the parameter's bounds; the string says which ("must be between 1s and 1m").
+    #[error("{0}")]
+    Range(&'static str),
+    /// A value that must be shorter than another parameter's (`timeout=` under `sync=`).
+    #[error("must be shorter than {what} ({ms} ms), so that two syncs never overlap")]
+    ShorterThan {
+        /// The other parameter, as written (`sync=`).
+        what: &'static str,
+        /// Its value.
+        ms: u64,
+    },
+    /// A rate that does not parse where `off` is accepted too.
+    #[error("{0}, or off")]
+    OrOff(Box<ParseError>),
+    /// A word or a number in a range (`challenge_bits=`).
+    #[error("expected {words} from {min} to {max}")]
+    WordOrRange {
+        /// What may be written instead, and what the number counts ("auto or a number of bits").
+        words: &'static str,
+        min: u64,
+        max: u64,
+    },
+    /// A name of characters from a set (`prefix=`).
+    #[error("expected 1 to {max} characters from {chars}")]
+    Chars {
+        max: usize,
+        /// The characters allowed, as the message lists them.
+        chars: &'static str,
+    },
+    /// A name given to Redis (ACL user, master name, TLS name).
+    #[error("expected a {0}: 1 to 255 printable characters, no spaces or quotes")]
+    PlainName(&'static str),
+    /// An entry of a list given twice (the entry as written).
+    #[error("\"{0}\" is listed twice")]
+    Twice(String),
+    /// A list longer than its bound.
+    #[error("at most {max} {what}")]
+    TooMany {
+        max: usize,
+        /// What the list holds ("addresses").
+        what: &'static str,
+    },
     /// A page template uses `{{name}}` placeholders that do not exist; lists them.
     #[error("unknown placeholder {0} (known: {{{{position}}}}, {{{{eta_seconds}}}}, {{{{eta_text}}}}, {{{{refresh_seconds}}}}, {{{{room}}}}, {{{{queue_length}}}}, {{{{status}}}}, {{{{updated_at}}}}, {{{{starts_at}}}}, {{{{challenge_seed}}}}, {{{{challenge_bits}}}}, {{{{challenge_script}}}})")]
     UnknownPlaceholder(String),
@@ -79,7 +121,7 @@ pub enum ConfError {
         /// The value as written.
         value: String,
         /// What is wrong / what was expected.
-        reason: String,
+        reason: ParseError,
     },
     /// Two parameters that exclude each other (both arguments quoted).
     #[error("\"{}\" and \"{}\" cannot be used together", Quoted(.0), Quoted(.1))]

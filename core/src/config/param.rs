@@ -1,7 +1,7 @@
 //! Directive arguments: `key=value` split against a directive's parameter table, and the
 //! values several directives share (names, key prefixes, store timeouts, sync intervals).
 
-use super::{parse_time_ms, ConfError};
+use super::{parse_time_ms, ConfError, ParseError};
 
 /// Default Redis key prefix (rooms and rate zones).
 pub const DEFAULT_PREFIX: &str = "smart_limit";
@@ -58,7 +58,7 @@ pub(crate) fn split_param_in<'a>(
     }
 }
 
-pub(crate) fn key_prefix(value: &str) -> Result<String, String> {
+pub(crate) fn key_prefix(value: &str) -> Result<String, ParseError> {
     let ok = !value.is_empty()
         && value.len() <= MAX_PREFIX_LEN
         && value
@@ -67,26 +67,27 @@ pub(crate) fn key_prefix(value: &str) -> Result<String, String> {
     if !ok {
         // Braces in particular are refused: they would break the Redis Cluster hash tag that
         // keeps one room's keys in one slot.
-        return Err(format!(
-            "expected 1 to {MAX_PREFIX_LEN} characters from A-Z a-z 0-9 _ - : ."
-        ));
+        return Err(ParseError::Chars {
+            max: MAX_PREFIX_LEN,
+            chars: "A-Z a-z 0-9 _ - : .",
+        });
     }
     Ok(value.to_string())
 }
 
-pub(crate) fn store_timeout(value: &str) -> Result<u64, String> {
-    let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
+pub(crate) fn store_timeout(value: &str) -> Result<u64, ParseError> {
+    let ms = parse_time_ms(value)?;
     if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
-        return Err("must be between 1ms and 60s".to_string());
+        return Err(ParseError::Range("must be between 1ms and 60s"));
     }
     Ok(ms)
 }
 
 /// `sync=` (and a rate zone's `interval=`): 100ms to 60s.
-pub(crate) fn sync_interval(value: &str) -> Result<u64, String> {
-    let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
+pub(crate) fn sync_interval(value: &str) -> Result<u64, ParseError> {
+    let ms = parse_time_ms(value)?;
     if !(MIN_SYNC_MS..=MAX_SYNC_MS).contains(&ms) {
-        return Err("must be between 100ms and 60s".to_string());
+        return Err(ParseError::Range("must be between 100ms and 60s"));
     }
     Ok(ms)
 }

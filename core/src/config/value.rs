@@ -166,21 +166,20 @@ pub(crate) fn parse_digits(s: &str) -> Result<u64, ParseError> {
 }
 
 /// A positive integer parameter (>= 1).
-pub(crate) fn positive(value: &str) -> Result<u64, String> {
+pub(crate) fn positive(value: &str) -> Result<u64, ParseError> {
     match parse_digits(value) {
-        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(0) => Err(ParseError::Range("must be at least 1")),
         Ok(n) => Ok(n),
-        Err(ParseError::Overflow) => Err("value too large".to_string()),
-        Err(_) => Err("expected a positive integer".to_string()),
+        Err(ParseError::Overflow) => Err(ParseError::Overflow),
+        Err(_) => Err(ParseError::Syntax("expected a positive integer")),
     }
 }
 
 /// A time parameter that must be greater than zero.
-pub(crate) fn positive_time(value: &str) -> Result<u64, String> {
+pub(crate) fn positive_time(value: &str) -> Result<u64, ParseError> {
     match parse_time_ms(value) {
-        Ok(0) => Err("must be greater than 0".to_string()),
-        Ok(ms) => Ok(ms),
-        Err(e) => Err(e.to_string()),
+        Ok(0) => Err(ParseError::Range("must be greater than 0")),
+        other => other,
     }
 }
 

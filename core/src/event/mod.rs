@@ -19,7 +19,7 @@ mod tests;
 pub use instant::{format_instant, parse_instant};
 pub use lottery::Lottery;
 
-use crate::config::{check_zone_name, positive, positive_time};
+use crate::config::{check_zone_name, positive, positive_time, ParseError};
 use thiserror::Error;
 
 /// One `smart_limit_event`.
@@ -102,7 +102,7 @@ pub enum EventError {
     #[error("event \"{0}\": \"{1}\" is given twice")]
     Duplicate(String, String),
     #[error("event \"{0}\": invalid {1} \"{2}\": {3}")]
-    Invalid(String, &'static str, String, String),
+    Invalid(String, &'static str, String, ParseError),
     #[error("event \"{0}\": room= is required")]
     NoRoom(String),
     #[error("event \"{0}\": start= is required")]
@@ -135,11 +135,11 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
         return Err(EventError::BadName(name.to_string()));
     }
     let named = |e: fn(String, String) -> EventError, a: &str| e(name.to_string(), a.to_string());
-    let invalid = |what: &'static str, v: &str, why: String| {
+    let invalid = |what: &'static str, v: &str, why: ParseError| {
         EventError::Invalid(name.to_string(), what, v.to_string(), why)
     };
     let instant =
-        |what: &'static str, v: &str| parse_instant(v).map_err(|e| invalid(what, v, e.to_string()));
+        |what: &'static str, v: &str| parse_instant(v).map_err(|e| invalid(what, v, e));
     let number = |what: &'static str, v: &str| positive(v).map_err(|e| invalid(what, v, e));
     let mut spec = EventSpec {
         name: name.to_string(),
@@ -168,7 +168,7 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
         match key {
             "room" => {
                 check_zone_name(value)
-                    .map_err(|_| invalid("room", value, "expected a zone name".into()))?;
+                    .map_err(|_| invalid("room", value, ParseError::Syntax("expected a zone name")))?;
                 spec.room = value.to_string();
             }
             "prequeue" => prequeue = Some(instant("prequeue", value)?),
@@ -178,7 +178,7 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
                 spec.shuffle = match value {
                     "on" => true,
                     "off" => false,
-                    _ => return Err(invalid("shuffle", value, "expected on or off".into())),
+                    _ => return Err(invalid("shuffle", value, ParseError::Syntax("expected on or off"))),
                 }
             }
             "max_active" => spec.max_active = Some(number("max_active", value)?),
@@ -187,7 +187,7 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
                 spec.grant_ms = Some(positive_time(value).map_err(|e| invalid("grant", value, e))?)
             }
             "page" if !value.is_empty() => spec.page = Some(value.to_string()),
-            "page" => return Err(invalid("page", value, "empty value".into())),
+            "page" => return Err(invalid("page", value, ParseError::Empty)),
             _ => return Err(named(EventError::Unknown, arg)),
         }
     }

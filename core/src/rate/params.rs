@@ -2,7 +2,7 @@
 
 use super::{RateConfig, DEFAULT_INTERVAL_MS, FALLBACK_INTERVALS};
 use crate::config::{
-    key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError,
+    key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError, ParseError,
     DEFAULT_PREFIX,
 };
 use crate::redis::params::{RedisParams, REDIS_PARAMS};
@@ -42,8 +42,8 @@ const RATE_PARAMS: &[(&str, &str)] = &[
 ];
 
 /// A rate value in milli-requests a second (`10r/s`, `600r/m`).
-fn rate_value(value: &str) -> Result<u64, String> {
-    let per_sec = parse_rate(value).map_err(|e| e.to_string())?;
+fn rate_value(value: &str) -> Result<u64, ParseError> {
+    let per_sec = parse_rate(value)?;
     Ok(((per_sec * 1000.0).round() as u64).max(1))
 }
 
@@ -97,11 +97,10 @@ impl RateZoneParams {
                 return Err(ConfError::Invalid {
                     param: "timeout",
                     value: arg.trim_start_matches("timeout=").to_string(),
-                    reason: format!(
-                        "must be shorter than interval= ({} ms), so that two syncs never \
-                         overlap",
-                        z.interval_ms
-                    ),
+                    reason: ParseError::ShorterThan {
+                        what: "interval=",
+                        ms: z.interval_ms,
+                    },
                 });
             }
             Some(_) => {}
@@ -114,7 +113,7 @@ impl RateZoneParams {
         Ok(z)
     }
 
-    pub(super) fn set(&mut self, param: &str, value: &str) -> Result<(), String> {
+    pub(super) fn set(&mut self, param: &str, value: &str) -> Result<(), ParseError> {
         match param {
             "rate" => self.rate_milli = rate_value(value)?,
             p if RedisParams::knows(p) => self.redis.set(p, value)?,
@@ -123,13 +122,13 @@ impl RateZoneParams {
             "timeout" => self.timeout_ms = store_timeout(value)?,
             "local" => self.local_milli = Some(rate_value(value)?),
             "fallback" => {
-                let ms = parse_time_ms(value).map_err(|e| e.to_string())?;
+                let ms = parse_time_ms(value)?;
                 if ms == 0 || ms > 24 * 3_600_000 {
-                    return Err("must be between 1ms and 24h".to_string());
+                    return Err(ParseError::Range("must be between 1ms and 24h"));
                 }
                 self.fallback_ms = ms;
             }
-            _ => return Err("unknown parameter".to_string()),
+            _ => return Err(ParseError::Syntax("unknown parameter")),
         }
         Ok(())
     }

@@ -14,7 +14,7 @@
 //!
 //! Only the values are checked here; the module opens the files.
 
-use crate::config::{parse_host_port, ConfError};
+use crate::config::{parse_host_port, ConfError, ParseError};
 
 /// One `HOST:PORT` of a list, as written and split.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,12 +81,12 @@ pub const REDIS_PARAMS: &[(&str, &str)] = &[
 pub const MAX_HOSTS: usize = 16;
 
 /// `HOST:PORT[,HOST:PORT...]`: at least one, at most [`MAX_HOSTS`], no duplicates.
-pub fn parse_host_port_list(s: &str) -> Result<Vec<HostPort>, String> {
+pub fn parse_host_port_list(s: &str) -> Result<Vec<HostPort>, ParseError> {
     let mut out: Vec<HostPort> = Vec::new();
     for item in s.split(',') {
-        let (host, port) = parse_host_port(item).map_err(|e| e.to_string())?;
+        let (host, port) = parse_host_port(item)?;
         if out.iter().any(|h| h.text == item) {
-            return Err(format!("\"{item}\" is listed twice"));
+            return Err(ParseError::Twice(item.to_string()));
         }
         out.push(HostPort {
             host: host.to_string(),
@@ -95,13 +95,16 @@ pub fn parse_host_port_list(s: &str) -> Result<Vec<HostPort>, String> {
         });
     }
     if out.len() > MAX_HOSTS {
-        return Err(format!("at most {MAX_HOSTS} addresses"));
+        return Err(ParseError::TooMany {
+            max: MAX_HOSTS,
+            what: "addresses",
+        });
     }
     Ok(out)
 }
 
 /// A name given to Redis (ACL user, master name, TLS name): printable, no spaces or quotes.
-fn plain_name(value: &str, what: &str) -> Result<String, String> {
+fn plain_name(value: &str, what: &'static str) -> Result<String, ParseError> {
     let ok = !value.is_empty()
         && value.len() <= 255
         && value
@@ -110,15 +113,13 @@ fn plain_name(value: &str, what: &str) -> Result<String, String> {
     if ok {
         Ok(value.to_string())
     } else {
-        Err(format!(
-            "expected a {what}: 1 to 255 printable characters, no spaces or quotes"
-        ))
+        Err(ParseError::PlainName(what))
     }
 }
 
-fn path(value: &str) -> Result<String, String> {
+fn path(value: &str) -> Result<String, ParseError> {
     if value.is_empty() {
-        return Err("expected a file name".to_string());
+        return Err(ParseError::Syntax("expected a file name"));
     }
     Ok(value.to_string())
 }
@@ -135,7 +136,7 @@ impl RedisParams {
     }
 
     /// Sets one parameter; the error is the reason only.
-    pub fn set(&mut self, param: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, param: &str, value: &str) -> Result<(), ParseError> {
         match param {
             "redis" => self.seeds = parse_host_port_list(value)?,
             "redis_user" => self.user = Some(plain_name(value, "user name")?),
@@ -144,7 +145,7 @@ impl RedisParams {
                 self.tls = match value {
                     "on" => true,
                     "off" => false,
-                    _ => return Err("expected on or off".to_string()),
+                    _ => return Err(ParseError::Syntax("expected on or off")),
                 }
             }
             "redis_tls_ca" => self.tls_ca = Some(path(value)?),
@@ -153,7 +154,7 @@ impl RedisParams {
             "redis_tls_key" => self.tls_key = Some(path(value)?),
             "sentinel" => self.sentinels = parse_host_port_list(value)?,
             "master" => self.master = Some(plain_name(value, "master name")?),
-            _ => return Err("unknown parameter".to_string()),
+            _ => return Err(ParseError::Syntax("unknown parameter")),
         }
         Ok(())
     }
@@ -248,6 +249,7 @@ mod tests {
         assert_eq!(l[1].text, "[::1]:7000");
         assert!(parse_host_port_list("a:1,a:1")
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         assert!(parse_host_port_list("a:1,").is_err());
         assert!(parse_host_port_list("").is_err());

@@ -245,7 +245,7 @@ impl ZoneParams {
     }
 
     /// Sets one parameter from its value; the error is the reason only.
-    fn set(&mut self, param: &str, value: &str) -> Result<(), String> {
+    fn set(&mut self, param: &str, value: &str) -> Result<(), ParseError> {
         match param {
             "size" => self.size = zone_size(value)?,
             "store" => self.store = store_kind(value)?,
@@ -276,7 +276,7 @@ impl ZoneParams {
                     // (challenge_bits= may have come first.)
                     "pow" => Some(self.challenge.unwrap_or(Bits::Auto)),
                     "off" => None,
-                    _ => return Err("expected pow or off".to_string()),
+                    _ => return Err(ParseError::Syntax("expected pow or off")),
                 }
             }
             "one_place_per" => self.one_place_per = Some(flood_key(value)?),
@@ -288,11 +288,11 @@ impl ZoneParams {
                 self.challenge_noscript = match value {
                     "on" => true,
                     "off" => false,
-                    _ => return Err("expected on or off".to_string()),
+                    _ => return Err(ParseError::Syntax("expected on or off")),
                 }
             }
             // Unreachable: `param` comes from PARAMS, and every entry is handled above.
-            _ => return Err("unknown parameter".to_string()),
+            _ => return Err(ParseError::Syntax("unknown parameter")),
         }
         Ok(())
     }
@@ -363,9 +363,10 @@ impl ZoneParams {
             Some(arg) if self.timeout_ms >= sync_ms => Err(ConfError::Invalid {
                 param: "timeout",
                 value: arg.trim_start_matches("timeout=").to_string(),
-                reason: format!(
-                    "must be shorter than sync= ({sync_ms} ms), so that two syncs never overlap"
-                ),
+                reason: ParseError::ShorterThan {
+                    what: "sync=",
+                    ms: sync_ms,
+                },
             }),
             Some(_) => Ok(()),
             None => {
@@ -402,25 +403,25 @@ fn conflicting<'a>(param: &str, seen: &[(&str, &'a str)]) -> Option<&'a str> {
     seen.iter().find(|(k, _)| *k == other).map(|(_, a)| *a)
 }
 
-fn zone_size(value: &str) -> Result<usize, String> {
-    let n = parse_size(value).map_err(|e| e.to_string())?;
+fn zone_size(value: &str) -> Result<usize, ParseError> {
+    let n = parse_size(value)?;
     if n < MIN_SIZE {
-        return Err("must be at least 32k".to_string());
+        return Err(ParseError::Range("must be at least 32k"));
     }
     Ok(n)
 }
 
-fn store_kind(value: &str) -> Result<StoreKind, String> {
+fn store_kind(value: &str) -> Result<StoreKind, ParseError> {
     if value.eq_ignore_ascii_case("shm") {
         Ok(StoreKind::Shm)
     } else if value.eq_ignore_ascii_case("redis") {
         Ok(StoreKind::Redis)
     } else {
-        Err("expected shm or redis".to_string())
+        Err(ParseError::Syntax("expected shm or redis"))
     }
 }
 
-fn on_error(value: &str) -> Result<OnError, String> {
+fn on_error(value: &str) -> Result<OnError, ParseError> {
     if value.eq_ignore_ascii_case("open") {
         Ok(OnError::Open)
     } else if value.eq_ignore_ascii_case("closed") {
@@ -428,7 +429,7 @@ fn on_error(value: &str) -> Result<OnError, String> {
     } else if value.eq_ignore_ascii_case("local") {
         Ok(OnError::Local)
     } else {
-        Err("expected open, closed or local".to_string())
+        Err(ParseError::Syntax("expected open, closed or local"))
     }
 }
 
@@ -437,11 +438,11 @@ fn rate_or_off(
     value: &str,
     current: Option<RateParam>,
     default: RateParam,
-) -> Result<Option<RateParam>, String> {
+) -> Result<Option<RateParam>, ParseError> {
     if value == "off" {
         return Ok(None);
     }
-    let per_sec = parse_rate(value).map_err(|e| format!("{e}, or off"))?;
+    let per_sec = parse_rate(value).map_err(|e| ParseError::OrOff(Box::new(e)))?;
     Ok(Some(RateParam {
         per_sec,
         burst: current.map_or(default.burst, |c| c.burst),
@@ -449,11 +450,11 @@ fn rate_or_off(
 }
 
 /// A `..._burst=N` (0 allowed: no burst above the rate).
-fn set_burst(limit: &mut Option<RateParam>, value: &str) -> Result<(), String> {
+fn set_burst(limit: &mut Option<RateParam>, value: &str) -> Result<(), ParseError> {
     let n = match parse_digits(value) {
         Ok(n) if n <= 1_000_000 => n,
-        Ok(_) | Err(ParseError::Overflow) => return Err("value too large".to_string()),
-        Err(_) => return Err("expected a number".to_string()),
+        Ok(_) | Err(ParseError::Overflow) => return Err(ParseError::Overflow),
+        Err(_) => return Err(ParseError::Syntax("expected a number")),
     };
     // Off stays off (check_combination refuses a burst for a limit that is off).
     if let Some(l) = limit.as_mut() {
@@ -463,17 +464,17 @@ fn set_burst(limit: &mut Option<RateParam>, value: &str) -> Result<(), String> {
 }
 
 /// A flood key: nginx text, usually with variables (compiled by the module).
-fn flood_key(value: &str) -> Result<String, String> {
+fn flood_key(value: &str) -> Result<String, ParseError> {
     if value.is_empty() {
-        return Err("expected a value, e.g. $binary_remote_addr".to_string());
+        return Err(ParseError::Syntax("expected a value, e.g. $binary_remote_addr"));
     }
     Ok(value.to_string())
 }
 
 /// `page_pass=`: 1s to 1m.
-fn page_pass(value: &str) -> Result<u64, String> {
+fn page_pass(value: &str) -> Result<u64, ParseError> {
     match positive_time(value)? {
         ms if (1000..=MAX_PAGE_PASS_MS).contains(&ms) => Ok(ms),
-        _ => Err("must be between 1s and 1m".to_string()),
+        _ => Err(ParseError::Range("must be between 1s and 1m")),
     }
 }
