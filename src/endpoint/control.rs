@@ -96,7 +96,7 @@ fn serve(r: &mut Request) -> ngx_int_t {
     let args = r.as_ref().args.as_bytes().to_vec();
     let query = match parse_control_query(&args) {
         Ok(q) => q,
-        Err(e) => return error(r, NGX_HTTP_BAD_REQUEST as u16, &e),
+        Err(e) => return error(r, NGX_HTTP_BAD_REQUEST as u16, &e.to_string()),
     };
     let now = now_ms();
     let zone = match query.room {
@@ -130,7 +130,7 @@ fn serve(r: &mut Request) -> ngx_int_t {
         (Some(zone), false, None, Some(name)) => {
             let spec = match event_spec(zone, name, &query.event_args) {
                 Ok(spec) => spec,
-                Err(e) => return error(r, NGX_HTTP_BAD_REQUEST as u16, &e),
+                Err(e) => return error(r, NGX_HTTP_BAD_REQUEST as u16, &e.to_string()),
             };
             let answer = zone.change_events(Change::Create(spec), now);
             (zone, ControlAction::Create(name.to_string()), answer)

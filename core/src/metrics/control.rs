@@ -169,8 +169,34 @@ const EVENT_PARAMS: [&str; 9] = [
     "page",
 ];
 
+/// Why the control endpoint's query was refused (the `400` answer's message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("query is not valid UTF-8")]
+    NotUtf8,
+    #[error("bad escape in \"{0}\"")]
+    BadEscape(String),
+    #[error("\"{0}\" is not UTF-8")]
+    DecodedNotUtf8(String),
+    #[error("{0} is given twice")]
+    Twice(&'static str),
+    #[error("{0} is empty")]
+    Empty(&'static str),
+    #[error("unknown mode \"{0}\": expected one of {names}, or default", names = Mode::NAMES)]
+    UnknownMode(String),
+    #[error(
+        "unknown parameter \"{0}\": expected room=, mode=, or event= with the parameters of \
+         smart_limit_event"
+    )]
+    UnknownParameter(String),
+    #[error("mode= and event= are separate requests")]
+    ModeAndEvent,
+    #[error("an event's parameters need event=NAME")]
+    EventParamsWithoutEvent,
+}
+
 /// Decodes `%XX` escapes (an instant's colons may come as `%3A`); anything else is kept.
-fn percent_decode(v: &str) -> Result<String, String> {
+fn percent_decode(v: &str) -> Result<String, QueryError> {
     let b = v.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -180,7 +206,7 @@ fn percent_decode(v: &str) -> Result<String, String> {
                 .get(i + 1..i + 3)
                 .and_then(|h| core::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad escape in \"{}\"", v.escape_default()))?;
+                .ok_or_else(|| QueryError::BadEscape(v.escape_default().to_string()))?;
             out.push(hex);
             i += 3;
         } else {
@@ -188,14 +214,14 @@ fn percent_decode(v: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("\"{}\" is not UTF-8", v.escape_default()))
+    String::from_utf8(out).map_err(|_| QueryError::DecodedNotUtf8(v.escape_default().to_string()))
 }
 
 /// Parses `room=NAME&mode=MODE|default`, or `room=NAME&event=NAME[&start=T...]` (any order;
 /// nothing else is accepted, so a typo is an error rather than a silent no-op). Room, mode
 /// and event names are plain ASCII; an event's parameters are percent-decoded.
-pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, String> {
-    let text = std::str::from_utf8(args).map_err(|_| "query is not valid UTF-8".to_string())?;
+pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, QueryError> {
+    let text = std::str::from_utf8(args).map_err(|_| QueryError::NotUtf8)?;
     let mut q = ControlQuery {
         room: None,
         mode: None,
@@ -206,52 +232,47 @@ pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, String> {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
             "room" | "event" => {
-                let slot = if k == "room" {
-                    &mut q.room
+                let (slot, name) = if k == "room" {
+                    (&mut q.room, "room")
                 } else {
-                    &mut q.event
+                    (&mut q.event, "event")
                 };
                 if slot.is_some() {
-                    return Err(format!("{k} is given twice"));
+                    return Err(QueryError::Twice(name));
                 }
                 if v.is_empty() {
-                    return Err(format!("{k} is empty"));
+                    return Err(QueryError::Empty(name));
                 }
                 *slot = Some(v);
             }
             "mode" => {
                 if q.mode.is_some() {
-                    return Err("mode is given twice".to_string());
+                    return Err(QueryError::Twice("mode"));
                 }
                 q.mode = Some(if v == "default" {
                     None
                 } else {
-                    Some(Mode::from_name(v).ok_or_else(|| {
-                        format!(
-                            "unknown mode \"{}\": expected one of {}, or default",
-                            v.escape_default(),
-                            Mode::NAMES
-                        )
-                    })?)
+                    Some(
+                        Mode::from_name(v)
+                            .ok_or_else(|| QueryError::UnknownMode(v.escape_default().to_string()))?,
+                    )
                 });
             }
             k if EVENT_PARAMS.contains(&k) => {
                 q.event_args.push(format!("{k}={}", percent_decode(v)?));
             }
             other => {
-                return Err(format!(
-                    "unknown parameter \"{}\": expected room=, mode=, or event= with the \
-                     parameters of smart_limit_event",
-                    other.escape_default()
+                return Err(QueryError::UnknownParameter(
+                    other.escape_default().to_string(),
                 ))
             }
         }
     }
     if q.mode.is_some() && (q.event.is_some() || !q.event_args.is_empty()) {
-        return Err("mode= and event= are separate requests".to_string());
+        return Err(QueryError::ModeAndEvent);
     }
     if q.event.is_none() && !q.event_args.is_empty() {
-        return Err("an event's parameters need event=NAME".to_string());
+        return Err(QueryError::EventParamsWithoutEvent);
     }
     Ok(q)
 }

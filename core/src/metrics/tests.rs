@@ -410,7 +410,7 @@ fn control_queries() {
             String::from_utf8_lossy(bad)
         );
     }
-    let e = parse_control_query(b"mode=nope").unwrap_err();
+    let e = parse_control_query(b"mode=nope").unwrap_err().to_string();
     assert!(
         e.contains("fifo, random, passthrough, reject, queue_all"),
         "{e}"

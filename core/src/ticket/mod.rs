@@ -69,11 +69,33 @@ pub enum KeyError {
         /// 1-based line number in the key file.
         line: usize,
         /// What is wrong with it (never the key itself).
-        reason: String,
+        reason: BadKey,
     },
     /// The operating system's random source failed.
     #[error("cannot get random bytes for a key: {0}")]
     Random(crate::util::random::RandomError),
+}
+
+/// What is wrong with one line of a key file (never the key itself).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BadKey {
+    #[error("expected one key per line, found spaces inside the key")]
+    Spaces,
+    #[error("64 characters but not all hex digits (0-9, a-f)")]
+    NotHex,
+    #[error("{0} hex digits, a key needs exactly 64 (32 bytes)")]
+    HexLength(usize),
+    #[error("base64 decodes to {0} bytes, a key needs exactly 32")]
+    Base64Length(usize),
+    #[error("not a key: expected 64 hex digits or base64 of exactly 32 bytes")]
+    NotAKey,
+    /// The cipher refused the key's length (cannot happen with 32 bytes; no panics is the
+    /// rule).
+    #[error("key is not 32 bytes")]
+    Length,
+    /// HKDF refused the subkey's length (cannot happen with 32 bytes).
+    #[error("cannot derive a subkey")]
+    Subkey,
 }
 
 /// Why a ticket could not be sealed or opened. For opening, every variant means the same

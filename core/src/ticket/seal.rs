@@ -12,7 +12,7 @@ use hkdf::Hkdf;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::{KeyError, Ticket, TicketError, MAX_TICKET_LEN};
+use super::{BadKey, KeyError, Ticket, TicketError, MAX_TICKET_LEN};
 use crate::util::out::{put_json_str, FixedBuf, Out};
 
 /// AES-256 key length in bytes.
@@ -142,16 +142,16 @@ impl Use {
 
 /// The subkey of `key` for `purpose`: HKDF-SHA256 (extract with [`HKDF_SALT`], expand with the
 /// use's `info`) to 32 bytes.
-pub(super) fn subkey(key: &[u8; KEY_LEN], purpose: Use) -> Result<[u8; KEY_LEN], String> {
+pub(super) fn subkey(key: &[u8; KEY_LEN], purpose: Use) -> Result<[u8; KEY_LEN], BadKey> {
     let mut out = [0u8; KEY_LEN];
     Hkdf::<Sha256>::new(Some(HKDF_SALT), key)
         .expand(purpose.info(), &mut out)
-        .map_err(|_| "cannot derive a subkey".to_string())?;
+        .map_err(|_| BadKey::Subkey)?;
     Ok(out)
 }
 
 /// A key's ciphers: its sealing subkey's, and the key's own as the previous build used it.
-fn ciphers_of(key: &[u8; KEY_LEN]) -> Result<(Aes256Gcm, Aes256Gcm), String> {
+fn ciphers_of(key: &[u8; KEY_LEN]) -> Result<(Aes256Gcm, Aes256Gcm), BadKey> {
     Ok((cipher_for(&subkey(key, Use::Seal)?)?, cipher_for(key)?))
 }
 
@@ -342,18 +342,17 @@ pub fn random_sid() -> Result<u64, TicketError> {
 
 /// Builds the cipher for one key. The slice constructor reports a wrong length as an error
 /// instead of panicking (it cannot be wrong here, but no panics is the rule).
-fn cipher_for(key: &[u8; KEY_LEN]) -> Result<Aes256Gcm, String> {
-    Aes256Gcm::new_from_slice(key).map_err(|_| "key is not 32 bytes".to_string())
+fn cipher_for(key: &[u8; KEY_LEN]) -> Result<Aes256Gcm, BadKey> {
+    Aes256Gcm::new_from_slice(key).map_err(|_| BadKey::Length)
 }
 
 /// Decodes one key word; the error says what is wrong without repeating the word.
-fn decode_key(word: &str) -> Result<[u8; KEY_LEN], String> {
+fn decode_key(word: &str) -> Result<[u8; KEY_LEN], BadKey> {
     if word.chars().any(char::is_whitespace) {
-        return Err("expected one key per line, found spaces inside the key".to_string());
+        return Err(BadKey::Spaces);
     }
     if word.len() == 2 * KEY_LEN {
-        return decode_hex_key(word)
-            .ok_or_else(|| "64 characters but not all hex digits (0-9, a-f)".to_string());
+        return decode_hex_key(word).ok_or(BadKey::NotHex);
     }
     let decoded = KEY_B64_STANDARD
         .decode(word)
@@ -362,22 +361,13 @@ fn decode_key(word: &str) -> Result<[u8; KEY_LEN], String> {
         Ok(bytes) => match <[u8; KEY_LEN]>::try_from(bytes.as_slice()) {
             Ok(key) => Ok(key),
             // A short all-hex line is much more likely a truncated hex key than base64.
-            Err(_) if word.bytes().all(|b| b.is_ascii_hexdigit()) => Err(format!(
-                "{} hex digits, a key needs exactly 64 (32 bytes)",
-                word.len()
-            )),
-            Err(_) => Err(format!(
-                "base64 decodes to {} bytes, a key needs exactly 32",
-                bytes.len()
-            )),
+            Err(_) if word.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Err(BadKey::HexLength(word.len()))
+            }
+            Err(_) => Err(BadKey::Base64Length(bytes.len())),
         },
-        Err(_) if word.bytes().all(|b| b.is_ascii_hexdigit()) => Err(format!(
-            "{} hex digits, a key needs exactly 64 (32 bytes)",
-            word.len()
-        )),
-        Err(_) => {
-            Err("not a key: expected 64 hex digits or base64 of exactly 32 bytes".to_string())
-        }
+        Err(_) if word.bytes().all(|b| b.is_ascii_hexdigit()) => Err(BadKey::HexLength(word.len())),
+        Err(_) => Err(BadKey::NotAKey),
     }
 }
 

@@ -372,7 +372,7 @@ fn key_file_errors() {
     match &err {
         KeyError::BadLine { line, reason } => {
             assert_eq!(*line, 3);
-            assert!(reason.contains("hex"), "{reason}");
+            assert!(reason.to_string().contains("hex"), "{reason}");
         }
         other => panic!("{other:?}"),
     }
@@ -383,21 +383,21 @@ fn key_file_errors() {
     // Too short hex.
     let err = Keyring::parse(&format!("{KEY_A}\n{}\n", &KEY_A[..62])).unwrap_err();
     assert!(
-        matches!(&err, KeyError::BadLine { line: 2, reason } if reason.contains("62 hex digits")),
+        matches!(&err, KeyError::BadLine { line: 2, reason } if reason.to_string().contains("62 hex digits")),
         "{err}"
     );
     // Base64 of the wrong length.
     let b16 = base64::engine::general_purpose::STANDARD.encode([1u8; 16]);
     let err = Keyring::parse(&b16).unwrap_err();
     assert!(
-        matches!(&err, KeyError::BadLine { line: 1, reason } if reason.contains("16 bytes")),
+        matches!(&err, KeyError::BadLine { line: 1, reason } if reason.to_string().contains("16 bytes")),
         "{err}"
     );
     // Garbage and two keys on one line.
     let err = Keyring::parse("%%%% not a key").unwrap_err();
     assert!(matches!(err, KeyError::BadLine { line: 1, .. }));
     let err = Keyring::parse(&format!("{KEY_A} {KEY_B}")).unwrap_err();
-    assert!(matches!(&err, KeyError::BadLine { line: 1, reason } if reason.contains("spaces")));
+    assert!(matches!(&err, KeyError::BadLine { line: 1, reason } if reason.to_string().contains("spaces")));
     assert!(!err.to_string().contains(KEY_A));
     // Debug output of a keyring shows no key material.
     let dbg = format!("{:?}", Keyring::parse(KEY_A).unwrap());
