@@ -1,17 +1,12 @@
 //! `smart-limit-bench rehearse`'s command line (clap).
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use clap::{ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
 
 use crate::args::{parse_url, Target, UrlError};
 use crate::history::{Mode, Order, Run};
 
 use super::control::ControlError;
-
-const NODES: &str = "Nodes and routing";
-const CLIENTS: &str = "Clients";
-const FAULTS: &str = "Faults";
-const ROOM: &str = "The room's settings (written to the history for the checker)";
 
 const ABOUT: &str = "\
 The client side of a launch rehearsal: clients arrive, take places, poll, are admitted,
@@ -24,142 +19,128 @@ run at their times and the nodes' metrics each second.";
     name = "smart-limit-bench rehearse",
     about = ABOUT,
     override_usage = "smart-limit-bench rehearse --node URL [--node URL ...] --out HISTORY.jsonl [options]",
-    args_override_self = true
+    args_override_self = true,
+    hide_possible_values = true
 )]
 struct Cli {
+    /// the history to write
+    #[arg(long, value_name = "HISTORY.jsonl", allow_hyphen_values = true)]
+    out: String,
+    #[command(flatten)]
+    nodes: Nodes,
+    #[command(flatten)]
+    clients: Clients,
+    #[command(flatten)]
+    room: Room,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Nodes and routing")]
+struct Nodes {
     /// a node's URL (path included: the room's location); repeat
-    #[arg(long, value_name = "URL", value_parser = target, help_heading = NODES)]
+    #[arg(long, value_name = "URL", value_parser = parse_url)]
     node: Vec<Target>,
     /// a node added at T seconds (routed to from then on); repeat
-    #[arg(long, num_args = 2, value_names = ["T", "URL"], help_heading = NODES)]
+    #[arg(long, num_args = 2, value_names = ["T", "URL"])]
     join: Vec<String>,
     /// round robin per request, or each client on one node
-    #[arg(
-        long,
-        value_name = "rr|sticky",
-        value_enum,
-        default_value = "rr",
-        hide_possible_values = true,
-        help_heading = NODES
-    )]
-    routing: Routing,
+    #[arg(long, value_name = "rr|sticky", value_parser = routing(), action = ArgAction::Set, default_value = "rr")]
+    routing: bool,
     /// each node's metrics location ('' for none)
     #[arg(
         long,
         value_name = "P",
         default_value = "/metrics",
-        allow_hyphen_values = true,
-        help_heading = NODES
+        allow_hyphen_values = true
     )]
     metrics_path: String,
     /// the room (its cookie smart_limit_NAME, its metrics' room label)
-    #[arg(long, value_name = "NAME", default_value = "room", help_heading = NODES)]
+    #[arg(long, value_name = "NAME", default_value = "room")]
     room: String,
-    /// the history to write
-    #[arg(long, value_name = "HISTORY.jsonl", allow_hyphen_values = true)]
-    out: String,
-
-    /// people and programs
-    #[arg(long, value_name = "N", default_value = "1000", help_heading = CLIENTS)]
-    clients: u64,
-    /// arrivals spread over S seconds, most of them early
-    #[arg(long, value_name = "S", default_value = "20", value_parser = secs, help_heading = CLIENTS)]
-    arrive_over: u64,
-    /// length of the run
-    #[arg(long, value_name = "S", default_value = "60", value_parser = secs, help_heading = CLIENTS)]
-    seconds: u64,
-    /// share asking for JSON (percent)
-    #[arg(long, value_name = "PCT", default_value = "15", help_heading = CLIENTS)]
-    programs: u64,
-    /// share of people coming back 2.5 x later than the page asks (percent)
-    #[arg(long, value_name = "PCT", default_value = "20", help_heading = CLIENTS)]
-    slow: u64,
-    /// share giving up while waiting (percent)
-    #[arg(long, value_name = "PCT", default_value = "10", help_heading = CLIENTS)]
-    abandon: u64,
-    /// scripts taking a new ticket each second
-    #[arg(long, value_name = "N", default_value = "2", help_heading = CLIENTS)]
-    minters: u64,
-    /// an admitted client browses between S1 and S2 seconds
-    #[arg(long, value_name = "S1,S2", default_value = "3,10", value_parser = stay, help_heading = CLIENTS)]
-    stay: (u64, u64),
-    /// request threads
-    #[arg(long, value_name = "N", default_value = "32", help_heading = CLIENTS)]
-    threads: u64,
-    /// random seed
-    #[arg(long, value_name = "N", default_value = "1", help_heading = CLIENTS)]
-    seed: u64,
-
-    /// at T seconds run COMMAND (sh -c) and record the fault WHAT (join, restart, reload,
-    /// upgrade, redis-kill, redis-slow, clock-step); repeat
-    #[arg(
-        long,
-        value_name = "T:WHAT[:NODE]:COMMAND",
-        value_parser = fault,
-        allow_hyphen_values = true,
-        help_heading = FAULTS
-    )]
-    fault: Vec<FaultPlan>,
-
-    /// read them from a node's smart_limit_control endpoint (store, max_active, admission,
-    /// presence, active_window, timeout, sync); the options below given as well win
-    #[arg(long, value_name = "URL", help_heading = ROOM)]
-    control: Option<String>,
-    /// the store [default: shm]
-    #[arg(
-        long,
-        value_name = "shm|redis|sync",
-        value_parser = mode(),
-        hide_possible_values = true,
-        help_heading = ROOM
-    )]
-    mode: Option<Mode>,
-    /// max_active= (required, here or from --control)
-    #[arg(long, value_name = "N", help_heading = ROOM)]
-    max_active: Option<u64>,
-    /// session= (seconds); give this or --grant
-    #[arg(long, value_name = "S", value_parser = secs, help_heading = ROOM)]
-    session: Option<u64>,
-    /// grant= (seconds)
-    #[arg(long, value_name = "S", value_parser = secs, help_heading = ROOM)]
-    grant: Option<u64>,
-    /// active_window= (seconds) [default: --session's, else 60]
-    #[arg(long, value_name = "S", value_parser = secs, help_heading = ROOM)]
-    active_window: Option<u64>,
-    /// presence= (seconds) [default: 20]
-    #[arg(long, value_name = "S", value_parser = secs, help_heading = ROOM)]
-    presence: Option<u64>,
-    /// the Redis stores' timeout= (milliseconds) [default: 0]
-    #[arg(long, value_name = "MS", help_heading = ROOM)]
-    timeout: Option<u64>,
-    /// sync= (seconds) [default: 0]
-    #[arg(long, value_name = "S", value_parser = secs, help_heading = ROOM)]
-    sync: Option<u64>,
-    /// the waiting page's refresh (seconds)
-    #[arg(long, value_name = "S", default_value = "10", value_parser = secs, help_heading = ROOM)]
-    refresh: u64,
-    /// the order of admission
-    #[arg(
-        long,
-        value_name = "fifo|lottery",
-        default_value = "fifo",
-        value_parser = order(),
-        hide_possible_values = true,
-        help_heading = ROOM
-    )]
-    order: Order,
-    /// an event's start, seconds into the run
-    #[arg(long, value_name = "S", value_parser = secs, help_heading = ROOM)]
-    start: Option<u64>,
-    /// the event's start as the nodes have it (instead of --start)
-    #[arg(long, value_name = "UNIX_SECONDS", help_heading = ROOM)]
-    start_at: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Routing {
-    Rr,
-    Sticky,
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Clients and faults")]
+struct Clients {
+    /// people and programs
+    #[arg(long, value_name = "N", default_value = "1000")]
+    clients: u64,
+    /// arrivals spread over S seconds, most of them early
+    #[arg(long, value_name = "S", default_value = "20", value_parser = secs)]
+    arrive_over: u64,
+    /// length of the run
+    #[arg(long, value_name = "S", default_value = "60", value_parser = secs)]
+    seconds: u64,
+    /// share asking for JSON (percent)
+    #[arg(long, value_name = "PCT", default_value = "15")]
+    programs: u64,
+    /// share of people coming back 2.5 x later than the page asks (percent)
+    #[arg(long, value_name = "PCT", default_value = "20")]
+    slow: u64,
+    /// share giving up while waiting (percent)
+    #[arg(long, value_name = "PCT", default_value = "10")]
+    abandon: u64,
+    /// scripts taking a new ticket each second
+    #[arg(long, value_name = "N", default_value = "2")]
+    minters: u64,
+    /// an admitted client browses between S1 and S2 seconds
+    #[arg(long, value_name = "S1,S2", default_value = "3,10", value_parser = stay)]
+    stay: (u64, u64),
+    /// request threads
+    #[arg(long, value_name = "N", default_value = "32")]
+    threads: u64,
+    /// random seed
+    #[arg(long, value_name = "N", default_value = "1")]
+    seed: u64,
+    /// at T seconds run COMMAND (sh -c) and record the fault WHAT (join, restart, reload,
+    /// upgrade, redis-kill, redis-slow, clock-step); repeat
+    #[arg(long, value_name = "T:WHAT[:NODE]:COMMAND", value_parser = fault, allow_hyphen_values = true)]
+    fault: Vec<FaultPlan>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "The room's settings (written to the history for the checker)")]
+struct Room {
+    /// read them from a node's smart_limit_control endpoint (store, max_active, admission,
+    /// presence, active_window, timeout, sync); the options below given as well win
+    #[arg(long, value_name = "URL")]
+    control: Option<String>,
+    /// the store [default: shm]
+    #[arg(long, value_name = "shm|redis|sync", value_parser = mode())]
+    mode: Option<Mode>,
+    /// max_active= (required, here or from --control)
+    #[arg(long, value_name = "N")]
+    max_active: Option<u64>,
+    /// session= (seconds); give this or --grant
+    #[arg(long, value_name = "S", value_parser = secs)]
+    session: Option<u64>,
+    /// grant= (seconds)
+    #[arg(long, value_name = "S", value_parser = secs)]
+    grant: Option<u64>,
+    /// active_window= (seconds) [default: --session's, else 60]
+    #[arg(long, value_name = "S", value_parser = secs)]
+    active_window: Option<u64>,
+    /// presence= (seconds) [default: 20]
+    #[arg(long, value_name = "S", value_parser = secs)]
+    presence: Option<u64>,
+    /// the Redis stores' timeout= (milliseconds) [default: 0]
+    #[arg(long, value_name = "MS")]
+    timeout: Option<u64>,
+    /// sync= (seconds) [default: 0]
+    #[arg(long, value_name = "S", value_parser = secs)]
+    sync: Option<u64>,
+    /// the waiting page's refresh (seconds)
+    #[arg(long, value_name = "S", default_value = "10", value_parser = secs)]
+    refresh: u64,
+    /// the order of admission
+    #[arg(long, value_name = "fifo|lottery", value_parser = order(), default_value = "fifo")]
+    order: Order,
+    /// an event's start, seconds into the run
+    #[arg(long, value_name = "S", value_parser = secs)]
+    start: Option<u64>,
+    /// the event's start as the nodes have it (instead of --start)
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    start_at: Option<u64>,
 }
 
 /// A scheduled fault.
@@ -199,7 +180,7 @@ pub enum ArgsError {
     #[error(transparent)]
     Clap(#[from] clap::Error),
     #[error("--join: {0}")]
-    JoinTime(#[from] SecsError),
+    JoinTime(#[from] ValueError),
     #[error(transparent)]
     Url(#[from] UrlError),
     #[error(transparent)]
@@ -214,35 +195,28 @@ pub enum ArgsError {
     SessionOrGrant,
 }
 
-/// A number of seconds clap could not take (its message names the option).
+/// A value clap could not take (its message names the option).
 #[derive(Debug, thiserror::Error)]
-pub enum SecsError {
+pub enum ValueError {
     #[error("'{0}' is not a number of seconds")]
     NotSeconds(String),
     #[error("'{0}' is out of range")]
     OutOfRange(String),
-}
-
-/// A `--stay` or `--fault` clap could not take.
-#[derive(Debug, thiserror::Error)]
-pub enum FormError {
     #[error("S1,S2")]
     Stay,
     #[error("T:WHAT[:NODE]:COMMAND")]
     Fault,
     #[error("node: '{0}' is not a whole number")]
     Node(String),
-    #[error(transparent)]
-    Secs(#[from] SecsError),
 }
 
 /// Seconds (fractions allowed) as milliseconds.
-fn secs(v: &str) -> Result<u64, SecsError> {
+fn secs(v: &str) -> Result<u64, ValueError> {
     let f: f64 = v
         .parse()
-        .map_err(|_| SecsError::NotSeconds(v.to_string()))?;
+        .map_err(|_| ValueError::NotSeconds(v.to_string()))?;
     if !(0.0..1e7).contains(&f) {
-        return Err(SecsError::OutOfRange(v.to_string()));
+        return Err(ValueError::OutOfRange(v.to_string()));
     }
     Ok((f * 1000.0) as u64)
 }
@@ -262,25 +236,26 @@ fn order() -> impl TypedValueParser<Value = Order> {
     })
 }
 
-fn target(v: &str) -> Result<Target, UrlError> {
-    parse_url(v)
+/// `sticky`: true; `rr`: false.
+fn routing() -> impl TypedValueParser<Value = bool> {
+    PossibleValuesParser::new(["rr", "sticky"]).map(|v| v == "sticky")
 }
 
 /// `S1,S2` in milliseconds, the second at least 1.
-fn stay(v: &str) -> Result<(u64, u64), FormError> {
-    let (lo, hi) = v.split_once(',').ok_or(FormError::Stay)?;
+fn stay(v: &str) -> Result<(u64, u64), ValueError> {
+    let (lo, hi) = v.split_once(',').ok_or(ValueError::Stay)?;
     Ok((secs(lo)?, secs(hi)?.max(1)))
 }
 
 /// `T:WHAT[:NODE]:COMMAND` (the command may hold colons).
-fn fault(v: &str) -> Result<FaultPlan, FormError> {
+fn fault(v: &str) -> Result<FaultPlan, ValueError> {
     let mut parts = v.splitn(3, ':');
     let at_ms = secs(parts.next().unwrap_or(""))?;
-    let what = parts.next().ok_or(FormError::Fault)?;
-    let rest = parts.next().ok_or(FormError::Fault)?;
+    let what = parts.next().ok_or(ValueError::Fault)?;
+    let rest = parts.next().ok_or(ValueError::Fault)?;
     let (node, command) = match rest.split_once(':') {
         Some((n, cmd)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
-            let node: u64 = n.parse().map_err(|_| FormError::Node(n.to_string()))?;
+            let node: u64 = n.parse().map_err(|_| ValueError::Node(n.to_string()))?;
             (Some(node as u32), cmd)
         }
         _ => (None, rest),
@@ -295,14 +270,14 @@ fn fault(v: &str) -> Result<FaultPlan, FormError> {
 
 /// The nodes in the order given, `--node` and `--join` alike (a fault names a node by its
 /// place in this list).
-fn nodes(cli: &Cli, m: &ArgMatches) -> Result<Vec<(Target, u64)>, ArgsError> {
+fn nodes(n: &Nodes, m: &ArgMatches) -> Result<Vec<(Target, u64)>, ArgsError> {
     let mut at: Vec<(usize, Target, u64)> = Vec::new();
     let node_at = m.indices_of("node").into_iter().flatten();
-    for (i, t) in node_at.zip(&cli.node) {
+    for (i, t) in node_at.zip(&n.node) {
         at.push((i, t.clone(), 0));
     }
     let join_at = m.indices_of("join").into_iter().flatten().step_by(2);
-    for (i, pair) in join_at.zip(cli.join.chunks(2)) {
+    for (i, pair) in join_at.zip(n.join.chunks(2)) {
         if let [t, url] = pair {
             at.push((i, parse_url(url)?, secs(t)?));
         }
@@ -329,44 +304,48 @@ fn later<T: Copy>(m: &ArgMatches, a: (&str, Option<T>), b: (&str, Option<T>)) ->
 pub fn parse(argv: &[String]) -> Result<Args, ArgsError> {
     let program = std::iter::once("smart-limit-bench rehearse".to_string());
     let m = Cli::command().try_get_matches_from(program.chain(argv.iter().cloned()))?;
-    let cli = Cli::from_arg_matches(&m)?;
-    let start_at = cli.start_at.map(start_at).transpose()?;
+    let Cli {
+        out,
+        nodes: n,
+        clients: c,
+        room: r,
+    } = Cli::from_arg_matches(&m)?;
+    let start_at = r.start_at.map(start_at).transpose()?;
     let mut a = Args {
-        nodes: nodes(&cli, &m)?,
-        sticky: cli.routing == Routing::Sticky,
-        metrics_path: cli.metrics_path.clone(),
-        room: cli.room.clone(),
-        out: cli.out.clone(),
-        clients: cli.clients,
-        arrive_over_ms: cli.arrive_over,
-        programs_pct: cli.programs.min(100),
-        slow_pct: cli.slow.min(100),
-        abandon_pct: cli.abandon.min(100),
-        minters: cli.minters,
-        stay_ms: cli.stay,
-        threads: cli.threads.clamp(1, 1024) as usize,
-        seed: cli.seed,
-        faults: cli.fault.clone(),
+        nodes: nodes(&n, &m)?,
+        sticky: n.routing,
+        metrics_path: n.metrics_path,
+        room: n.room,
+        out,
+        clients: c.clients,
+        arrive_over_ms: c.arrive_over,
+        programs_pct: c.programs.min(100),
+        slow_pct: c.slow.min(100),
+        abandon_pct: c.abandon.min(100),
+        minters: c.minters,
+        stay_ms: c.stay,
+        threads: c.threads.clamp(1, 1024) as usize,
+        seed: c.seed,
+        faults: c.fault,
         run: Run {
-            mode: cli.mode.unwrap_or(Mode::Shm),
-            order: cli.order,
+            mode: r.mode.unwrap_or(Mode::Shm),
+            order: r.order,
             nodes: 0,
-            max_active: cli.max_active.unwrap_or(0),
-            session_ms: cli.session,
-            grant_ms: cli.grant,
-            active_window_ms: cli.active_window.unwrap_or(60_000),
-            presence_ms: cli.presence.unwrap_or(20_000),
-            timeout_ms: cli.timeout.unwrap_or(0),
-            sync_ms: cli.sync.unwrap_or(0),
-            refresh_ms: cli.refresh.max(100),
-            start_ms: later(&m, ("start", cli.start), ("start_at", start_at)),
-            duration_ms: cli.seconds,
+            max_active: r.max_active.unwrap_or(0),
+            session_ms: r.session,
+            grant_ms: r.grant,
+            active_window_ms: r.active_window.unwrap_or(60_000),
+            presence_ms: r.presence.unwrap_or(20_000),
+            timeout_ms: r.timeout.unwrap_or(0),
+            sync_ms: r.sync.unwrap_or(0),
+            refresh_ms: r.refresh.max(100),
+            start_ms: later(&m, ("start", r.start), ("start_at", start_at)),
+            duration_ms: c.seconds,
         },
     };
-    let from_control = cli.control.is_some();
-    if let Some(url) = &cli.control {
+    if let Some(url) = &r.control {
         let s = super::control::fetch(url, &a.room)?;
-        super::control::apply(&mut a.run, &s, |flag| given(&cli, flag));
+        super::control::apply(&mut a.run, &s, |flag| r.given(flag));
     }
     if a.nodes.iter().all(|(_, t)| *t > 0) {
         return Err(ArgsError::NoNode);
@@ -378,26 +357,28 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgsError> {
         return Err(ArgsError::SessionOrGrant);
     }
     // (The endpoint names the room's own active_window.)
-    if a.run.session_ms.is_some() && !from_control && cli.active_window.is_none() {
+    if a.run.session_ms.is_some() && r.control.is_none() && r.active_window.is_none() {
         a.run.active_window_ms = a.run.session_ms.unwrap_or(0);
     }
     a.run.nodes = a.nodes.iter().filter(|(_, t)| *t == 0).count() as u32;
     Ok(a)
 }
 
-/// Whether the room's setting `flag` was given on the command line (it wins over
-/// `--control`'s).
-fn given(cli: &Cli, flag: &str) -> bool {
-    match flag {
-        "--mode" => cli.mode.is_some(),
-        "--max-active" => cli.max_active.is_some(),
-        "--session" => cli.session.is_some(),
-        "--grant" => cli.grant.is_some(),
-        "--active-window" => cli.active_window.is_some(),
-        "--presence" => cli.presence.is_some(),
-        "--timeout" => cli.timeout.is_some(),
-        "--sync" => cli.sync.is_some(),
-        _ => false,
+impl Room {
+    /// Whether the room's setting `flag` was given on the command line (it wins over
+    /// `--control`'s).
+    fn given(&self, flag: &str) -> bool {
+        match flag {
+            "--mode" => self.mode.is_some(),
+            "--max-active" => self.max_active.is_some(),
+            "--session" => self.session.is_some(),
+            "--grant" => self.grant.is_some(),
+            "--active-window" => self.active_window.is_some(),
+            "--presence" => self.presence.is_some(),
+            "--timeout" => self.timeout.is_some(),
+            "--sync" => self.sync.is_some(),
+            _ => false,
+        }
     }
 }
 
