@@ -12,6 +12,36 @@ use ngx::ffi::{ngx_conf_t, ngx_int_t, ngx_shared_memory_add, ngx_shm_zone_t, ngx
 /// holds what that configuration's init placed there).
 pub type Init = fn(&mut ngx_shm_zone_t, bool) -> Status;
 
+/// Why a zone's shared memory could not be declared (configuration time) or laid out (its
+/// init, in the master).
+#[derive(Debug, thiserror::Error)]
+pub enum ZoneError {
+    #[error("out of memory")]
+    NoMemory,
+    #[error("cannot add shared memory zone \"{0}\"")]
+    CannotAdd(String),
+    /// The name is declared already (the message says by what).
+    #[error("{0}")]
+    Taken(String),
+    #[error("no shared memory")]
+    NoSharedMemory,
+    #[error("zone is too small")]
+    TooSmall,
+    #[error("zone is too small: a room needs at least {0} bytes")]
+    TooSmallForRoom(usize),
+    #[error("zone is too small for sync=: it needs at least {0} bytes more")]
+    TooSmallForSync(usize),
+    /// A reload gave a zone without `sync=` the fleet's side (it needs a restart).
+    #[error("sync= was added")]
+    SyncAdded,
+    #[error("{0}")]
+    Room(#[from] smart_limit_core::room::LayoutError),
+    #[error("{0}")]
+    Fleet(#[from] smart_limit_core::fleet::NotAFleetNode),
+    #[error("{0}")]
+    Random(#[from] smart_limit_core::util::random::RandomError),
+}
+
 /// Declares the zone `name` of `size` bytes, tagged with this module so nginx hands the same
 /// memory back on reload; `data` is what its init finds in `shm_zone.data`, `init_zone` its
 /// init (an `extern "C"` shell around [`guarded_init`]). `taken`: the message when the name is
@@ -23,10 +53,10 @@ pub fn add(
     data: *mut c_void,
     init_zone: unsafe extern "C" fn(*mut ngx_shm_zone_t, *mut c_void) -> ngx_int_t,
     taken: impl FnOnce() -> String,
-) -> Result<&'static mut ngx_shm_zone_t, String> {
+) -> Result<&'static mut ngx_shm_zone_t, ZoneError> {
     // SAFETY: the configuration's pool is live while the configuration is parsed.
-    let mut shm_name = unsafe { ngx_str_t::from_bytes(cf.pool, name.as_bytes()) }
-        .ok_or_else(|| "out of memory".to_string())?;
+    let mut shm_name =
+        unsafe { ngx_str_t::from_bytes(cf.pool, name.as_bytes()) }.ok_or(ZoneError::NoMemory)?;
     // SAFETY: a configuration being parsed; the tag is this module's static.
     let shm_zone = unsafe {
         ngx_shared_memory_add(
@@ -37,10 +67,10 @@ pub fn add(
         )
     };
     // SAFETY: null or the zone nginx keeps for this configuration (its cycle's lifetime).
-    let shm_zone = unsafe { shm_zone.as_mut() }
-        .ok_or_else(|| format!("cannot add shared memory zone \"{name}\""))?;
+    let shm_zone =
+        unsafe { shm_zone.as_mut() }.ok_or_else(|| ZoneError::CannotAdd(name.to_string()))?;
     if !shm_zone.data.is_null() {
-        return Err(taken());
+        return Err(ZoneError::Taken(taken()));
     }
     shm_zone.init = Some(init_zone);
     shm_zone.data = data;

@@ -42,7 +42,7 @@ use crate::conf::{Endpoint, LocConf};
 use crate::ctx::{ControlAction, PendingControl, RequestCtx, Suspended};
 use crate::inflight;
 use crate::request::{self, RequestExt, INTERNAL_ERROR};
-use crate::store::event::{read_page, EventsError};
+use crate::store::event::{read_page, EventsError, PageError};
 use crate::store::{Answer, Zone};
 use crate::Module;
 
@@ -155,23 +155,34 @@ fn serve(r: &mut Request) -> ngx_int_t {
     }
 }
 
+/// Why an event a create asks for was refused (the `400` answer's message).
+#[derive(Debug, thiserror::Error)]
+enum SpecError {
+    #[error(transparent)]
+    Event(#[from] EventError),
+    #[error("event \"{0}\": page= must be an absolute path without spaces")]
+    PagePath(String),
+    #[error("event \"{name}\": page= {source}")]
+    Page { name: String, source: PageError },
+}
+
 /// The event a create asks for, checked as `smart_limit_event` is (its page must be an
 /// absolute path: there is no configuration prefix at run time, and every worker reads it).
-fn event_spec(zone: &Zone, name: &str, args: &[String]) -> Result<EventSpec, String> {
+fn event_spec(zone: &Zone, name: &str, args: &[String]) -> Result<EventSpec, SpecError> {
     let room = format!("room={}", zone.params.name);
     let words: Vec<&str> = [name, room.as_str()]
         .into_iter()
         .chain(args.iter().map(String::as_str))
         .collect();
-    let spec = parse_event(&words).map_err(|e| e.to_string())?;
+    let spec = parse_event(&words)?;
     if let Some(path) = &spec.page {
         if !path.starts_with('/') || path.contains(char::is_whitespace) {
-            return Err(format!(
-                "event \"{}\": page= must be an absolute path without spaces",
-                spec.name
-            ));
+            return Err(SpecError::PagePath(spec.name));
         }
-        read_page(path).map_err(|e| format!("event \"{}\": page= {e}", spec.name))?;
+        read_page(path).map_err(|source| SpecError::Page {
+            name: spec.name.clone(),
+            source,
+        })?;
     }
     Ok(spec)
 }

@@ -23,6 +23,8 @@ use ngx::ffi::{
 };
 use ngx::ffi::{ngx_add_timer, ngx_create_pool, ngx_del_timer, ngx_destroy_pool};
 
+use super::NetError;
+
 /// A resolved peer address, kept for the life of the configuration (it lives in the zone,
 /// which lives in the cycle pool), so the pointers handed to nginx stay valid.
 pub struct Addr {
@@ -38,12 +40,13 @@ pub struct Addr {
 impl Addr {
     /// Resolves `HOST:PORT` at configuration time, as nginx does for upstream servers
     /// (a name resolving to several addresses uses the first).
-    pub fn resolve(cf: &mut ngx_conf_t, text: &str) -> Result<Addr, String> {
+    pub fn resolve(cf: &mut ngx_conf_t, text: &str) -> Result<Addr, NetError> {
         let pool = cf.pool;
         // SAFETY: an all-zero ngx_url_t is the C "unset" value ngx_parse_url expects.
         let mut u: ngx_url_t = unsafe { core::mem::zeroed() };
         // SAFETY: the configuration's pool is live.
-        u.url = unsafe { ngx_str_t::from_bytes(pool, text.as_bytes()) }.ok_or("out of memory")?;
+        u.url =
+            unsafe { ngx_str_t::from_bytes(pool, text.as_bytes()) }.ok_or(NetError::NoMemory)?;
         u.default_port = 6379;
         // SAFETY: a live pool and an initialised url.
         if unsafe { ngx_parse_url(pool, &mut u) } != NGX_OK as ngx_int_t {
@@ -55,14 +58,17 @@ impl Addr {
                     .to_string_lossy()
                     .into_owned()
             };
-            return Err(format!("{why} in \"{text}\""));
+            return Err(NetError::Address {
+                why,
+                text: text.to_string(),
+            });
         }
         // SAFETY: when naddrs > 0, `addrs` points at that many parsed addresses in the pool.
         let Some(a) = (unsafe { u.addrs.as_ref() }).filter(|_| u.naddrs > 0) else {
-            return Err(format!("host not found in \"{text}\""));
+            return Err(NetError::HostNotFound(text.to_string()));
         };
         if a.sockaddr.is_null() || a.socklen == 0 {
-            return Err(format!("no address for \"{text}\""));
+            return Err(NetError::NoAddress(text.to_string()));
         }
         // SAFETY: `sockaddr` holds `socklen` bytes (set together by ngx_parse_url).
         let bytes =

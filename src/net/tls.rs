@@ -25,6 +25,8 @@ use ngx::ffi::{
 };
 use smart_limit_core::redis::params::RedisParams;
 
+use super::NetError;
+
 /// The SSL context of one zone's Redis connections, and what to expect of the server.
 pub struct Tls {
     /// In the configuration's pool, like nginx's own: its cleanup (freeing the SSL context)
@@ -45,18 +47,18 @@ pub enum Handshake {
 
 /// A file path from the configuration, as nginx wants it: in the configuration's pool, and
 /// NUL-terminated after its length like every string nginx's parser makes (OpenSSL opens it).
-fn conf_str(cf: &mut ngx_conf_t, text: &str) -> Result<ngx_str_t, String> {
+fn conf_str(cf: &mut ngx_conf_t, text: &str) -> Result<ngx_str_t, NetError> {
     let mut bytes = text.as_bytes().to_vec();
     bytes.push(0);
     // SAFETY: the configuration's pool is live while the configuration is parsed.
-    let mut s = unsafe { ngx_str_t::from_bytes(cf.pool, &bytes) }.ok_or("out of memory")?;
+    let mut s = unsafe { ngx_str_t::from_bytes(cf.pool, &bytes) }.ok_or(NetError::NoMemory)?;
     s.len -= 1;
     Ok(s)
 }
 
 impl Tls {
     /// The context for `redis_tls=on` (None when TLS is off). Errors name the file.
-    pub fn new(cf: &mut ngx_conf_t, p: &RedisParams) -> Result<Option<Tls>, String> {
+    pub fn new(cf: &mut ngx_conf_t, p: &RedisParams) -> Result<Option<Tls>, NetError> {
         if !p.tls {
             return Ok(None);
         }
@@ -65,16 +67,16 @@ impl Tls {
         let ssl =
             unsafe { ngx_pcalloc(cf.pool, core::mem::size_of::<ngx_ssl_t>()) }.cast::<ngx_ssl_t>();
         // SAFETY: null, or a fresh zeroed block of the pool.
-        let ctx = unsafe { ssl.as_mut() }.ok_or("out of memory")?;
+        let ctx = unsafe { ssl.as_mut() }.ok_or(NetError::NoMemory)?;
         ctx.log = cf.log;
         let protocols = (NGX_SSL_TLSv1_2 | NGX_SSL_TLSv1_3) as usize;
         // SAFETY: a zeroed context to fill; no data pointer (a client context).
         if unsafe { ngx_ssl_create(ctx, protocols, core::ptr::null_mut()) } != Status::NGX_OK.0 {
-            return Err("cannot create an SSL context".into());
+            return Err(NetError::SslContext);
         }
         // The context is freed with the configuration, as nginx does for proxy_ssl.
         // SAFETY: the configuration's pool; a cleanup with no data of its own.
-        let cln = unsafe { ngx_pool_cleanup_add(cf.pool, 0).as_mut() }.ok_or("out of memory")?;
+        let cln = unsafe { ngx_pool_cleanup_add(cf.pool, 0).as_mut() }.ok_or(NetError::NoMemory)?;
         cln.handler = Some(ngx_ssl_cleanup_ctx);
         cln.data = ssl.cast::<c_void>();
         if let (Some(cert), Some(key)) = (&p.tls_cert, &p.tls_key) {
@@ -83,9 +85,10 @@ impl Tls {
             // SAFETY: a live context and configuration; nginx logs what fails.
             let rc = unsafe { ngx_ssl_certificate(cf, ssl, &mut c, &mut k, core::ptr::null_mut()) };
             if rc != Status::NGX_OK.0 {
-                return Err(format!(
-                    "cannot load redis_tls_cert \"{cert}\" / redis_tls_key \"{key}\""
-                ));
+                return Err(NetError::Certificate {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                });
             }
         }
         let verify = p.tls_ca.is_some();
@@ -93,11 +96,11 @@ impl Tls {
             let mut c = conf_str(cf, ca)?;
             // SAFETY: as above; this also turns peer verification on.
             if unsafe { ngx_ssl_trusted_certificate(cf, ssl, &mut c, 10) } != Status::NGX_OK.0 {
-                return Err(format!("cannot load redis_tls_ca \"{ca}\""));
+                return Err(NetError::Ca(ca.clone()));
             }
         }
         let name = match &p.tls_name {
-            Some(n) => Some(CString::new(n.as_str()).map_err(|_| "bad redis_tls_name")?),
+            Some(n) => Some(CString::new(n.as_str()).map_err(|_| NetError::TlsName)?),
             None => None,
         };
         Ok(Some(Tls { ssl, name, verify }))
@@ -165,13 +168,13 @@ impl Tls {
 
     /// After the handshake: whether it finished, and (with a CA) whether the certificate
     /// verified, chain and name.
-    pub fn verified(&self, c: &ngx_connection_t) -> Result<(), String> {
+    pub fn verified(&self, c: &ngx_connection_t) -> Result<(), NetError> {
         // SAFETY: null, or the connection's SSL state.
         let Some(s) = (unsafe { c.ssl.as_ref() }) else {
-            return Err("no TLS on the connection".into());
+            return Err(NetError::NoTls);
         };
         if s.handshaked() == 0 {
-            return Err("TLS handshake failed".into());
+            return Err(NetError::Handshake);
         }
         if !self.verify {
             return Ok(());
@@ -183,9 +186,6 @@ impl Tls {
         }
         // SAFETY: OpenSSL returns a static string for any code.
         let why = unsafe { CStr::from_ptr(X509_verify_cert_error_string(rc) as *const c_char) };
-        Err(format!(
-            "certificate verify failed: {}",
-            why.to_string_lossy()
-        ))
+        Err(NetError::Verify(why.to_string_lossy().into_owned()))
     }
 }

@@ -24,6 +24,8 @@ use ngx::ngx_log_error;
 use smart_limit_core::rate::{RateConfig, RateShared, RateSnapshot, RateZoneParams, SyncScript};
 
 use crate::clock::now_ms;
+use crate::redis::ConfigError;
+use crate::shared_zone::ZoneError;
 use crate::sync::Driver;
 
 pub mod handler;
@@ -88,8 +90,20 @@ impl RateZone {
     }
 }
 
+/// Why a rate zone could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Redis(#[from] ConfigError),
+    #[error(transparent)]
+    Zone(#[from] ZoneError),
+}
+
 /// Creates a rate zone from its parameters and registers its shared memory.
-pub fn add_zone(cf: &mut ngx_conf_t, params: RateZoneParams) -> Result<NonNull<RateZone>, String> {
+pub fn add_zone(
+    cf: &mut ngx_conf_t,
+    params: RateZoneParams,
+) -> Result<NonNull<RateZone>, SetupError> {
     let sync = sync::driver(cf, &params)?;
     let name = params.name.clone();
     // SAFETY: the configuration's pool lives as long as the configuration (and the zone).
@@ -103,14 +117,14 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: RateZoneParams) -> Result<NonNull<R
         rng: Cell::new(0),
         sync,
     });
-    let zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
+    let zone = NonNull::new(zone).ok_or(ZoneError::NoMemory)?;
     register(cf, zone, &name)?;
     Ok(zone)
 }
 
 /// Declares the zone's shared memory, named `smart_limit_rate:NAME` (rooms' names cannot hold
 /// a colon, so the two never meet).
-fn register(cf: &mut ngx_conf_t, zone: NonNull<RateZone>, name: &str) -> Result<(), String> {
+fn register(cf: &mut ngx_conf_t, zone: NonNull<RateZone>, name: &str) -> Result<(), ZoneError> {
     let shm_name = format!("smart_limit_rate:{name}");
     let data = zone.as_ptr().cast();
     crate::shared_zone::add(cf, &shm_name, ZONE_BYTES, data, init_zone, || {
@@ -178,16 +192,16 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
 fn format_zone(
     shm_zone: &ngx_shm_zone_t,
     pool: *mut ngx_slab_pool_t,
-) -> Result<*const RateShared, String> {
-    let node_id = smart_limit_core::util::random::u64().map_err(|e| e.to_string())?;
+) -> Result<*const RateShared, ZoneError> {
+    let node_id = smart_limit_core::util::random::u64()?;
     // SAFETY: the master initialises the zone alone, after nginx set up its slab pool.
-    let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or("no shared memory")?;
+    let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or(ZoneError::NoSharedMemory)?;
     let _locked = slab.lock();
     // SAFETY: the pool is locked; a block for the state.
     let shared = unsafe { ngx_slab_alloc_locked(pool, core::mem::size_of::<RateShared>()) }
         .cast::<RateShared>();
     if shared.is_null() {
-        return Err("zone is too small".into());
+        return Err(ZoneError::TooSmall);
     }
     // SAFETY: a fresh slab block of RateShared's size (slab blocks are 8-aligned, and
     // RateShared holds only u64 atomics); the pool's `data` is its users' pointer.

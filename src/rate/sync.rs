@@ -14,13 +14,13 @@ use smart_limit_core::redis::{Form, ReplyError};
 use smart_limit_core::sync::leader::Leader;
 
 use super::RateZone;
-use crate::redis::{Client, ClientConfig};
+use crate::redis::{Client, ClientConfig, ConfigError};
 use crate::sync::{Driver, Synced};
 
 /// The zone's driver: a connection when `redis=` is set (resolved at configuration time, like
 /// upstream servers, with the password file read and the TLS context made); without it the
 /// zone only ticks, measuring the node alone.
-pub fn driver(cf: &mut ngx_conf_t, p: &RateZoneParams) -> Result<Driver, String> {
+pub fn driver(cf: &mut ngx_conf_t, p: &RateZoneParams) -> Result<Driver, ConfigError> {
     let label = format!("smart_limit_rate_zone \"{}\"", p.name);
     let client = match p.redis.configured() {
         true => {

@@ -8,6 +8,7 @@ use smart_limit_core::redis::{self, BACKOFF_FIRST_MS, BACKOFF_MAX_MS};
 
 use crate::net::peer::Addr;
 use crate::net::tls::Tls;
+use crate::net::NetError;
 
 use super::*;
 
@@ -33,6 +34,32 @@ pub struct ClientConfig {
     pub retry_max_ms: u64,
 }
 
+/// Why a Redis client's configuration was refused (the message names the parameter; it never
+/// quotes the password file's content).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{what}={text}: {source}")]
+    Address {
+        /// The parameter (`redis`, `sentinel`).
+        what: &'static str,
+        /// The address as written.
+        text: String,
+        source: NetError,
+    },
+    /// The TLS context (or memory for it).
+    #[error(transparent)]
+    Net(#[from] NetError),
+    #[error("redis_password_file=\"{0}\": bad file name")]
+    PasswordFileName(String),
+    #[error("redis_password_file=\"{path}\": cannot read it: {source}")]
+    PasswordFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("redis_password_file=\"{0}\": the first line (the password) is empty")]
+    EmptyPassword(String),
+}
+
 impl ClientConfig {
     /// Resolves the addresses (like upstream servers), reads the password file and makes the
     /// TLS context. Errors name the parameter.
@@ -43,11 +70,17 @@ impl ClientConfig {
         scripts: Vec<Vec<u8>>,
         zone_label: &str,
         policy: &str,
-    ) -> Result<ClientConfig, String> {
-        let resolve = |cf: &mut ngx_conf_t, what: &str, list: &[HostPort]| {
+    ) -> Result<ClientConfig, ConfigError> {
+        let resolve = |cf: &mut ngx_conf_t, what: &'static str, list: &[HostPort]| {
             list.iter()
-                .map(|h| Addr::resolve(cf, &h.text).map_err(|e| format!("{what}={}: {e}", h.text)))
-                .collect::<Result<Vec<Addr>, String>>()
+                .map(|h| {
+                    Addr::resolve(cf, &h.text).map_err(|source| ConfigError::Address {
+                        what,
+                        text: h.text.clone(),
+                        source,
+                    })
+                })
+                .collect::<Result<Vec<Addr>, ConfigError>>()
         };
         let route = match &p.master {
             Some(master) if !p.sentinels.is_empty() => Route::Sentinel {
@@ -100,22 +133,26 @@ fn requirement(p: &RedisParams, scripts: &[Vec<u8>]) -> Requirement {
 
 /// `AUTH [user] password` from `redis_password_file=` (its first line; relative to the
 /// configuration's prefix, as nginx's own files). The error never quotes the file's content.
-fn auth_command(cf: &mut ngx_conf_t, user: Option<&str>, file: &str) -> Result<Vec<u8>, String> {
+fn auth_command(
+    cf: &mut ngx_conf_t,
+    user: Option<&str>,
+    file: &str,
+) -> Result<Vec<u8>, ConfigError> {
     // SAFETY: the configuration's pool is live while it is parsed.
-    let mut name =
-        unsafe { ngx_str_t::from_bytes(cf.pool, file.as_bytes()) }.ok_or("out of memory")?;
+    let mut name = unsafe { ngx_str_t::from_bytes(cf.pool, file.as_bytes()) }
+        .ok_or(ConfigError::Net(NetError::NoMemory))?;
     // SAFETY: the cycle being configured; nginx may replace `name` with a pool string.
     if unsafe { ngx_conf_full_name(cf.cycle, &mut name, 1) } != 0 {
-        return Err(format!("redis_password_file=\"{file}\": bad file name"));
+        return Err(ConfigError::PasswordFileName(file.to_string()));
     }
     let path = name.to_string();
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("redis_password_file=\"{path}\": cannot read it: {e}"))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::PasswordFile {
+        path: path.clone(),
+        source,
+    })?;
     let password = text.lines().next().unwrap_or("").trim_end_matches('\r');
     if password.is_empty() {
-        return Err(format!(
-            "redis_password_file=\"{path}\": the first line (the password) is empty"
-        ));
+        return Err(ConfigError::EmptyPassword(path));
     }
     Ok(redis::auth_command(user, password))
 }

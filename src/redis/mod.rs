@@ -65,7 +65,7 @@ use smart_limit_core::redis::Backoff;
 
 use crate::net::peer::{Addr, Peer};
 
-pub use config::ClientConfig;
+pub use config::{ClientConfig, ConfigError};
 
 /// A failure burst logs a reminder this often while it lasts.
 const REMIND_MS: u64 = 60_000;

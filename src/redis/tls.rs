@@ -9,6 +9,7 @@ use ngx::ffi::ngx_connection_t;
 
 use crate::clock::now_ms;
 use crate::net::tls::Handshake;
+use crate::net::NetError;
 
 use super::connection::on_event;
 use super::*;
@@ -41,11 +42,11 @@ impl Client {
         st.peer.set_handlers(Some(on_event), Some(on_event));
         let verdict = match (&self.cfg.tls, st.peer.connection()) {
             (Some(tls), Some(c)) => tls.verified(c),
-            _ => Err("no TLS connection".to_string()),
+            _ => Err(NetError::NoTls),
         };
         match verdict {
             Ok(()) => self.secured(st, now, wake),
-            Err(e) => self.fail(st, ClientError::Tls(Rc::from(e)), now, wake),
+            Err(e) => self.fail(st, ClientError::Tls(Rc::from(e.to_string())), now, wake),
         }
     }
 

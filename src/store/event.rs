@@ -76,10 +76,31 @@ impl ZoneEvent {
     }
 }
 
+/// Why an event's page (`page=`) was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("cannot read \"{path}\": {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("\"{path}\": {source}")]
+    Template {
+        path: String,
+        source: smart_limit_core::config::ParseError,
+    },
+}
+
 /// Reads and checks an event's page (`page=`): a template file.
-pub fn read_page(path: &str) -> Result<Template, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read \"{path}\": {e}"))?;
-    check_template(&text).map_err(|e| format!("\"{path}\": {e}"))?;
+pub fn read_page(path: &str) -> Result<Template, PageError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PageError::Read {
+        path: path.to_string(),
+        source,
+    })?;
+    check_template(&text).map_err(|source| PageError::Template {
+        path: path.to_string(),
+        source,
+    })?;
     Ok(Template::compile(&text))
 }
 

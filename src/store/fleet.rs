@@ -50,7 +50,7 @@ use smart_limit_core::zone::{OnError, ZoneParams};
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
-use crate::redis::{Client, ClientConfig};
+use crate::redis::{Client, ClientConfig, ConfigError};
 use crate::sync::{Driver, Synced};
 
 mod picture;
@@ -83,7 +83,7 @@ impl FleetStore {
         cf: &mut ngx_conf_t,
         params: &ZoneParams,
         interval_ms: u64,
-    ) -> Result<FleetStore, String> {
+    ) -> Result<FleetStore, ConfigError> {
         let label = format!("smart_limit zone \"{}\"", params.name);
         let client = ClientConfig::new(
             cf,

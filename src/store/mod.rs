@@ -24,6 +24,7 @@ use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
 use crate::log::LogThrottle;
+use crate::shared_zone::ZoneError;
 
 pub mod event;
 pub mod fleet;
@@ -118,8 +119,17 @@ pub enum StoreError {
     Redis(String),
 }
 
+/// Why a room could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Redis(#[from] crate::redis::ConfigError),
+    #[error(transparent)]
+    Zone(#[from] ZoneError),
+}
+
 /// Creates a zone from its parsed parameters and registers its shared memory.
-pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>, String> {
+pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>, SetupError> {
     let limits = Limits {
         max_active: params.max_active,
         new_per_minute: params.new_per_minute,
@@ -165,7 +175,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         one_place_per: Cell::new(core::ptr::null_mut()),
         flood_seed: Cell::new(0),
     });
-    let mut zone = NonNull::new(zone).ok_or_else(|| "out of memory".to_string())?;
+    let mut zone = NonNull::new(zone).ok_or(ZoneError::NoMemory)?;
     // SAFETY: just allocated and initialised; nothing else refers to it yet.
     shm::register(cf, unsafe { zone.as_mut() }, &name, size)?;
     Ok(zone)

@@ -31,7 +31,7 @@ use smart_limit_core::zone::{OnError, ZoneParams};
 
 use super::{Answer, Decision, StoreError, Zone};
 use crate::clock::now_ms;
-use crate::redis::{Client, ClientConfig};
+use crate::redis::{Client, ClientConfig, ConfigError};
 
 /// The Redis side of a zone. Per worker after fork: the connection, the touch log.
 pub struct RedisStore {
@@ -47,7 +47,7 @@ impl RedisStore {
         cf: &mut ngx_conf_t,
         params: &ZoneParams,
         limits: Limits,
-    ) -> Result<RedisStore, String> {
+    ) -> Result<RedisStore, ConfigError> {
         let policy = match params.on_error {
             OnError::Open => "on_error=open (admitted)",
             OnError::Closed => "on_error=closed (told to wait)",

@@ -17,6 +17,7 @@ use smart_limit_core::ticket::Keyring;
 
 use super::{StoreError, Zone};
 use crate::clock::now_ms;
+use crate::shared_zone::ZoneError;
 
 /// What the zone keeps at the start of its slab allocations (`shpool->data` points here).
 #[repr(C)]
@@ -111,7 +112,7 @@ pub fn register(
     zone: &mut Zone,
     name: &str,
     size: usize,
-) -> Result<(), String> {
+) -> Result<(), ZoneError> {
     let data = (zone as *mut Zone).cast();
     let shm_zone = crate::shared_zone::add(cf, name, size, data, init_zone, || {
         format!("shared memory zone \"{name}\" is already used")
@@ -213,24 +214,24 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
 
 /// The room an earlier configuration left in the zone, checked (and, with `sync=`, its side of
 /// the fleet's room: a zone that had no `sync=` before cannot take it on without a restart).
-fn existing_room(pool: *mut ngx_slab_pool_t, sync: bool) -> Result<*mut Shared, String> {
+fn existing_room(pool: *mut ngx_slab_pool_t, sync: bool) -> Result<*mut Shared, ZoneError> {
     // SAFETY: the zone's memory starts with the slab pool nginx set up.
     let shared = unsafe { (*pool).data }.cast::<Shared>();
     if shared.is_null() {
-        return Err(LayoutError::NotARoom.to_string());
+        return Err(LayoutError::NotARoom.into());
     }
     // SAFETY: `data` was set by format_zone of an earlier configuration to its Shared header
     // and room, which stay mapped while the zone is reused; the master is alone here.
     let mem = unsafe { core::slice::from_raw_parts_mut((*shared).room, (*shared).room_len) };
-    Room::attach(mem).map_err(|e| e.to_string())?;
+    Room::attach(mem)?;
     // SAFETY: as above.
     let (fleet, fleet_len) = unsafe { ((*shared).fleet, (*shared).fleet_len) };
     match (sync, fleet.is_null()) {
-        (true, true) => return Err("sync= was added".to_string()),
+        (true, true) => return Err(ZoneError::SyncAdded),
         (true, false) => {
             // SAFETY: the fleet block format_zone set up in the same zone, as above.
             let block = unsafe { core::slice::from_raw_parts_mut(fleet, fleet_len) };
-            FleetNode::attach(block).map_err(|e| e.to_string())?;
+            FleetNode::attach(block)?;
         }
         // sync= was removed: the block stays unused until the zone is made anew.
         (false, _) => {}
@@ -241,18 +242,18 @@ fn existing_room(pool: *mut ngx_slab_pool_t, sync: bool) -> Result<*mut Shared, 
 /// Lays out a fresh zone: the shared header with a random key, with `sync=` the node's side of
 /// the fleet's room (with a random node id), then the room over all the memory that is left.
 /// Returns the header and how many sessions the room holds.
-fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, usize), String> {
+fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, usize), ZoneError> {
     let mut key = [0u8; 32];
-    smart_limit_core::util::random::fill(&mut key).map_err(|e| e.to_string())?;
+    smart_limit_core::util::random::fill(&mut key)?;
     // SAFETY: the master initialises the zone alone, after nginx set up its slab pool.
-    let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or("no shared memory")?;
+    let slab = unsafe { SlabPool::from_shm_zone(shm_zone) }.ok_or(ZoneError::NoSharedMemory)?;
     let pool = shm_zone.shm.addr.cast::<ngx_slab_pool_t>();
     let _locked = slab.lock();
     // SAFETY: the pool is locked; a block for the header.
     let shared =
         unsafe { ngx_slab_alloc_locked(pool, core::mem::size_of::<Shared>()) }.cast::<Shared>();
     if shared.is_null() {
-        return Err("zone is too small".into());
+        return Err(ZoneError::TooSmall);
     }
     let (fleet, fleet_len) = match sync {
         true => fleet_block(pool, shm_zone.shm.size)?,
@@ -261,7 +262,7 @@ fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, us
     let (mem, len) = largest_block(pool)?;
     // SAFETY: `mem` is a fresh slab block of `len` bytes, ours alone.
     let slice = unsafe { core::slice::from_raw_parts_mut(mem, len) };
-    Room::format(slice, now_ms()).map_err(|e| e.to_string())?;
+    Room::format(slice, now_ms())?;
     // SAFETY: `shared` is a fresh slab block of Shared's size; the pool's `data` is the
     // zone's own pointer for its users.
     unsafe {
@@ -282,26 +283,26 @@ fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, us
 
 /// `sync=`: a block for the node's side of the fleet's room, formatted with a random node id.
 /// The pool must be locked.
-fn fleet_block(pool: *mut ngx_slab_pool_t, zone_size: usize) -> Result<(*mut u8, usize), String> {
+fn fleet_block(
+    pool: *mut ngx_slab_pool_t,
+    zone_size: usize,
+) -> Result<(*mut u8, usize), ZoneError> {
     let len = (zone_size / FLEET_SHARE).clamp(FLEET_MIN_BYTES, FLEET_MAX_BYTES);
     // SAFETY: the locked pool.
     let mem = unsafe { ngx_slab_alloc_locked(pool, len) }.cast::<u8>();
     if mem.is_null() {
-        return Err(format!(
-            "zone is too small for sync=: it needs at least {} bytes more",
-            FLEET_MIN_BYTES
-        ));
+        return Err(ZoneError::TooSmallForSync(FLEET_MIN_BYTES));
     }
-    let node_id = smart_limit_core::util::random::u64().map_err(|e| e.to_string())?;
+    let node_id = smart_limit_core::util::random::u64()?;
     // SAFETY: a fresh slab block of `len` bytes (page-aligned), ours alone.
     let block = unsafe { core::slice::from_raw_parts_mut(mem, len) };
-    FleetNode::format(block, node_id).map_err(|e| e.to_string())?;
+    FleetNode::format(block, node_id)?;
     Ok((mem, len))
 }
 
 /// The largest block the slab allocator gives (free pages minus one for its own use),
 /// probed downwards. The pool must be locked.
-fn largest_block(pool: *mut ngx_slab_pool_t) -> Result<(*mut u8, usize), String> {
+fn largest_block(pool: *mut ngx_slab_pool_t) -> Result<(*mut u8, usize), ZoneError> {
     // SAFETY: the master's own view of the page size and of the locked pool.
     let (page, mut want, log_nomem) = unsafe {
         let p = &mut *pool;
@@ -326,10 +327,7 @@ fn largest_block(pool: *mut ngx_slab_pool_t) -> Result<(*mut u8, usize), String>
     // SAFETY: the locked pool.
     unsafe { (*pool).set_log_nomem(log_nomem) };
     if mem.is_null() {
-        return Err(format!(
-            "zone is too small: a room needs at least {} bytes",
-            Room::MIN_BYTES + 4 * page
-        ));
+        return Err(ZoneError::TooSmallForRoom(Room::MIN_BYTES + 4 * page));
     }
     Ok((mem, want))
 }
