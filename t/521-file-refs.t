@@ -62,7 +62,9 @@ my $TOKEN = qr{(?<![\w./\@:-])((?:[\w.-]+/)*[\w-]+\.(?:rs|lua|md|sh|pl|pm|t|mjs|
 
 my ($looked, @missing) = (0);
 for my $file (@files) {
-    next if $file eq 'CHANGELOG.md' || $file =~ m{^(?:fuzz/corpus|fuzz/dict)/};
+    # (The changelog is history; this file names the old names it was written to catch.)
+    next if $file eq 'CHANGELOG.md' || $file eq 't/521-file-refs.t';
+    next if $file =~ m{^(?:fuzz/corpus|fuzz/dict)/};
     next unless $file =~ /\.(?:rs|lua|md|sh|pl|pm|t|py|mjs)\z/ || $file =~ m{^scripts/};
     open my $fh, '<', $file or next;
     my $n = 0;
