@@ -49,6 +49,7 @@ mod flood_model;
 mod fresh;
 mod layout;
 mod node;
+mod parts;
 mod report;
 mod script;
 mod tally_zone;

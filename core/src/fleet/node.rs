@@ -7,13 +7,13 @@ use super::layout::{Sight, ACTIVE_TAG};
 use super::tally::CountsView;
 use super::{Sample, Sighting, WaiterSighting};
 
-use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Header, Waiter};
+use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Waiter};
 
 impl<'m> FleetNode<'m> {
     /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
     /// (`new_place`: it takes it now).
     pub fn visit(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) -> FleetVerdict {
-        self.hdr.polls += 1;
+        self.hdr.pending.polls += 1;
         if let Some(full) = self.line_full(w, cfg) {
             return full;
         }
@@ -34,14 +34,14 @@ impl<'m> FleetNode<'m> {
     /// line told position 1 or 2 for 7 s). Decided by the next picture, it draws from a pool
     /// that holds the places that free first.
     fn waits_for_picture(&self, w: Waiter, now: u64, cfg: &FleetConfig) -> bool {
-        let h = &*self.hdr;
-        let end = h.window_ms.saturating_add(cfg.interval_ms);
+        let window = self.hdr.pic.window_ms;
+        let end = window.saturating_add(cfg.interval_ms);
         let edge = cfg.picture_edge_ms();
         let ending = now.saturating_add(edge) >= end && now < end.saturating_add(edge);
         self.synced()
-            && h.window_ms != 0
+            && window != 0
             && ending
-            && h.quota_left <= self.held_back(now)
+            && !self.hdr.share.open(now)
             && self.eligible(w.arrival)
             && !self.band_waits(w.arrival, now, cfg)
     }
@@ -49,7 +49,7 @@ impl<'m> FleetNode<'m> {
     /// The window of the node's picture (the tick its sync was for; 0: none yet), which
     /// changes when the next picture comes (or an interval passes without one).
     pub fn picture_window(&self) -> u64 {
-        self.hdr.window_ms
+        self.hdr.pic.window_ms
     }
 
     /// The decision on a visit the node has seen ([`FleetNode::visit`]): by the picture, or
@@ -67,24 +67,20 @@ impl<'m> FleetNode<'m> {
             return self.come_back(arrival, sid, now, cfg);
         }
         // Its turn: its poll weighs the node's next share more (FleetNode::turn_weight).
-        let extra = u64::from(self.hdr.turn_weight.max(1)) - 1;
-        self.hdr.polls = self.hdr.polls.saturating_add(extra);
+        self.hdr.pending.turn_polled();
         if self.take_place(sid, arrival, now) {
             return FleetVerdict::Admit;
         }
         // Nothing free on the node now (what is left of its share is held for sessions that
         // have not ended): the pool's places are those that free first.
-        if self.hdr.quota_left <= self.held_back(now)
-            && (!self.pool_empty() || self.untold(arrival))
-        {
-            let h = &mut *self.hdr;
-            h.want += 1;
-            h.want_oldest = oldest(h.want_oldest, arrival);
+        let h = &mut *self.hdr;
+        if !h.share.open(now) && (!h.draw.pool_empty(h.pic.window_ms) || h.draw.untold(arrival)) {
+            h.draw.wanted(arrival);
         }
         // The picture said nobody waits, and now someone does: until the next picture,
         // nobody who came later is let in ahead of it (the place drawn for it is its own).
-        if self.hdr.cursor == u64::MAX {
-            self.hdr.cursor = arrival;
+        if h.pic.cursor == u64::MAX {
+            h.pic.cursor = arrival;
         }
         self.come_back(arrival, sid, now, cfg)
     }
@@ -118,7 +114,7 @@ impl<'m> FleetNode<'m> {
     /// and the band, polling as often as the rest, took them as they freed; a head of the line
     /// that polls slowly was passed over for 10 s and more (rehearsals, 3 runs of 5).
     fn band_waits(&self, arrival: u64, now: u64, cfg: &FleetConfig) -> bool {
-        let h = &*self.hdr;
+        let h = &self.hdr.pic;
         let fresh = h.aged_ranks == 0 && h.synced_at_ms != 0;
         if !fresh || h.cursor == u64::MAX {
             return false;
@@ -126,7 +122,7 @@ impl<'m> FleetNode<'m> {
         // (The cheap test first: past half an interval with a place open to the band, nobody
         // waits, and the line's samples need not be searched.)
         let half = cfg.interval_ms / 2;
-        if now >= h.synced_at_ms + half && h.quota_left > self.held_back(now.saturating_sub(half)) {
+        if now >= h.synced_at_ms + half && self.hdr.share.open(now.saturating_sub(half)) {
             return false;
         }
         let places = cfg
@@ -157,52 +153,26 @@ impl<'m> FleetNode<'m> {
     /// One place of the node's share (or of its draws), if any is left: taken by `sid`, who
     /// waited since `arrival` (it leaves the line).
     fn take_place(&mut self, sid: u64, arrival: u64, now: u64) -> bool {
-        if self.hdr.quota_left <= self.held_back(now) {
+        if !self.hdr.share.take(now) {
             return false;
         }
-        self.hdr.quota_left -= 1;
-        self.fresh_left(arrival);
+        self.hdr.fresh.left(arrival);
         self.admit(sid, now);
         true
-    }
-
-    /// The places of the node's share that wait for a session to end at `now`: those the
-    /// script gave it among the expiring sessions' places (each node its own: the places in
-    /// the order they free, after the other nodes' grants), whose sessions are still in their
-    /// window. Draws come from places free already: they add to what is left, not to what is
-    /// held.
-    fn held_back(&self, now: u64) -> u64 {
-        self.hdr.expiring_held.saturating_sub(self.ended_by(now))
-    }
-
-    /// How many of the held places' sessions have surely ended by `now`: the picture gives
-    /// the ends of `n` of them, evenly by rank (all of them while they are at most
-    /// [`ENDS_CAP`](super::ENDS_CAP)); the i-th (1-based) is the end of the held place of rank
-    /// floor(i x held / n) - 1, so once it has passed, that many have ended.
-    fn ended_by(&self, now: u64) -> u64 {
-        let h = &*self.hdr;
-        let listed = h.ends.get(..h.ends_len as usize).unwrap_or_default();
-        let passed = listed.partition_point(|&end| end <= now) as u128;
-        let n = (listed.len() as u128).max(1);
-        u64::try_from(passed * u128::from(h.expiring_held) / n).unwrap_or(u64::MAX)
     }
 
     /// A client the zone's failure policy let in while the node had no picture
     /// (`on_error=open`): reported as admitted, so the fleet counts its session and drops its
     /// place from the line.
     pub fn admitted_alone(&mut self, sid: u64, arrival: u64, now: u64) {
-        self.fresh_left(arrival);
+        self.hdr.fresh.left(arrival);
         self.admit(sid, now);
-    }
-
-    fn pool_empty(&self) -> bool {
-        self.hdr.window_ms != 0 && self.hdr.pool_empty_window == self.hdr.window_ms
     }
 
     /// A client who must wait whatever its turn (a room in `queue_all` mode): seen and
     /// reported like any waiter, so the fleet's line stays true, and told its place.
     pub fn hold(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) -> FleetVerdict {
-        self.hdr.polls += 1;
+        self.hdr.pending.polls += 1;
         if let Some(full) = self.line_full(w, cfg) {
             return full;
         }
@@ -217,14 +187,8 @@ impl<'m> FleetNode<'m> {
         if !w.new_place || cfg.max_line == 0 {
             return None;
         }
-        let h = &mut *self.hdr;
-        // (The picture's `full` is its queue length at max_line: counted here already.)
-        let in_line = h.queue_len.saturating_add(h.taken);
-        if in_line >= cfg.max_line {
-            return Some(FleetVerdict::LineFull { queue_len: in_line });
-        }
-        h.taken += 1;
-        None
+        let in_line = self.hdr.pic.join_line(cfg.max_line)?;
+        Some(FleetVerdict::LineFull { queue_len: in_line })
     }
 
     /// Places to ask the fleet's pool for now, if any: as many as clients whose turn it was
@@ -241,32 +205,16 @@ impl<'m> FleetNode<'m> {
     /// poll, while clients further back took what another node had left (the ten-minute
     /// rehearsal, docs/benchmarks.md run 4: the head told position 1 for 7 s).
     pub fn take_draw(&mut self, now: u64, cfg: &FleetConfig) -> Option<Ask> {
-        let h = &*self.hdr;
-        let busy = h.draw_since != 0 && now.saturating_sub(h.draw_since) < cfg.interval_ms;
-        if h.want == 0 || busy || (self.pool_empty() && !self.untold(h.want_oldest)) {
-            return None;
-        }
         let h = &mut *self.hdr;
-        h.draw_since = now.max(1);
-        h.draws += 1;
-        let ask = Ask {
-            want: core::mem::take(&mut h.want),
-            oldest: core::mem::take(&mut h.want_oldest),
-        };
-        h.draw_oldest = ask.oldest;
+        let ask = h.draw.take(now, cfg.interval_ms, h.pic.window_ms)?;
+        h.metrics.draws += 1;
         Some(ask)
-    }
-
-    /// Whether a client who arrived at `arrival` is older than any a draw came back short for
-    /// since the picture.
-    fn untold(&self, arrival: u64) -> bool {
-        arrival != 0 && (self.hdr.told_oldest == 0 || arrival < self.hdr.told_oldest)
     }
 
     /// The node's last sync sent (a draw carries it: the script refuses a draw sent before
     /// the last sync it ran).
     pub fn seq(&self) -> u64 {
-        self.hdr.seq
+        self.hdr.sync.seq
     }
 
     /// The pool's answer to [`FleetNode::take_draw`]: `granted` of the `asked` places (all
@@ -274,18 +222,14 @@ impl<'m> FleetNode<'m> {
     /// no answer (Redis away): no places, and no more draws this interval.
     pub fn drawn(&mut self, asked: u64, answer: Option<Drawn>) {
         let h = &mut *self.hdr;
-        h.draw_since = 0;
         // The places count only if the script ran the draw after the node's last sync sent: a
         // sync run after the draw released them (every sync gives a node's draws back), and
         // one sent since will.
-        let granted = answer.filter(|d| d.seq == h.seq).map(|d| d.granted);
+        let granted = answer.filter(|d| d.seq == h.sync.seq).map(|d| d.granted);
         let got = granted.unwrap_or(0).min(asked);
-        h.draws_granted += got;
-        h.quota_left += got;
-        if got < asked {
-            h.pool_empty_window = h.window_ms;
-            h.told_oldest = oldest(h.told_oldest, h.draw_oldest);
-        }
+        h.draw.answered(got < asked, h.pic.window_ms);
+        h.metrics.draws_granted += got;
+        h.share.quota_left += got;
     }
 
     /// A request on a valid admitted ticket: the session counts as active in the fleet. Each
@@ -295,7 +239,7 @@ impl<'m> FleetNode<'m> {
     pub fn saw_admitted(&mut self, sid: u64, now: u64, cfg: &FleetConfig) {
         let every = cfg.interval_ms.min(cfg.active_window_ms / 2);
         let key = sid ^ ACTIVE_TAG;
-        let batch_seq = self.hdr.batch_seq;
+        let batch_seq = self.hdr.pending.batch_seq;
         let (new, at) = match self.sight(key, now, every) {
             Sight::New(at) => (true, at),
             // Seen since the last sync but reported before it: in this batch too, so the
@@ -307,7 +251,7 @@ impl<'m> FleetNode<'m> {
         };
         let seen = at.and_then(|i| self.seen.get_mut(i));
         let entry = Sighting { sid, at: now };
-        let h = &mut *self.hdr;
+        let h = &mut self.hdr.pending;
         if !record(
             seen,
             h.batch_seq,
@@ -322,23 +266,23 @@ impl<'m> FleetNode<'m> {
     }
 
     fn eligible(&self, arrival: u64) -> bool {
-        self.hdr.cursor == u64::MAX || arrival <= self.hdr.cursor
+        self.hdr.pic.eligible(arrival)
     }
 
     pub(super) fn admit(&mut self, sid: u64, now: u64) {
-        self.hdr.admitted += 1;
         let h = &mut *self.hdr;
+        h.metrics.admitted += 1;
         let entry = Sighting { sid, at: now };
         if !record(
             None,
             0,
             self.admitted,
-            &mut h.n_admitted,
+            &mut h.pending.n_admitted,
             true,
             entry,
             |_| false,
         ) {
-            h.dropped += 1;
+            h.metrics.dropped += 1;
         }
     }
 
@@ -347,8 +291,8 @@ impl<'m> FleetNode<'m> {
     fn saw_waiting(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) {
         let Waiter { sid, arrival, .. } = w;
         if w.new_place {
-            self.fresh_took(arrival);
-            self.hdr.n_asked += 1;
+            self.hdr.fresh.took(arrival);
+            self.hdr.pending.n_asked += 1;
         }
         let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
             Sight::New(at) => (true, at),
@@ -360,7 +304,7 @@ impl<'m> FleetNode<'m> {
             arrival,
             at: now,
         };
-        let h = &mut *self.hdr;
+        let h = &mut self.hdr.pending;
         if !record(
             seen,
             h.batch_seq,
@@ -420,7 +364,7 @@ impl<'m> FleetNode<'m> {
 
     /// A report that found its batch full: not noted as sent, so the next sighting tries again.
     fn drop_report(&mut self, key: u64) {
-        self.hdr.dropped += 1;
+        self.hdr.metrics.dropped += 1;
         let len = self.seen.len();
         let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize;
         for i in 0..8 {
@@ -441,8 +385,9 @@ impl<'m> FleetNode<'m> {
         // had just moved to a new epoch counted nowhere until their next stamp (the
         // ten-minute rehearsal: 100 places too near the head for 6 s, 10 s after a node
         // restarted), or a fleet just upgraded from a build that did not count.
-        let counts = match self.hdr.samples_exact {
-            0 => self.counts().filter(|c| c.total() >= self.hdr.queue_len),
+        let pic = &self.hdr.pic;
+        let counts = match pic.samples_exact {
+            0 => self.counts().filter(|c| c.total() >= pic.queue_len),
             _ => None,
         };
         let (position, queue_len) = match counts {
@@ -450,10 +395,10 @@ impl<'m> FleetNode<'m> {
                 let told = c
                     .position(arrival)
                     .saturating_sub(self.moved_since(&c, now, cfg));
-                let position = told.saturating_sub(self.hdr.aged_ranks).max(1);
-                (position, self.hdr.queue_len.max(c.total()))
+                let position = told.saturating_sub(pic.aged_ranks).max(1);
+                (position, pic.queue_len.max(c.total()))
             }
-            None => (self.sampled_position(arrival, sid), self.hdr.queue_len),
+            None => (self.sampled_position(arrival, sid), pic.queue_len),
         };
         FleetVerdict::Wait {
             position,
@@ -468,12 +413,12 @@ impl<'m> FleetNode<'m> {
     pub fn sampled_position(&self, arrival: u64, sid: u64) -> u64 {
         // Past the picture's line: behind it, and behind this node's newcomers before it.
         let behind = if arrival > self.tail() {
-            self.fresh_ahead(arrival)
+            self.hdr.fresh.ahead(arrival)
         } else {
             0
         };
         let told = self.position_of(arrival, sid).saturating_add(behind);
-        told.saturating_sub(self.hdr.aged_ranks).max(1)
+        told.saturating_sub(self.hdr.pic.aged_ranks).max(1)
     }
 
     /// How far the line moved that the counts do not show: by the other nodes' let-ins since
@@ -486,12 +431,12 @@ impl<'m> FleetNode<'m> {
     fn moved_since(&self, c: &CountsView, now: u64, cfg: &FleetConfig) -> u64 {
         let interval = u128::from(cfg.interval_ms.max(1));
         let gone = now.saturating_sub(c.at).min(cfg.interval_ms);
-        let moved = u128::from(per_interval(self.hdr, cfg)) * u128::from(gone) / interval;
+        let moved = u128::from(self.hdr.pic.per_interval(cfg)) * u128::from(gone) / interval;
         // Ten nodes that call in turn leave the counts short of four and a half intervals of
         // one node's let-ins on average: at the head of a crowd's wave, a few hundred places
         // (the simulator's p99 at 100,000 waiting: 23 % without them, 8 % with them).
-        let moved = moved + u128::from(self.hdr.counts_unreported);
-        let turn = match self.hdr.cursor {
+        let moved = moved + u128::from(self.hdr.counts.unreported);
+        let turn = match self.hdr.pic.cursor {
             u64::MAX => c.total(),
             cursor => c.position(cursor),
         };
@@ -501,7 +446,7 @@ impl<'m> FleetNode<'m> {
     /// How long until `position` is let in: the line moves by the places free now, and those
     /// the sessions about to leave will free (unknown while nobody is about to leave).
     pub(super) fn eta_secs(&self, position: u64, cfg: &FleetConfig) -> Option<u64> {
-        let per_interval = per_interval(self.hdr, cfg);
+        let per_interval = self.hdr.pic.per_interval(cfg);
         if per_interval == 0 {
             return None;
         }
@@ -511,7 +456,7 @@ impl<'m> FleetNode<'m> {
 
     /// The arrival of the last waiter of the picture's line (0: it shows nobody).
     pub(super) fn tail(&self) -> u64 {
-        let n = self.hdr.samples_len as usize;
+        let n = self.hdr.pic.samples_len as usize;
         n.checked_sub(1)
             .and_then(|i| self.samples.get(i))
             .map_or(0, |s| s.arrival)
@@ -520,7 +465,7 @@ impl<'m> FleetNode<'m> {
     /// The picture's samples of the line, by rank.
     pub(super) fn line(&self) -> &[Sample] {
         self.samples
-            .get(..self.hdr.samples_len as usize)
+            .get(..self.hdr.pic.samples_len as usize)
             .unwrap_or_default()
     }
 
@@ -529,7 +474,7 @@ impl<'m> FleetNode<'m> {
     /// it would stand if the picture does not hold its session yet. In a longer one, as
     /// [`FleetNode::position`].
     pub fn position_of(&self, arrival: u64, sid: u64) -> u64 {
-        if self.hdr.samples_exact == 0 {
+        if self.hdr.pic.samples_exact == 0 {
             return self.position(arrival);
         }
         let line = self.line();
@@ -552,7 +497,7 @@ impl<'m> FleetNode<'m> {
         let samples = self.line();
         let first_after = samples.partition_point(|s| s.arrival < arrival);
         let Some(after) = samples.get(first_after) else {
-            return self.hdr.queue_len + 1;
+            return self.hdr.pic.queue_len + 1;
         };
         let Some(before) = first_after.checked_sub(1).and_then(|i| samples.get(i)) else {
             return after.rank + 1;
@@ -579,49 +524,4 @@ impl<'m> FleetNode<'m> {
     }
 
     // ------------------------------------------------------------------ the sync
-}
-
-/// The older of two arrivals, 0 standing for none.
-fn oldest(a: u64, b: u64) -> u64 {
-    match (a, b) {
-        (0, x) | (x, 0) => x,
-        (a, b) => a.min(b),
-    }
-}
-
-/// How many places the line gains an interval, as the last picture saw it: the free places,
-/// or those freeing within the interval, or the sessions about to leave spread over the
-/// horizon, whichever is most (in a room that is not full: its empty places).
-fn per_interval(h: &Header, cfg: &FleetConfig) -> u64 {
-    match departures(h, cfg).max(h.free) {
-        // A room that is not full has its empty places to give.
-        0 => cfg.max_active.saturating_sub(h.fleet_active),
-        n => n,
-    }
-}
-
-/// How many sessions leave an interval, as the last picture saw it: those whose window ends
-/// within it, or those about to leave spread over the horizon, whichever is more.
-pub(super) fn departures(h: &Header, cfg: &FleetConfig) -> u64 {
-    let soon =
-        u128::from(h.leaving) * u128::from(cfg.interval_ms) / u128::from(cfg.horizon_ms().max(1));
-    u64::try_from(soon).unwrap_or(u64::MAX).max(h.expiring)
-}
-
-/// How many sessions leave each interval after the picture's own, as the picture saw them: the
-/// ones it saw leaving after that interval, spread over the rest of the horizon. The picture's
-/// `expiring` were its own interval's, and its grant already gave their places: an interval
-/// without a picture that let them in again would let a lump of ends in once per interval of
-/// an outage (ten times in a 10 s stop).
-pub(super) fn later_departures(h: &Header, cfg: &FleetConfig) -> u64 {
-    let (interval, horizon) = (cfg.interval_ms, cfg.horizon_ms());
-    let rate = match horizon.checked_sub(interval) {
-        // A horizon of one interval: the picture saw nothing past its own, its rate stands.
-        None | Some(0) => u128::from(h.leaving),
-        Some(rest) => {
-            u128::from(h.leaving.saturating_sub(h.expiring)) * u128::from(interval)
-                / u128::from(rest)
-        }
-    };
-    u64::try_from(rate).unwrap_or(u64::MAX)
 }

@@ -2,7 +2,6 @@
 //! applied, and the interval without Redis (the equal split of departures).
 
 use super::layout::record;
-use super::node::later_departures;
 use super::{Fence, REPORT_CAP, REPORT_WAITERS_CAP};
 use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture, SpentProof};
 
@@ -25,7 +24,7 @@ impl<'m> FleetNode<'m> {
             v.get(start..end).unwrap_or_default().to_vec()
         }
         let flood = self.take_flood_report();
-        let h = &mut *self.hdr;
+        let h = &mut self.hdr.pending;
         let mut cap = REPORT_CAP;
         let admitted = take(self.admitted, &mut h.n_admitted, &mut cap);
         let active = take(self.active, &mut h.n_active, &mut cap);
@@ -35,10 +34,7 @@ impl<'m> FleetNode<'m> {
             polls: core::mem::take(&mut h.polls),
             asked: core::mem::take(&mut h.n_asked),
             challenged: core::mem::take(&mut h.n_challenged),
-            spent: {
-                let n = (core::mem::take(&mut h.spent_len) as usize).min(h.spent.len());
-                h.spent.get(..n).unwrap_or_default().to_vec()
-            },
+            spent: self.hdr.spent.take(),
             active,
             admitted,
             waiters,
@@ -46,11 +42,9 @@ impl<'m> FleetNode<'m> {
         };
         // The sync releases what is left of this node's places (the report says what it used):
         // none is spent until the picture brings the next share.
-        h.quota_left = 0;
-        if !self.backlog() {
-            // Entries of the sent table no longer point into the batches.
-            let h = &mut *self.hdr;
-            h.batch_seq = h.batch_seq.wrapping_add(1) % u32::MAX;
+        self.hdr.share.quota_left = 0;
+        if !self.hdr.pending.backlog() {
+            self.hdr.pending.next_batch();
         }
         r
     }
@@ -58,34 +52,35 @@ impl<'m> FleetNode<'m> {
     /// A proof of work spent here on a new place (`challenge=pow`), until `until` (ms):
     /// reported with the next sync, so the other nodes refuse it from their next picture on.
     pub fn spent_here(&mut self, key: u64, until: u64) {
-        self.hdr.keep_spent(SpentProof { key, ms: until });
+        self.hdr.spent.keep(SpentProof { key, ms: until });
     }
 
     /// A challenge given here (`challenge_bits=auto`): reported with the next sync.
     pub fn challenged(&mut self) {
-        self.hdr.n_challenged = self.hdr.n_challenged.saturating_add(1);
+        let h = &mut self.hdr.pending;
+        h.n_challenged = h.n_challenged.saturating_add(1);
     }
 
     /// Sightings a capped report left in the batches (another sync should follow soon).
     pub fn backlog(&self) -> bool {
-        self.hdr.n_active + self.hdr.n_admitted + self.hdr.n_waiters > 0
+        self.hdr.pending.backlog()
     }
 
     /// A report whose sync failed goes back into the batches (as far as they have room), so
     /// what the node admitted while Redis was away still reaches the fleet when it returns.
     pub fn give_back(&mut self, r: &Report) {
-        let h = &mut *self.hdr;
+        for &p in &r.spent {
+            self.hdr.spent.keep(p);
+        }
+        let h = &mut self.hdr.pending;
         h.polls += r.polls;
         h.n_asked += r.asked;
         h.n_challenged += r.challenged;
-        for &p in &r.spent {
-            h.keep_spent(p);
-        }
         for &e in &r.admitted {
             if !record(None, 0, self.admitted, &mut h.n_admitted, true, e, |_| {
                 false
             }) {
-                h.dropped += 1;
+                self.hdr.metrics.dropped += 1;
             }
         }
         for &e in &r.active {
@@ -103,15 +98,13 @@ impl<'m> FleetNode<'m> {
 
     /// The fence of this node's next sync at `now` (a new sequence number).
     pub fn next_sync(&mut self, now: u64, generation: u32, cfg: &FleetConfig) -> Fence {
-        self.hdr.seq += 1;
-        if !self.synced() {
-            self.hdr.first_sync_ms = now.max(1);
-        }
+        let first = !self.synced();
+        let seq = self.hdr.sync.next(now, first);
         Fence {
-            node_id: self.hdr.node_id,
+            node_id: self.hdr.block.node_id,
             generation,
             window: window_end(now, cfg.interval_ms),
-            seq: self.hdr.seq,
+            seq,
         }
     }
 
@@ -119,52 +112,24 @@ impl<'m> FleetNode<'m> {
     /// next. An answer to a sync that a newer one superseded (a stalled leader's, one answered
     /// late) is ignored: false.
     pub fn apply(&mut self, p: &RoomPicture, seq: u64, now: u64) -> bool {
-        if self.hdr.seq != seq {
+        if self.hdr.sync.seq != seq {
             return false;
         }
         let h = &mut *self.hdr;
-        h.aged_ranks = 0;
-        // "Everyone" means everyone only while nobody waits anywhere in the fleet; otherwise
-        // those who came after this picture wait for the next one, behind the line it shows.
-        h.cursor = match (p.cursor, p.queue_len) {
-            (u64::MAX, 0) => u64::MAX,
-            (u64::MAX, _) => now,
-            (c, _) => c,
-        };
-        h.window_ms = p.window_ms;
-        h.synced_at_ms = now.max(1);
-        h.granted_window = p.window_ms;
-        h.fleet_active = p.fleet_active;
-        h.queue_len = p.queue_len;
-        h.taken = 0;
-        h.quota = p.quota;
-        h.quota_left = p.quota;
-        h.nodes = p.nodes.max(1);
-        h.free = p.free;
-        h.expiring = p.expiring;
-        h.leaving = p.leaving;
-        // The ends on this node's clock from the answer's arrival: later than the script's
-        // `now` by the reply's way back, so a place is taken a little after its session ended,
-        // never before.
-        h.expiring_held = p.held;
-        h.ends_len = 0;
-        for (slot, ms) in h.ends.iter_mut().zip(p.ends.iter()) {
-            *slot = now.saturating_add(*ms);
-            h.ends_len += 1;
-        }
-        h.pressure = u64::from(p.pressure) + 1;
-        h.pool_empty_window = 0;
-        h.told_oldest = 0;
-        h.syncs += 1;
+        h.pic.apply(p, now);
+        h.share.grant(p, now);
+        h.draw.renew();
+        h.metrics.syncs += 1;
         let n = p.samples.len().min(self.samples.len());
         for (slot, s) in self.samples.iter_mut().zip(p.samples.iter()) {
             *slot = *s;
         }
-        self.hdr.samples_len = n as u64;
-        self.hdr.samples_exact = u64::from(p.exact && n == p.samples.len());
-        self.hdr.first_sync_ms = 0;
-        self.fresh_after(self.tail());
-        self.hdr.turn_weight = self.turn_weight();
+        h.pic.samples_len = n as u64;
+        h.pic.samples_exact = u64::from(p.exact && n == p.samples.len());
+        h.sync.first_sync_ms = 0;
+        let tail = self.tail();
+        self.hdr.fresh.after(tail);
+        self.hdr.pending.turn_weight = self.turn_weight();
         self.flood_answers(&p.flood, now);
         true
     }
@@ -173,7 +138,7 @@ impl<'m> FleetNode<'m> {
     /// `timeout_ms`, not failed): a request that needs a decision waits for it. False once the
     /// node has a picture, and when no such sync is out: then only a new one can bring it.
     pub fn first_sync_pending(&self, now: u64, timeout_ms: u64) -> bool {
-        let sent = self.hdr.first_sync_ms;
+        let sent = self.hdr.sync.first_sync_ms;
         !self.synced() && sent != 0 && now.saturating_sub(sent) <= timeout_ms
     }
 
@@ -188,7 +153,7 @@ impl<'m> FleetNode<'m> {
     /// waves at 0.976-0.989 of max_active with sticky clients (0.971-0.979 on the waiting
     /// traffic alone), 0.976-0.988 round robin (0.981-0.991).
     fn turn_weight(&self) -> u32 {
-        let h = &*self.hdr;
+        let h = &self.hdr.pic;
         if h.cursor == u64::MAX || h.queue_len == 0 {
             return 1;
         }
@@ -200,9 +165,9 @@ impl<'m> FleetNode<'m> {
 
     /// A sync that failed (no answer, or not the script's).
     pub fn sync_failed(&mut self) {
-        self.hdr.sync_failures += 1;
+        self.hdr.metrics.sync_failures += 1;
         // Requests waiting for a first picture stop waiting: the on_error policy decides.
-        self.hdr.first_sync_ms = 0;
+        self.hdr.sync.first_sync_ms = 0;
     }
 
     /// A tick whose window had no picture (Redis gone or slow): the node lets in its equal part
@@ -210,52 +175,45 @@ impl<'m> FleetNode<'m> {
     /// through the picture's line by those places each interval.
     pub fn age(&mut self, now: u64, cfg: &FleetConfig) {
         let window = window_end(now, cfg.interval_ms);
-        if self.hdr.synced_at_ms == 0 || self.hdr.granted_window >= window {
+        if self.hdr.pic.synced_at_ms == 0 || self.hdr.share.granted_window >= window {
             return;
         }
-        let gained = later_departures(self.hdr, cfg);
-        if self.hdr.cursor != u64::MAX {
+        let gained = self.hdr.pic.later_departures(cfg);
+        let cursor = self.hdr.pic.cursor;
+        if cursor != u64::MAX {
             // The cursor's rank in the picture's line, moved on by what the fleet lets in.
-            let rank = self.position(self.hdr.cursor).saturating_sub(1);
-            let next = rank.max(self.hdr.aged_ranks) + gained;
-            self.hdr.cursor = match self.arrival_at_rank(next) {
-                Some(a) => a.max(self.hdr.cursor),
+            let rank = self.position(cursor).saturating_sub(1);
+            let next = rank.max(self.hdr.pic.aged_ranks) + gained;
+            let moved = match self.arrival_at_rank(next) {
+                Some(a) => a.max(cursor),
                 // Past the picture's line: everyone who came until now.
-                None => now.max(self.hdr.cursor),
+                None => now.max(cursor),
             };
-            self.hdr.aged_ranks = self.hdr.aged_ranks.saturating_add(gained);
+            let pic = &mut self.hdr.pic;
+            pic.cursor = moved;
+            pic.aged_ranks = pic.aged_ranks.saturating_add(gained);
         }
         let h = &mut *self.hdr;
-        h.granted_window = window;
-        // The fleet keeps its level if it lets in about as many as leave: the sessions the
-        // last picture saw leaving after its own interval, as a rate (the places free then,
-        // and those its interval's ends freed, were a stock its share covered), split
-        // equally, fractions carried to the next interval.
-        let leaving = gained.saturating_mul(1000) / h.nodes.max(1) + h.age_carry;
-        h.quota_left = leaving / 1000;
-        h.age_carry = leaving % 1000;
-        // A rate, not the picture's places: nothing held for their sessions' ends.
-        h.expiring_held = 0;
-        h.pool_empty_window = window;
-        h.window_ms = window;
+        h.share.age(window, gained, h.pic.nodes);
+        h.draw.pool_empty_window = window;
+        h.pic.window_ms = window;
     }
 
     pub fn snapshot(&self, now: u64) -> FleetSnapshot {
+        let (pic, m) = (&self.hdr.pic, &self.hdr.metrics);
         FleetSnapshot {
-            fleet_active: self.hdr.fleet_active,
-            queue_len: self.hdr.queue_len,
-            quota_left: self.hdr.quota_left,
-            nodes: self.hdr.nodes,
-            admitted: self.hdr.admitted,
-            draws: self.hdr.draws,
-            draws_granted: self.hdr.draws_granted,
-            dropped: self.hdr.dropped + self.hdr.tally_dropped,
-            syncs: self.hdr.syncs,
-            sync_failures: self.hdr.sync_failures,
-            sync_age_ms: (self.hdr.synced_at_ms != 0)
-                .then(|| now.saturating_sub(self.hdr.synced_at_ms)),
-            pressure: self
-                .hdr
+            fleet_active: pic.fleet_active,
+            queue_len: pic.queue_len,
+            quota_left: self.hdr.share.quota_left,
+            nodes: pic.nodes,
+            admitted: m.admitted,
+            draws: m.draws,
+            draws_granted: m.draws_granted,
+            dropped: m.dropped + self.hdr.tally.dropped,
+            syncs: m.syncs,
+            sync_failures: m.sync_failures,
+            sync_age_ms: (pic.synced_at_ms != 0).then(|| now.saturating_sub(pic.synced_at_ms)),
+            pressure: pic
                 .pressure
                 .checked_sub(1)
                 .map(|d| u8::try_from(d).unwrap_or(u8::MAX)),

@@ -88,7 +88,7 @@ impl FleetNode<'_> {
             }
             *e = TallyEntry::default();
         }
-        self.hdr.tally_len = 0;
+        self.hdr.tally.len = 0;
         r.spans = spans
             .into_iter()
             .filter(|&(_, (lo, hi))| lo <= hi)
@@ -115,31 +115,33 @@ impl FleetNode<'_> {
         for (slot, row) in self.counts.iter_mut().zip(c.rows()) {
             *slot = *row;
         }
-        self.hdr.counts_len = n as u64;
-        self.hdr.counts_at = c.at();
-        self.hdr.counts_per_s = c.per_s();
-        self.hdr.counts_unreported = t.behind.let_ins;
+        let counts = &mut self.hdr.counts;
+        counts.len = n as u64;
+        counts.at = c.at();
+        counts.per_s = c.per_s();
+        counts.unreported = t.behind.let_ins;
     }
 
     /// The counts, once a tally call brought some.
     pub fn counts(&self) -> Option<CountsView<'_>> {
-        let rows = self.counts.get(..self.hdr.counts_len as usize)?;
+        let kept = &self.hdr.counts;
+        let rows = self.counts.get(..kept.len as usize)?;
         (!rows.is_empty()).then_some(CountsView {
             rows,
-            at: self.hdr.counts_at,
-            per_s: self.hdr.counts_per_s,
+            at: kept.at,
+            per_s: kept.per_s,
         })
     }
 
     /// Whether a tally call is worth its while with nothing counted: the line is too long to
     /// come whole, so its positions come from the counts, which change as others count.
     pub fn counts_wanted(&self) -> bool {
-        self.hdr.samples_exact == 0 && self.hdr.queue_len > 0
+        self.hdr.pic.samples_exact == 0 && self.hdr.pic.queue_len > 0
     }
 
     /// Changes the table dropped for want of room, since the zone began.
     pub fn tally_dropped(&self) -> u64 {
-        self.hdr.tally_dropped
+        self.hdr.tally.dropped
     }
 
     /// All of a report's counts, or none (the table had no room for one of them); then its
@@ -159,7 +161,7 @@ impl FleetNode<'_> {
                 for (kind, epoch, bucket, value) in done {
                     self.add(kind, epoch, bucket, -value);
                 }
-                self.hdr.tally_dropped += 1;
+                self.hdr.tally.dropped += 1;
                 return false;
             }
         }
@@ -196,7 +198,7 @@ impl FleetNode<'_> {
                 return true;
             }
             if e.kind == 0 {
-                if self.hdr.tally_len >= TALLY_MAX {
+                if self.hdr.tally.len >= TALLY_MAX {
                     return false;
                 }
                 *e = TallyEntry {
@@ -205,7 +207,7 @@ impl FleetNode<'_> {
                     bucket,
                     value,
                 };
-                self.hdr.tally_len += 1;
+                self.hdr.tally.len += 1;
                 return true;
             }
         }

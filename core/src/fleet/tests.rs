@@ -424,17 +424,17 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     // No picture at 3 s: this node's half of the 4 leaving; the cursor 4 places on.
     n.age(3000, &c);
     assert_eq!(n.snapshot(3000).quota_left, 2);
-    assert_eq!(n.hdr.cursor, 10_400);
+    assert_eq!(n.hdr.pic.cursor, 10_400);
     // Positions move up as the fleet is thought to let people in.
     assert!(matches!(
         n.visit(w(7, 12_000), 3100, &c),
         FleetVerdict::Wait { position: 17, .. }
     ));
     n.age(4000, &c);
-    assert_eq!(n.hdr.cursor, 10_800);
+    assert_eq!(n.hdr.pic.cursor, 10_800);
     n.age(30_000, &c);
     assert_eq!(n.snapshot(30_000).quota_left, 2);
-    assert_eq!(n.hdr.cursor, 11_200);
+    assert_eq!(n.hdr.pic.cursor, 11_200);
     // The same window is aged once.
     let left = n.snapshot(0).quota_left;
     n.visit(w(1, 1), 30_100, &c);
@@ -444,7 +444,7 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     for t in 31..80 {
         n.age(t * 1000, &c);
     }
-    assert_eq!(n.hdr.cursor, 79_000);
+    assert_eq!(n.hdr.pic.cursor, 79_000);
     // Fractions of a place are carried: 3 leaving, 2 nodes: 1, 2, 1, 2...
     show(
         &mut n,
