@@ -52,12 +52,14 @@ use crate::Module;
 mod answers;
 mod documents;
 mod keys;
+mod visit;
 
 use answers::{admitted, arrived, challenged, limited, pass_admitted, refused, throttled, waiting};
 use documents::{
     documents_decided_here, page_concluded, page_visit, sub_resource, Role, SubResource,
 };
-use keys::{draw, flood_key, user_sid};
+use keys::{draw, flood_key};
+use visit::visit_of;
 
 /// Puts the handler in the PREACCESS phase (postconfiguration).
 pub fn install(cf: &mut ngx_conf_t) -> Result<(), ()> {
@@ -68,6 +70,8 @@ unsafe extern "C" fn preaccess_handler(r: *mut ngx_http_request_t) -> ngx_int_t 
     request::entry(r, "while deciding, request refused", INTERNAL_ERROR, handle)
 }
 
+/// The room's algorithm, as `limit_req`'s handler reads its own: the request's ticket, then
+/// the room's decision (at once, or later from the store), then the answer.
 fn handle(r: &mut Request) -> ngx_int_t {
     let Some((lcf, zone, role)) = room_of(r) else {
         return DECLINED;
@@ -84,6 +88,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         return INTERNAL_ERROR;
     }
     let now = now_ms();
+    // The ticket, and what the request is for.
     let fetch = r.fetch();
     let ticket = cookie::read_ticket(r, zone);
     let state = ticket.map(|t| rules::ticket_state(&t, zone.admission_at(now), now));
@@ -91,111 +96,67 @@ fn handle(r: &mut Request) -> ngx_int_t {
     if role == Role::Documents && !documents_decided_here(r, zone, fetch, state, holds_place, now) {
         return DECLINED;
     }
+    // An admitted ticket passes ([S5]), unless the room is closed; a page's sub-resource
+    // never takes a place ([S29]).
     let mut closed_to_admitted = None;
-    if let (Some(t), Some(TicketState::Admitted)) = (ticket, state) {
-        match zone.pass(t.sid, now) {
-            Ok(Passed { verdict, seen_at }) => match verdict {
-                // A closed room turns everyone away: the admitted ticket goes to the room
-                // like any visitor (which refuses and counts it) and is left as it is.
-                PassVerdict::Closed => closed_to_admitted = Some(t.sid),
-                PassVerdict::Limited { retry_ms } => return limited(r, zone, t.sid, retry_ms),
-                v => {
-                    let counted = v == PassVerdict::Counted;
-                    return pass_admitted(r, lcf, zone, t, counted, seen_at, now);
-                }
-            },
-            Err(e) => {
-                problem(r, zone, now, &e.to_string());
-                return pass_admitted(r, lcf, zone, t, true, now, now);
-            }
-        }
-    } else {
-        match sub_resource(r, lcf, zone, fetch, holds_place, now) {
+    match (ticket, state) {
+        (Some(t), Some(TicketState::Admitted)) => match admitted_ticket(r, lcf, zone, t, now) {
+            Ok(rc) => return rc,
+            Err(Closed) => closed_to_admitted = Some(t.sid),
+        },
+        _ => match sub_resource(r, lcf, zone, fetch, holds_place, now) {
             SubResource::Done(rc) => return rc,
             SubResource::Place(sid) => return page_visit(r, lcf, zone, sid, now),
             SubResource::NotOne => {}
-        }
+        },
     }
-    // `one_place_per=`: a client with a user key waits as that key's session, whichever
-    // ticket it holds (a ticket of another key, or of none, takes the key's place).
-    let user = user_sid(r, zone);
-    let held = ticket
-        .filter(|_| state == Some(TicketState::Waiting))
-        .map(|t| match user {
-            Some(sid) if sid != t.sid => Ticket { sid, qnum: 0, ..t },
-            _ => t,
-        });
+    // Anyone else asks the room ([S3]-[S6]): its visit, then the room's decision.
     let mut turn = Turn {
         lcf,
         zone,
         now,
         dry: dry_run(r, lcf),
-        held,
+        held: None,
         spent: None,
         page: false,
     };
-    let visit = match (held, closed_to_admitted) {
-        // A waiting ticket: its place (or, for a ticket from the first contact, a place to
-        // take, paid from its address's flood budget, and with `challenge=pow` a proof).
-        (Some(t), _) => {
-            if !turn.dry {
-                match challenge::gate(r, zone, &t, now) {
-                    Gate::Pass { spent: Some(proof) } => {
-                        cookie::delete_proof(r, zone);
-                        turn.spent = Some(proof);
-                    }
-                    Gate::Pass { spent: None } => {}
-                    Gate::Challenge(c) => return challenged(r, &turn, &t, c),
-                }
-            }
-            let (qnum, arrival) = zone.place_of(&t, now);
-            Visit {
-                sid: t.sid,
-                qnum,
-                draw: draw(now, t.sid),
-                flood_key: (t.qnum == 0).then(|| flood_key(r, zone)),
-                arrival,
-            }
-        }
-        (None, Some(sid)) => Visit {
-            sid,
-            qnum: 0,
-            draw: draw(now, 0),
-            flood_key: None,
-            arrival: now,
-        },
-        // First contact (no ticket, or a stale, forged or foreign one): the client gets a
-        // ticket and comes back with it before the room gives it anything ([S15]), unless the
-        // room is closed (refused) or lets everyone in.
-        (None, None) => {
-            let sid = match user.map_or_else(ticket::random_sid, Ok) {
-                Ok(sid) => sid,
-                Err(_) => return INTERNAL_ERROR,
-            };
-            match zone.arrival(now) {
-                Mode::Reject | Mode::Passthrough => Visit {
-                    sid,
-                    qnum: 0,
-                    draw: draw(now, 0),
-                    flood_key: None,
-                    arrival: now,
-                },
-                // A dry run shows no cookie check: the room decides at once, as it would when
-                // the client came back with its ticket (and so counts the same).
-                _ if turn.dry => Visit {
-                    sid,
-                    qnum: 0,
-                    draw: draw(now, 0),
-                    flood_key: Some(flood_key(r, zone)),
-                    arrival: now,
-                },
-                _ => return arrived(r, &turn, sid),
-            }
-        }
+    let waiting = ticket.filter(|_| state == Some(TicketState::Waiting));
+    let visit = match visit_of(r, &mut turn, waiting, closed_to_admitted) {
+        Ok(visit) => visit,
+        Err(rc) => return rc,
     };
     match zone.visit(visit, turn.spent, now) {
         Answer::Now(result) => conclude(r, &turn, result),
         Answer::Later(future) => suspend(r, turn, future),
+    }
+}
+
+/// A closed room turns an admitted ticket away: it goes to the room like any visitor (which
+/// refuses and counts it) and is left as it is.
+struct Closed;
+
+/// [S5]: a valid admitted ticket passes, counted as active (or is limited to its session's
+/// request rate). A store that cannot count it still lets it pass, and says so.
+fn admitted_ticket(
+    r: &mut Request,
+    lcf: &LocConf,
+    zone: &'static Zone,
+    t: Ticket,
+    now: u64,
+) -> Result<ngx_int_t, Closed> {
+    match zone.pass(t.sid, now) {
+        Ok(Passed { verdict, seen_at }) => match verdict {
+            PassVerdict::Closed => Err(Closed),
+            PassVerdict::Limited { retry_ms } => Ok(limited(r, zone, t.sid, retry_ms)),
+            v => {
+                let counted = v == PassVerdict::Counted;
+                Ok(pass_admitted(r, lcf, zone, t, counted, seen_at, now))
+            }
+        },
+        Err(e) => {
+            problem(r, zone, now, &e.to_string());
+            Ok(pass_admitted(r, lcf, zone, t, true, now, now))
+        }
     }
 }
 

@@ -108,8 +108,9 @@ pub(super) fn sub_resource(
 
 /// [S29] The person a page pass names takes the idle room's free place, as a client back from
 /// the cookie check does (its address's flood budget pays); the page's other sub-resources,
-/// asking at the same moment on the same pass, find that session admitted and take nothing
-/// more. The sub-resource goes on whatever the room says ([`page_concluded`]).
+/// asking on the same pass, find that session admitted (in the zone's shared memory, where
+/// every store notes its admissions) and take nothing more. The sub-resource goes on whatever
+/// the room says ([`page_concluded`]).
 pub(super) fn page_visit(
     r: &mut Request,
     lcf: &LocConf,
@@ -126,6 +127,9 @@ pub(super) fn page_visit(
         spent: None,
         page: true,
     };
+    if zone.is_admitted(sid, now) {
+        return admitted(r, &turn, sid, Outcome::Passed);
+    }
     let visit = Visit {
         sid,
         qnum: 0,
@@ -161,10 +165,12 @@ pub(super) fn page_concluded(
             };
             return admitted(r, turn, sid, outcome);
         }
+        // (Two of the page's sub-resources asked at once, one let in: the other's place is
+        // the same person's, unseen from now on, and gone after `presence`.)
         Ok(Decision {
             verdict: Verdict::Wait(place),
             ..
-        }) if !turn.dry => {
+        }) if !turn.dry && !turn.zone.is_admitted(place.sid, turn.now) => {
             turn.zone.count_waiting(None, &place, turn.now);
             let t = Ticket {
                 sid: place.sid,

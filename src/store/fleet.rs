@@ -168,19 +168,6 @@ impl Zone {
         now: u64,
     ) -> Answer<Result<Decision, StoreError>> {
         let limits = self.limits_at(now);
-        // [S29] One person, one place (as `Room::visit`): a session this node admitted and
-        // still counts (a page's parallel sub-resources on its page pass) is let in as it is,
-        // without paying a place's flood budget again; checked again under the lock below.
-        let again = |room: &mut Room| {
-            let yes = v.qnum == 0 && room.is_admitted(v.sid, now, &limits);
-            if yes {
-                room.touch(v.sid, now);
-            }
-            yes
-        };
-        if self.shm.with_room(again).unwrap_or(false) {
-            return Answer::Now(Ok(Verdict::Admit { sid: v.sid }.into()));
-        }
         // Flood control: paid here, once (the rest of the visit carries no key).
         let v = match self.fleet_flood_refused(&v, now) {
             Some(throttled) => return Answer::Now(Ok(throttled.into())),
@@ -196,9 +183,6 @@ impl Zone {
         };
         let cfg = fs.cfg_under(&limits);
         let visited = self.shm.with_fleet(|room, node| {
-            if again(room) {
-                return Visited::Decided(Step::Done(Verdict::Admit { sid: w.sid }), None);
-            }
             let (verdict, draw) = match room.mode(&limits) {
                 Mode::Reject => {
                     room.counters_mut().rejected += 1;

@@ -363,6 +363,15 @@ impl Zone {
             .unwrap_or(true)
     }
 
+    /// Whether this node counts `sid` as an admitted session still active at `now` (every
+    /// store notes its admissions in the zone's shared memory).
+    pub fn is_admitted(&self, sid: u64, now: u64) -> bool {
+        let limits = self.limits_at(now);
+        self.shm
+            .with_room(|room| room.is_admitted(sid, now, &limits))
+            .unwrap_or(false)
+    }
+
     /// A client without a ticket: counted as an arrival; the mode in force tells what to do
     /// with it.
     pub fn arrival(&self, now: u64) -> Mode {

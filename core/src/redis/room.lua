@@ -399,19 +399,6 @@ if mode == PASSTHROUGH then
   return admit(false)
 end
 
--- [S29] One person, one place (Room::visit): a session admitted and still active (the parallel
--- sub-resources of one page on its page pass, a user key's session) is let in as it is: not
--- admitted a second time, never given a place in the line.
-if not held then
-  local seen = tonumber(redis.call('ZSCORE', K_ACTIVE, sid))
-  if seen and seen > now - window then
-    redis.call('ZADD', K_ACTIVE, now_s, sid)
-    save()
-    return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active_now(), 0, expired, override,
-      version, pressure_figure()}
-  end
-end
-
 -- rules::free_places and rules::capacity (Redis can always count one more).
 local function free_places()
   local free = max_active - active_now()

@@ -349,13 +349,6 @@ impl<'m> Room<'m> {
             Mode::Fifo | Mode::Random | Mode::QueueAll => {}
         }
         let Some(ix) = held else {
-            // [S29] One person, one place: a session admitted and still active (the parallel
-            // sub-resources of one page on its page pass, a user key's session) is let in as
-            // it is: not admitted a second time, never given a place in the line.
-            if self.is_admitted(v.sid, now, limits) {
-                self.touch(v.sid, now);
-                return Verdict::Admit { sid: v.sid };
-            }
             return self.newcomer(v, mode, now, limits);
         };
         let qnum = self.ring[ix].qnum;

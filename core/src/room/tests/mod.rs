@@ -107,27 +107,6 @@ fn engaged_while_full_or_waiting() {
     assert!(!room.engaged(200_000, &open));
 }
 
-/// [S29] One person, one place: a session admitted and still active that visits again
-/// without a place (a page's parallel sub-resources on one page pass) is let in as it is: no
-/// second admission counted, no place in the line, even when the room is full.
-#[test]
-fn an_admitted_session_visiting_again_takes_nothing_more() {
-    let mut mem = Mem::new(64 * 1024);
-    let l = limits();
-    let mut room = Room::format(mem.bytes(), 1).unwrap();
-    assert_eq!(visit(&mut room, 7, 0, 1000, &l), Verdict::Admit { sid: 7 });
-    assert_eq!(visit(&mut room, 8, 0, 1000, &l), Verdict::Admit { sid: 8 });
-    // Full now; 7 and 8 come again at once, as a page's other assets do.
-    assert_eq!(visit(&mut room, 7, 0, 1001, &l), Verdict::Admit { sid: 7 });
-    assert_eq!(visit(&mut room, 8, 0, 1002, &l), Verdict::Admit { sid: 8 });
-    let s = room.snapshot(1002, &l);
-    assert_eq!((s.active, s.queue_len, s.counters.admitted), (2, 0, 2));
-    // Past its active window a session is a newcomer again (here: the room has room again).
-    let later = 1002 + l.active_window_ms;
-    assert_eq!(visit(&mut room, 7, 0, later, &l), Verdict::Admit { sid: 7 });
-    assert_eq!(room.snapshot(later, &l).counters.admitted, 3);
-}
-
 #[test]
 fn head_is_admitted_when_capacity_frees_after_active_window() {
     let mut mem = Mem::new(64 * 1024);
