@@ -11,12 +11,14 @@ use std::collections::{BTreeSet, HashMap};
 use super::flood_model::FloodModel;
 #[cfg(test)]
 use super::Sighting;
-use super::{Ask, Drawn, Fence, FleetConfig, Report, RoomPicture, SyncAnswer};
-use super::{SpentProof, ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
+use super::{Ask, Drawn, Fence, FleetConfig, Report, SyncAnswer};
 use crate::room::gcra::Rate;
 
 mod held;
 pub(super) mod line;
+mod share;
+
+use share::Shared;
 
 // The constants the model shares with the script are the script's too: `FLEET_SCRIPT`
 // (script.rs) sends them in its preamble, so they are written here only.
@@ -37,15 +39,30 @@ struct Node {
     draws: u64,
     alloc: u64,
     polls: u64,
-    carry: u64,
+    /// The fraction of a place its shares left over, in millionths.
+    remainder: u64,
     gen: u64,
     seq: u64,
-    /// Of its grant, the places held for sessions that end by `held_hz`: those `held_off`..
-    /// `held_off + held` places from the last of them to end (the script's "h:NODE": "held
-    /// hz off"); they count as held only while `held_hz` is the fleet's `hz`.
+    /// Of its grant, the places held for sessions that end by `held_end`: those `held_from`..
+    /// `held_from + held` places from the last of them to end (the script's "h:NODE": "held
+    /// held_end held_from"); they count as held only while `held_end` is the allocation's
+    /// `interval_end`.
     held: u64,
-    held_hz: u64,
-    held_off: u64,
+    held_end: u64,
+    held_from: u64,
+}
+
+/// This interval's allocation (the script's `allocation`, stored as "win", "hz", "free",
+/// "polls", "given"): its window, the end of the interval it shares out (the first sync of
+/// `window`'s now + interval: every node's held places in it are among the sessions that end
+/// by then), the free places it shares, the polls it shares them by, what was given out.
+#[derive(Debug, Clone, Copy, Default)]
+struct Allocation {
+    window: u64,
+    interval_end: u64,
+    free: u64,
+    polls: u64,
+    given: u64,
 }
 
 /// A member's place among equal scores: Redis orders them by the member's bytes (its decimal
@@ -147,13 +164,7 @@ impl BySight {
 pub struct FleetModel {
     cfg: FleetConfig,
     base_ms: u64,
-    win: u64,
-    /// The end of the interval `win` shares out (the first sync of `win`'s now + interval):
-    /// every node's held places in it are among the sessions that end by then.
-    hz: u64,
-    free_w: u64,
-    polls_w: u64,
-    given_w: u64,
+    allocation: Allocation,
     /// The last call, and after a silence: when it began (`hold`; expiry is held at that
     /// time) until `hold_until`, or until the nodes of `hold_wait` have all synced (the
     /// script's "heard", "hold", "hold_until", "hold_wait").
@@ -170,8 +181,8 @@ pub struct FleetModel {
     line: Vec<u32>,
     queue_len: u64,
     /// Flood control's buckets and the keys over their budget.
-    flood: FloodModel,
-    pressure: PressureSums,
+    flood_model: FloodModel,
+    pressure_sums: PressureSums,
     /// The spent proofs (the script's K_SPENT, in its order), the last number ("spent_seq")
     /// and each node's cursor in them ("s:NODE").
     spent: Vec<SpentEntry>,
@@ -269,16 +280,12 @@ impl FleetModel {
         FleetModel {
             cfg,
             base_ms,
-            win: 0,
-            hz: 0,
-            free_w: 0,
-            polls_w: 0,
-            given_w: 0,
+            allocation: Allocation::default(),
             heard: 0,
             hold: 0,
             hold_until: 0,
             hold_wait: Vec::new(),
-            pressure: PressureSums::default(),
+            pressure_sums: PressureSums::default(),
             spent: Vec::new(),
             spent_seq: 0,
             spent_told: HashMap::new(),
@@ -290,14 +297,14 @@ impl FleetModel {
             arrival: HashMap::new(),
             line: vec![0; horizon_ms as usize + 1],
             queue_len: 0,
-            flood: FloodModel::default(),
+            flood_model: FloodModel::default(),
             calls: 0,
         }
     }
 
     /// With flood control (`FleetScript::with_flood`'s twin).
     pub fn with_flood(mut self, rate: Option<Rate>) -> FleetModel {
-        self.flood.rate = rate;
+        self.flood_model.rate = rate;
         self
     }
 
@@ -362,75 +369,11 @@ impl FleetModel {
         }
     }
 
-    /// The other live nodes' places (grants and draws), their number and polls; silent nodes
-    /// are dropped.
-    fn census(&mut self, me: u64, now: u64) -> (u64, u64, u64) {
-        let stale = self.cfg.stale_ms();
-        self.nodes
-            .retain(|&id, n| id == me || now.saturating_sub(n.seen) <= stale);
-        let nodes = &self.nodes;
-        self.spent_told
-            .retain(|id, _| *id == me || nodes.contains_key(id));
-        let (mut reserved, mut nodes, mut polls) = (0, 0, 0);
-        for (&id, n) in &self.nodes {
-            if id != me {
-                reserved += n.grant + n.draws;
-                nodes += 1;
-                polls += n.polls;
-            }
-        }
-        (reserved, nodes, polls)
-    }
-
     fn entry(&self, node_id: u64, now: u64) -> Node {
         self.nodes.get(&node_id).copied().unwrap_or(Node {
             seen: now,
             ..Node::default()
         })
-    }
-
-    /// The script's spent proofs: `reported` go in the log (from this node, numbered), lapsed
-    /// entries leave it, and the entries after this node's cursor that other nodes reported
-    /// are answered (at most [`SPENT_ANSWER_CAP`]).
-    fn spent_sync(&mut self, node: u64, now: u64, reported: &[SpentProof]) -> Vec<SpentProof> {
-        for p in reported.iter().take(SPENT_REPORT_CAP) {
-            // (A lapsed one is not sent.)
-            if p.ms <= now {
-                continue;
-            }
-            self.spent_seq += 1;
-            let e = SpentEntry {
-                seq: self.spent_seq,
-                key: p.key,
-                until: p.ms,
-                node,
-                at: now,
-            };
-            // (ZADD of a member already there renumbers it.)
-            self.spent.retain(|o| !o.same_member(&e));
-            self.spent.push(e);
-        }
-        let keep_from = now.saturating_sub(self.cfg.stale_ms().max(SPENT_KEEP_MS));
-        let lapsed = self
-            .spent
-            .iter()
-            .take(SPENT_EXPIRE)
-            .take_while(|e| e.at < keep_from)
-            .count();
-        self.spent.drain(..lapsed);
-        let since = self.spent_told.get(&node).copied().unwrap_or(0);
-        let heard = self.spent.iter().filter(|e| e.seq > since);
-        let heard: Vec<&SpentEntry> = heard.take(SPENT_ANSWER_CAP).collect();
-        self.spent_told
-            .insert(node, heard.last().map_or(since, |e| e.seq));
-        heard
-            .into_iter()
-            .filter(|e| e.node != node && e.until > now)
-            .map(|e| SpentProof {
-                key: e.key,
-                ms: e.until - now,
-            })
-            .collect()
     }
 
     /// The script's "draw": up to `ask.want` places.
@@ -447,7 +390,7 @@ impl FleetModel {
                 seq: me.seq,
             };
         }
-        let (reserved, _, _) = self.census(f.node_id, now);
+        let fleet = self.census(f.node_id, now);
         me.seen = now;
         let mut mark = self.starved;
         let stale = self.starved_win.saturating_add(self.cfg.interval_ms) < f.window;
@@ -458,10 +401,10 @@ impl FleetModel {
         let kept = u64::from(mark != 0 && !ours);
         // The grants' places still held for sessions that have not ended are not free yet,
         // but they are not taken either: the pool's are those before them.
-        let held = self.still_held(now);
+        let held = self.still_held_now(now);
         let left = self.cfg.max_active as i128
             - active as i128
-            - (reserved + me.grant + me.draws + kept) as i128
+            - (fleet.reserved + me.grant + me.draws + kept) as i128
             + held as i128;
         let granted = (want as i128).min(left).max(0) as u64;
         me.draws += granted;
@@ -478,174 +421,59 @@ impl FleetModel {
         }
     }
 
-    /// The script's "sync".
+    /// The script's "sync", step by step, each step a method of the same name as its Lua twin
+    /// in script.lua (model/share.rs; script.lua's header has the same table):
+    ///
+    /// | step | what it computes                                      | Rust / Lua      |
+    /// |------|-------------------------------------------------------|-----------------|
+    /// | 1    | a stale sync changes nothing; the node's entry        | `fence`         |
+    /// | 2    | admissions and active sessions reported               | `take_sightings`|
+    /// | 3    | waiters reported join the line                        | `take_waiters`  |
+    /// | 4    | waiters unseen for presence, sessions ended, leave    | `expire`        |
+    /// | 5    | the other live nodes' places and polls (`fleet`)      | `census`        |
+    /// | 6    | active, line, expiring, leaving (`counts`)            | `count_sessions`|
+    /// | 7    | the interval's end, the free places (`free`)          | `free_places`   |
+    /// | 8    | where the held places go, the room (`places`)         | `held_places`   |
+    /// | 9    | the allocation and the node's share: its quota        | `share`         |
+    /// | 10   | the quota's held places and their ends                | `held_ends`     |
+    /// | 11   | the fleet's pressure                                  | `pressure`      |
+    /// | 12   | the cursor                                            | `cursor`        |
+    /// | 13   | flood control's keys over their budget                | `flood`         |
+    /// | 14   | spent proofs from other nodes                         | `spent_proofs`  |
+    /// | 15   | the node's entry saved; the picture                   | `reply`         |
+    ///
+    /// (`hear`, before step 1, is the script's preamble: after a silence, expiry is held.)
     pub fn sync(&mut self, f: Fence, now: u64, r: &Report) -> SyncAnswer {
         self.calls += 1;
         self.hear(now);
-        let cfg = self.cfg;
-        let mut me = self.entry(f.node_id, now);
-        let gen = u64::from(f.generation);
-        if gen < me.gen || (gen == me.gen && f.seq <= me.seq) || f.window < me.alloc {
+        let Some(mut me) = self.fence(f, now) else {
             return SyncAnswer::Stale;
-        }
-        me.gen = gen;
-        me.seq = f.seq;
-        self.synced_since_silence(f, now);
-        // The script gets ages (node_now - at) and scores now - age: with one clock, `at`.
-        let seen_at = |at: u64| at.min(now);
-        for e in &r.admitted {
-            self.active.add_later(e.sid, seen_at(e.at));
-            self.leave_line(e.sid);
-        }
-        for e in &r.active {
-            self.active.add_later(e.sid, seen_at(e.at));
-        }
-        // Waiters: an active session never joins the line again; arrivals only move later.
-        let mut queue_len = self.queue_len;
-        for w in &r.waiters {
-            if self.active.score.contains_key(&w.sid) {
-                continue;
-            }
-            let in_line = self.arrival.contains_key(&w.sid);
-            if !in_line && cfg.max_line > 0 && queue_len >= cfg.max_line {
-                continue;
-            }
-            if !in_line {
-                queue_len += 1;
-            }
-            self.present.add_later(w.sid, seen_at(w.at));
-            self.join_line(w.sid, w.arrival);
-        }
-        for sid in self.present.oldest(
-            self.cut(now, cfg.presence_ms),
-            EXPIRE_STEP.saturating_sub(r.waiters.len()).max(EXPIRE_MIN),
-        ) {
-            self.leave_line(sid);
-        }
-        self.trim_active(now);
-        let (reserved, others, polls) = self.census(f.node_id, now);
-        let nodes = others + 1;
-        me.seen = now;
-        me.polls = if me.alloc == f.window {
-            me.polls + r.polls
-        } else {
-            r.polls
         };
-        let polls = polls + me.polls;
-        let active = self.active.len();
-        let queue_len = self.queue_len;
-        let full = cfg.max_line > 0 && queue_len >= cfg.max_line;
-        let aw = cfg.active_window_ms;
-        let since = self.cut(now, aw);
-        let expiring = self
-            .active
-            .count(since, self.cut(now + cfg.interval_ms, aw));
-        let leaving = self
-            .active
-            .count(since, self.cut(now + cfg.horizon_ms(), aw));
-        let left = (me.grant + me.draws).saturating_sub(r.admitted.len() as u64);
-        me.draws = 0;
-        if self.win != f.window && self.hz <= now + cfg.interval_ms / 2 {
-            self.hz = now + cfg.interval_ms;
-        }
-        let ending_range = (since, self.cut(self.hz, aw));
-        let ending = self.active.count(ending_range.0, ending_range.1);
-        let free_now = (cfg.max_active as i128 - active as i128 - reserved as i128 + ending as i128)
-            .max(0) as u64;
-        // Where the node's held places may go: before the other nodes' (of this hz), after
-        // the sessions an earlier hz's grants may still wait for; and what else is free now.
-        let me_id = Some(f.node_id);
-        let pend = self.pending(now, me_id).min(ending);
-        // (A second sync in the interval keeps where its grant held, or what is left of it.)
-        let (off, held_room) = if me.held > 0 && me.held_hz == self.hz && self.hz != 0 {
-            let off = me.held_off;
-            (off, (off + me.held).min(ending - pend).saturating_sub(off))
-        } else {
-            let off = self.span_of(me_id);
-            (off, (ending - pend).saturating_sub(off))
-        };
-        let others = self.still_of(ending, me_id);
-        let free_room = (cfg.max_active as i128 - active as i128 - reserved as i128
-            + others as i128)
-            .max(0) as u64;
-        let room = held_room + free_room;
-        if self.win != f.window {
-            self.win = f.window;
-            self.free_w = free_now;
-            self.polls_w = polls;
-            self.given_w = 0;
-        } else {
-            self.free_w = self.free_w.max(free_now + self.given_w);
-        }
-        let quota = if me.alloc != f.window {
-            let share = if self.polls_w > 0 {
-                (me.polls as f64 / self.polls_w as f64).min(1.0)
-            } else {
-                1.0 / nodes as f64
-            };
-            let millionths =
-                (self.free_w as f64 * share * KEEP_PPM as f64).floor() as u64 + me.carry;
-            let quota = millionths / 1_000_000;
-            me.carry = millionths - quota * 1_000_000;
-            let quota = quota.min(room);
-            self.given_w += quota;
-            me.alloc = f.window;
-            quota
-        } else {
-            left.min(room)
-        };
-        me.grant = quota;
-        // The script's held places: the grants take the last places of the interval to free
-        // (the ending sessions' by their ends), this node's past the other grants' (a node's
-        // second sync in the interval as well: where it held before may be behind another's);
-        // the pool keeps those free first.
-        let held = quota.min(held_room);
-        let lo = ending.saturating_sub(off + held);
-        me.held = held;
-        me.held_hz = self.hz;
-        me.held_off = if held > 0 { off } else { 0 };
-        let ends = self
-            .active
-            .sights_by_rank(ending_range, lo as usize, held as usize, ENDS_CAP)
-            .into_iter()
-            .map(|seen| (seen + aw).saturating_sub(now))
-            .collect();
-        let pressure = self.pressure.sync(
-            (f.window, cfg.interval_ms),
-            queue_len,
-            r,
-            r.admitted.len() as u64,
-        );
-        let places = cfg.max_active as i128 - active as i128 + expiring as i128;
-        let cursor = if places <= 0 {
-            0
-        } else if places as u64 >= queue_len {
-            u64::MAX
-        } else {
-            self.cursor(places as u64, queue_len)
-        };
+        self.take_sightings(r, now);
+        let reported = self.take_waiters(r, now);
+        self.expire(now, reported);
+        let fleet = self.census(f.node_id, now);
+        let counts = self.count_sessions(now);
+        let free = self.free_places(f, now, &fleet, &counts);
+        let places = self.held_places(&me, f, now, &fleet, &counts, &free);
+        let quota = self.share(&mut me, f, r, &fleet, &free, &places);
+        let (held, ends) = self.held_ends(&mut me, now, quota, &counts, &free, &places);
+        let pressure = self.pressure(f.window, &counts, r);
+        let cursor = self.cursor(&counts);
+        let flood = self.flood(r, now);
+        let spent = self.spent_proofs(f.node_id, now, &r.spent);
         self.nodes.insert(f.node_id, me);
-        let flood = self.flood.sync(&r.flood, now);
-        let spent = self.spent_sync(f.node_id, now, &r.spent);
-        SyncAnswer::Picture(RoomPicture {
-            fleet_active: active,
-            queue_len,
+        let shared = Shared {
             cursor,
             quota,
-            nodes,
-            window_ms: f.window,
-            free: self.free_w,
-            expiring,
-            leaving,
+            nodes: fleet.nodes + 1,
+            pressure,
             held,
             ends,
-            full,
-            pressure,
-            samples: self.samples(queue_len),
-            exact: queue_len > 0 && queue_len <= EXACT_LINE as u64,
             flood,
             spent,
-        })
+        };
+        SyncAnswer::Picture(self.reply(f.window, &counts, shared))
     }
 
     /// The fleet's active sessions as the model counts them.
@@ -739,7 +567,7 @@ mod tests {
             );
             // And now: the grants' places still held for a session's end are not in use.
             m.trim_active(now);
-            let in_use = m.active.len() + m.reserved() - m.still_held(now);
+            let in_use = m.active.len() + m.reserved() - m.still_held_now(now);
             assert!(in_use <= cfg.max_active, "{in_use} in use at {now}");
         }
     }

@@ -17,9 +17,10 @@
 --                               the last each node was told), "starved" / "starved_win" (the
 --                               starved mark, in "draw", and the window it was set in), and one
 --                               field per node, "n:<id>":
---                               "seen grant draws alloc_win polls carry gen seq", and
---                               "h:<id>": "held hz" (how many of its grant's places wait for
---                               sessions that end by hz)
+--                               "seen grant draws alloc_win polls remainder gen seq", and
+--                               "h:<id>": "held held_end held_from" (how many of its grant's
+--                               places wait for sessions that end by held_end, an interval's
+--                               end "hz", and where they begin, counted from the last to end)
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
 --   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
 --   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms): the fleet's line
@@ -67,6 +68,24 @@
 --          arrival_ms) sampled along the line, for positions}; {-1}: stale
 --   draw: {places granted (0..wanted), fleet_active, the sequence of the node's last sync
 --          run here (the node counts the places only if it has sent no sync since)}
+-- The sync, step by step (each a local function below, called in this order at the end of
+-- the file; the Rust twin FleetModel::sync, core/src/fleet/model.rs, calls methods of the same
+-- names in the same order, in core/src/fleet/model/share.rs):
+--    1 fence           a stale sync changes nothing; else the node's entry is fenced
+--    2 take_sightings  admissions and active sessions reported
+--    3 take_waiters    waiters reported join the line (look_up_waiters)
+--    4 expire          waiters unseen for presence and sessions whose window ended leave
+--    5 census          the other live nodes' places, polls and held places (`fleet`)
+--    6 count_sessions  active, line, expiring, leaving (`counts`)
+--    7 free_places     the interval's end ("hz"), the places free for it (`allocation`, `free`)
+--    8 held_places     where this node's held places go, and the room (`places`)
+--    9 share           the allocation and the node's share of it: its quota
+--   10 held_ends       the quota's held places and their sessions' ends ("h:<id>")
+--   11 pressure        the fleet's pressure
+--   12 cursor          the cursor
+--   13 flood           flood control's keys over their budget (charge_flood)
+--   14 spent_proofs    spent proofs reported by other nodes (record_spent)
+--   15 reply           the node's entry saved; the picture (whole_line, sample_line)
 -- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
 -- ended (one C call) + EXPIRE_STEP + (SAMPLES * log n, or EXACT_LINE) + ENDS + FLOOD_KEYS + FLOOD_ANSWERS * log n +
 -- (SPENT_REPORT + SPENT_ANSWERS + SPENT_EXPIRE) * log s, s the spent proofs kept);
@@ -128,26 +147,34 @@ end
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
 
--- A node's entry: seen, grant, draws, alloc_win, polls, carry (the fraction of a place its
--- shares left over, in millionths: over a few intervals every node gets its exact share),
--- gen and seq (the last sync taken from it).
+-- A node's entry: seen, grant, draws, alloc (the window whose allocation it took its share
+-- of), polls, remainder (the fraction of a place its shares left over, in millionths: over a
+-- few intervals every node gets its exact share), gen and seq (the last sync taken from it).
 local function read_node(text)
   if not text then return nil end
   local e = {}
   for w in string.gmatch(text, '%S+') do e[#e + 1] = tonumber(w) end
   if #e ~= 8 then return nil end
-  return {seen = e[1], grant = e[2], draws = e[3], alloc = e[4], polls = e[5], carry = e[6],
+  return {seen = e[1], grant = e[2], draws = e[3], alloc = e[4], polls = e[5], remainder = e[6],
           gen = e[7], seq = e[8]}
 end
 local function write_node(e)
   return digits(e.seen) .. ' ' .. digits(e.grant) .. ' ' .. digits(e.draws) .. ' '
-    .. digits(e.alloc) .. ' ' .. digits(e.polls) .. ' ' .. digits(e.carry) .. ' '
+    .. digits(e.alloc) .. ' ' .. digits(e.polls) .. ' ' .. digits(e.remainder) .. ' '
     .. digits(e.gen) .. ' ' .. digits(e.seq)
+end
+-- A node's held places ("h:NODE": "held held_end held_from"): `held` of its grant's places
+-- wait for sessions that end by `held_end` (an interval's end), `held_from` places counted
+-- from the last of them to end.
+local function read_held(text)
+  local h, e, f = string.match(text, '^(%d+) (%d+) (%d+)$')
+  if not h then return nil end
+  return {held = tonumber(h), held_end = tonumber(e), held_from = tonumber(f)}
 end
 
 local field = 'n:' .. id
 local me = read_node(redis.call('HGET', K_FLEET, field))
-  or {seen = now, grant = 0, draws = 0, alloc = 0, polls = 0, carry = 0, gen = 0, seq = 0}
+  or {seen = now, grant = 0, draws = 0, alloc = 0, polls = 0, remainder = 0, gen = 0, seq = 0}
 
 -- Runs `cmd key [flag] m1 m2 ...` over `list` in chunks of CHUNK (an even number: pairs of
 -- score and member are never split); returns the replies' sum.
@@ -174,62 +201,66 @@ local function scores(key, sids)
   return out
 end
 
--- The live nodes' places (grants and draws not yet reported): recomputed from the entries on
--- every call, never kept as a running total that could drift. Silent nodes are dropped.
--- Also the held places of the live nodes' grants (their "h:NODE": "held hz off"): {held, hz,
--- off} of each other node, and this node's own.
+-- The census (sync step 5, and the draw's): the other live nodes' places (grants and draws
+-- not yet reported: recomputed from the entries on every call, never kept as a running total
+-- that could drift), their number and polls; silent nodes are dropped. Also the held places
+-- of the live nodes' grants: `holds` (the other nodes') and `mine` (this node's).
 local function census()
-  local reserved, nodes, polls = 0, 0, 0
-  local mine, live, holds, others = {0, 0, 0}, {}, {}, {}
+  local fleet = {reserved = 0, nodes = 0, polls = 0, holds = {},
+                 mine = {held = 0, held_end = 0, held_from = 0}}
+  local live, holds = {}, {}
   local all = redis.call('HGETALL', K_FLEET)
   for i = 1, #all, 2 do
     local f = all[i]
     local kind, who = string.sub(f, 1, 2), string.sub(f, 3)
     if kind == 'h:' then
-      local h, z, o = string.match(all[i + 1], '^(%d+) (%d+) (%d+)$')
-      if h then holds[who] = {tonumber(h), tonumber(z), tonumber(o)} end
+      holds[who] = read_held(all[i + 1])
     elseif kind == 'n:' and f ~= field then
       local e = read_node(all[i + 1])
       if not e or now - e.seen > stale then
         redis.call('HDEL', K_FLEET, f, 's:' .. who, 'h:' .. who)
       else
         live[who] = true
-        nodes = nodes + 1
-        polls = polls + e.polls
-        reserved = reserved + e.grant + e.draws
+        fleet.nodes = fleet.nodes + 1
+        fleet.polls = fleet.polls + e.polls
+        fleet.reserved = fleet.reserved + e.grant + e.draws
       end
     end
   end
   for who, h in pairs(holds) do
     if who == id then
-      mine = h
+      fleet.mine = h
     elseif live[who] then
-      others[#others + 1] = h
+      fleet.holds[#fleet.holds + 1] = h
     end
   end
-  return reserved, nodes, polls, others, mine
+  return fleet
 end
 
--- The places of `holds` still held for a session's end, with `ending` sessions to end by hz:
--- each grant holds places counted from the last session to end by hz, so those below
--- `ending` wait. And where a new grant's held places begin: past every other grant's.
-local function still_for(holds, hz, ending)
+-- Whether a grant's held places are of this interval's end.
+local function holds_now(h, interval_end)
+  return h.held > 0 and h.held_end == interval_end and interval_end > 0
+end
+-- The places of `holds` still held for a session's end, with `ending` sessions to end by
+-- interval_end: each grant holds places counted from the last session to end by then, so
+-- those below `ending` wait.
+local function still_held(holds, interval_end, ending)
   local sum = 0
   for _, h in ipairs(holds) do
-    if h[1] > 0 and h[2] == hz and hz > 0 then
-      sum = sum + math.min(math.max(ending - h[3], 0), h[1])
+    if holds_now(h, interval_end) then
+      sum = sum + math.min(math.max(ending - h.held_from, 0), h.held)
     end
   end
   return sum
 end
-local function span_of(holds, hz)
+-- Where a new grant's held places begin: past every other grant's.
+local function held_span(holds, interval_end)
   local span = 0
   for _, h in ipairs(holds) do
-    if h[1] > 0 and h[2] == hz and hz > 0 then span = math.max(span, h[3] + h[1]) end
+    if holds_now(h, interval_end) then span = math.max(span, h.held_from + h.held) end
   end
   return span
 end
-
 
 -- A session (a waiter) last seen before cut(t, active_window) (cut(t, presence)) has left at t.
 -- The fleet normally hears every node each interval. After a silence longer than a node's
@@ -290,12 +321,14 @@ local function ending_by(t)
   return redis.call('ZCOUNT', K_ACTIVE, '-inf', '(' .. digits(cut(t, active_window)))
 end
 
--- The sessions that grants of an earlier hz may still wait for: all that end by the latest
--- such hz, as they could be any of them (0 when none waits).
-local function pending(holds, hz)
+-- The sessions that grants of an earlier interval end may still wait for: all that end by the
+-- latest such end, as they could be any of them (0 when none waits).
+local function awaited(holds, interval_end)
   local latest = 0
   for _, h in ipairs(holds) do
-    if h[1] > 0 and h[2] ~= hz and h[2] > now and h[2] > latest then latest = h[2] end
+    if h.held > 0 and h.held_end ~= interval_end and h.held_end > now and h.held_end > latest then
+      latest = h.held_end
+    end
   end
   if latest == 0 then return 0 end
   return ending_by(latest)
@@ -317,7 +350,7 @@ if op == 'draw' then
   if gen < me.gen or seq < me.seq then
     return {0, active, me.seq}
   end
-  local reserved, _, _, holds, mine = census()
+  local fleet = census()
   me.seen = now
   -- The starved mark: the oldest arrival a draw found the pool empty for, set in this interval
   -- or the last, while someone who arrived at or before it still waits. The pool keeps one
@@ -337,16 +370,16 @@ if op == 'draw' then
   if mark ~= 0 and not ours then kept = 1 end
   -- The grants' places still held for sessions that have not ended are not free yet, but
   -- not taken either: the pool's are those that free before them (the sync's held places).
-  -- As long as the sessions that end by the interval's end (hz) are more than the grants
+  -- As long as the sessions that end by the interval's end ("hz") are more than the grants
   -- hold, all of them are held; fewer, those.
-  local hz = number(st[3])
+  local interval_end = number(st[3])
   local still = 0
-  if hz > 0 then
-    holds[#holds + 1] = mine
-    still = still_for(holds, hz, ending_by(hz))
+  if interval_end > 0 then
+    fleet.holds[#fleet.holds + 1] = fleet.mine
+    still = still_held(fleet.holds, interval_end, ending_by(interval_end))
   end
   local granted = math.max(math.min(want,
-    max_active - active - reserved - me.grant - me.draws - kept + still), 0)
+    max_active - active - fleet.reserved - me.grant - me.draws - kept + still), 0)
   me.draws = me.draws + granted
   if ours and granted > 0 then
     mark = 0
@@ -359,57 +392,59 @@ if op == 'draw' then
   save()
   return {granted, active, me.seq}
 end
+
 if op ~= 'sync' then
   return redis.error_reply('smart_limit: unknown fleet op')
 end
-if gen < me.gen or (gen == me.gen and seq <= me.seq) or window < me.alloc then
-  return {-1}
+
+-- 1. fence: a sync not newer than the last one taken from this node changes nothing (false);
+-- else the node's entry is fenced at this sync.
+local function fence(node)
+  if gen < node.gen or (gen == node.gen and seq <= node.seq) or window < node.alloc then
+    return false
+  end
+  node.gen, node.seq, node.seen = gen, seq, now
+  synced_since_silence()
+  return true
 end
-me.gen, me.seq = gen, seq
-synced_since_silence()
 
 local function seen_at(age)
   return math.max(now - tonumber(age), 0)
 end
 
--- What the node reports. Admissions first: they leave the line for the active set.
-local admitted, adm_args = {}, {}
-for sid, age in string.gmatch(ARGV[17] or '', '(%d+):(%d+)') do
-  admitted[#admitted + 1] = sid
-  adm_args[#adm_args + 1] = seen_at(age)
-  adm_args[#adm_args + 1] = sid
+-- 2. take_sightings: what the node reports. Admissions first: they leave the line for the
+-- active set. Returns the admitted sessions.
+local function take_sightings()
+  local admitted, adm_args = {}, {}
+  for sid, age in string.gmatch(ARGV[17] or '', '(%d+):(%d+)') do
+    admitted[#admitted + 1] = sid
+    adm_args[#adm_args + 1] = seen_at(age)
+    adm_args[#adm_args + 1] = sid
+  end
+  if #admitted > 0 then
+    variadic('ZADD', K_ACTIVE, adm_args, 'GT')
+    variadic('ZREM', K_PRESENT, admitted)
+    variadic('ZREM', K_ARRIVAL, admitted)
+  end
+  local act_args = {}
+  for sid, age in string.gmatch(ARGV[16] or '', '(%d+):(%d+)') do
+    act_args[#act_args + 1] = seen_at(age)
+    act_args[#act_args + 1] = sid
+  end
+  variadic('ZADD', K_ACTIVE, act_args, 'GT')
+  return admitted
 end
-if #admitted > 0 then
-  variadic('ZADD', K_ACTIVE, adm_args, 'GT')
-  variadic('ZREM', K_PRESENT, admitted)
-  variadic('ZREM', K_ARRIVAL, admitted)
-end
-local act_args = {}
-for sid, age in string.gmatch(ARGV[16] or '', '(%d+):(%d+)') do
-  act_args[#act_args + 1] = seen_at(age)
-  act_args[#act_args + 1] = sid
-end
-variadic('ZADD', K_ACTIVE, act_args, 'GT')
 
--- Waiters: a session already active (admitted here or on another node since it was seen
--- waiting) never joins the line again. A waiter's arrival only moves later: a client whose
--- place had gone (unseen for presence) comes back with a new one, at the tail.
-local w_sid, w_arrival, w_at = {}, {}, {}
-for sid, arrival, age in string.gmatch(ARGV[18] or '', '(%d+):(%d+):(%d+)') do
-  w_sid[#w_sid + 1] = sid
-  w_arrival[#w_arrival + 1] = arrival
-  w_at[#w_at + 1] = seen_at(age)
-end
-local full = 0
-if #w_sid > 0 then
-  -- Most waiters are in the line already: one lookup each, and their arrival is rewritten
-  -- only if it moved. Only those not in it are looked up among the active sessions.
-  local in_line = scores(K_ARRIVAL, w_sid)
+-- Of the waiters `sids`: the arrival of those in the line (false: not in it) and, of those not
+-- in it, whether they are active. Most waiters are in the line already: one lookup each. Only
+-- those not in it are looked up among the active sessions.
+local function look_up_waiters(sids)
+  local in_line = scores(K_ARRIVAL, sids)
   local fresh, fresh_sid = {}, {}
-  for i = 1, #w_sid do
+  for i = 1, #sids do
     if not in_line[i] then
       fresh[#fresh + 1] = i
-      fresh_sid[#fresh_sid + 1] = w_sid[i]
+      fresh_sid[#fresh_sid + 1] = sids[i]
     end
   end
   local is_active = {}
@@ -417,6 +452,22 @@ if #w_sid > 0 then
     local a = scores(K_ACTIVE, fresh_sid)
     for k, i in ipairs(fresh) do is_active[i] = a[k] end
   end
+  return in_line, is_active
+end
+
+-- 3. take_waiters: a session already active (admitted here or on another node since it was
+-- seen waiting) never joins the line again. A waiter's arrival only moves later (rewritten
+-- only if it moved): a client whose place had gone (unseen for presence) comes back with a new
+-- one, at the tail. Returns how many waiters the node reported.
+local function take_waiters()
+  local w_sid, w_arrival, w_at = {}, {}, {}
+  for sid, arrival, age in string.gmatch(ARGV[18] or '', '(%d+):(%d+):(%d+)') do
+    w_sid[#w_sid + 1] = sid
+    w_arrival[#w_arrival + 1] = arrival
+    w_at[#w_at + 1] = seen_at(age)
+  end
+  if #w_sid == 0 then return 0 end
+  local in_line, is_active = look_up_waiters(w_sid)
   local queue_len = redis.call('ZCARD', K_ARRIVAL)
   local pres_args, line_args = {}, {}
   for i = 1, #w_sid do
@@ -440,131 +491,161 @@ if #w_sid > 0 then
   end
   variadic('ZADD', K_PRESENT, pres_args, 'GT')
   variadic('ZADD', K_ARRIVAL, line_args, 'GT')
+  return #w_sid
 end
 
--- Waiters unseen for presence leave the line; sessions whose window ended free their places.
-local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', cut(now, presence), 'LIMIT', 0,
-  math.max(EXPIRE_STEP - #w_sid, EXPIRE_MIN))
-if #old > 0 then
-  variadic('ZREM', K_PRESENT, old)
-  variadic('ZREM', K_ARRIVAL, old)
-end
-redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
-
-local reserved, others, polls, holds, held_mine = census()
-local nodes = others + 1
-me.seen = now
--- The polls since the last sync weigh this node's share of the next interval; a later sync in
--- the same interval (a capped report's rest, a reload) adds to them.
-if me.alloc == window then
-  me.polls = me.polls + number(ARGV[15])
-else
-  me.polls = number(ARGV[15])
-end
-polls = polls + me.polls
-
-local active = redis.call('ZCARD', K_ACTIVE)
-local queue_len = redis.call('ZCARD', K_ARRIVAL)
-if max_line > 0 and queue_len >= max_line then full = 1 end
-
--- Sessions whose active window ends soon (they were last seen that long ago): within the
--- interval (their places free before the next picture) and within the horizon (how fast the
--- line will move: the head is called back in time).
-local horizon = math.max(interval, math.min(10000, math.floor(active_window / 2)))
-local since = cut(now, active_window)
-local expiring = redis.call('ZCOUNT', K_ACTIVE, since,
-  '(' .. digits(cut(now + interval, active_window)))
-local leaving = redis.call('ZCOUNT', K_ACTIVE, since,
-  '(' .. digits(cut(now + horizon, active_window)))
-
--- The node's places: what it was given and drew became admissions it reports now, or were not
--- used. A new interval releases them all and shares the free places out again; a second sync
--- in the same interval (a reload's new leader, a retry) keeps what is left of them, so the
--- node never loses its share.
-local left = math.max(me.grant + me.draws - #admitted, 0)
-me.draws = 0
--- The interval being shared out ends at hz (the first sync of the window's now + interval):
--- the places it gives are those free now and those of the sessions that end by then.
--- A sync of another window (a late one, a node whose clock disagrees) moves it only once the
--- last is at most half an interval from its end, so the nodes' held places are of one hz.
-local wz = redis.call('HMGET', K_FLEET, 'win', 'hz')
-local win, hz = number(wz[1]), number(wz[2])
-if win ~= window and hz <= now + math.floor(interval / 2) then hz = now + interval end
-local ending = ending_by(hz)
-local free_now = math.max(max_active - active - reserved + ending, 0)
--- Where the node's held places may go: before the other nodes' (of this hz), after the
--- sessions an earlier hz's grants may still wait for; and what else is free now.
-local pend = math.min(pending(holds, hz), ending)
--- (A second sync in the interval keeps where its grant held, or what is left of it.)
-local off, held_room
-if held_mine[1] > 0 and held_mine[2] == hz and hz > 0 then
-  off = held_mine[3]
-  held_room = math.max(math.min(off + held_mine[1], ending - pend) - off, 0)
-else
-  off = span_of(holds, hz)
-  held_room = math.max(ending - pend - off, 0)
-end
-local room = held_room + math.max(max_active - active - reserved + still_for(holds, hz, ending), 0)
-
--- This interval's allocation: the free places (with those that free within the interval: a
--- place is shared out as its session's window ends, not an interval later), shared out by each
--- node's part of the waiting polls (Cloudflare: its share of the traffic). The first node to
--- call in the interval sets it; nodes that call later in it raise it by what their reports
--- freed (grants of the last interval they did not use), so places held by a report not yet in
--- are not lost for long.
-local free_w, polls_w, given_w
-if win ~= window then
-  free_w, polls_w, given_w = free_now, polls, 0
-else
-  free_w = number(redis.call('HGET', K_FLEET, 'free'))
-  polls_w = number(redis.call('HGET', K_FLEET, 'polls'))
-  given_w = number(redis.call('HGET', K_FLEET, 'given'))
-  free_w = math.max(free_w, free_now + given_w)
-end
-local quota
-if me.alloc ~= window then
-  local share
-  if polls_w > 0 then share = me.polls / polls_w else share = 1 / nodes end
-  local millionths = math.floor(free_w * math.min(share, 1) * keep) + me.carry
-  quota = math.floor(millionths / 1000000)
-  me.carry = millionths - quota * 1000000
-  quota = math.max(math.min(quota, room), 0)
-  given_w = given_w + quota
-  me.alloc = window
-else
-  quota = math.min(left, room)
-end
-me.grant = quota
-
--- Which of the node's places free only later. The grants take the last places of the interval
--- to free (the ending sessions' by their ends: this node's past the other grants' held ones,
--- counted from the last to end; a node's second sync in the interval too, as where it held
--- before may be behind another's), so the pool keeps those free now and first, and a draw
--- early in the interval finds them (the ten-minute rehearsal: a head polling 0.2 s after each
--- tick found the pool empty while later polls took the places as they freed). Those of its places that are held the
--- node takes only as their sessions end (shared out at the sync and taken at once, they held
--- a session more than max_active until the old one's window ended: a rehearsal saw 103 of
--- 100 for 67 ms). The reply gives the ends of n = min(held, ENDS) of them, evenly by rank
--- (the i-th, 1..n, is the end of the held place of rank floor(i * held / n) - 1), ms from now
--- (0 when expiry is held).
-local held = math.min(quota, held_room)
-local ends = {held}
-if held > 0 then
-  local before = redis.call('ZCOUNT', K_ACTIVE, '-inf', '(' .. digits(since))
-  local lo = ending - off - held
-  local n = math.min(held, ENDS)
-  for i = 1, n do
-    local r = before + lo + math.floor(i * held / n) - 1
-    local e = redis.call('ZRANGE', K_ACTIVE, r, r, 'WITHSCORES')
-    ends[#ends + 1] = math.max((tonumber(e[2]) or now) + active_window - now, 0)
+-- 4. expire: waiters unseen for presence leave the line (fewer the more the node reported);
+-- sessions whose window ended free their places.
+local function expire(reported)
+  local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', cut(now, presence), 'LIMIT', 0,
+    math.max(EXPIRE_STEP - reported, EXPIRE_MIN))
+  if #old > 0 then
+    variadic('ZREM', K_PRESENT, old)
+    variadic('ZREM', K_ARRIVAL, old)
   end
+  redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
 end
-if held == 0 then off = 0 end
-redis.call('HSET', K_FLEET, 'h:' .. id, digits(held) .. ' ' .. digits(hz) .. ' ' .. digits(off))
-redis.call('HSET', K_FLEET, 'win', digits(window), 'hz', digits(hz), 'free', digits(free_w),
-  'polls', digits(polls_w), 'given', digits(given_w))
 
--- The fleet's pressure (challenge_bits=auto, [S19]; the central room's in redis/room.lua):
+-- 5. census: above (the draw's too).
+
+-- 6. count_sessions: the fleet's active sessions and line, and those whose active window ends
+-- soon (they were last seen that long ago, from `since` on): within the interval (`expiring`:
+-- their places free before the next picture) and within the horizon (`leaving`: how fast the
+-- line will move; the head is called back in time).
+local function count_sessions()
+  local counts = {active = redis.call('ZCARD', K_ACTIVE),
+                  queue_len = redis.call('ZCARD', K_ARRIVAL), full = 0}
+  if max_line > 0 and counts.queue_len >= max_line then counts.full = 1 end
+  local horizon = math.max(interval, math.min(10000, math.floor(active_window / 2)))
+  counts.since = cut(now, active_window)
+  counts.expiring = redis.call('ZCOUNT', K_ACTIVE, counts.since,
+    '(' .. digits(cut(now + interval, active_window)))
+  counts.leaving = redis.call('ZCOUNT', K_ACTIVE, counts.since,
+    '(' .. digits(cut(now + horizon, active_window)))
+  return counts
+end
+
+-- 7. free_places: this interval's allocation as stored ("win", "hz", "free", "polls",
+-- "given": its window, the interval's end, the free places it shares, the polls it shares
+-- them by, what was given out), and the places free for it (`now`): those free now and those
+-- of the `ending` sessions, which end by the interval's end. The interval being shared out
+-- ends at the first sync of the window's now + interval; a sync of another window (a late one,
+-- a node whose clock disagrees) moves it only once the last is at most half an interval from
+-- its end, so the nodes' held places are of one interval end.
+local function free_places(fleet, counts)
+  local a = redis.call('HMGET', K_FLEET, 'win', 'hz', 'free', 'polls', 'given')
+  local allocation = {window = number(a[1]), interval_end = number(a[2]), free = number(a[3]),
+                      polls = number(a[4]), given = number(a[5])}
+  if allocation.window ~= window and allocation.interval_end <= now + math.floor(interval / 2) then
+    allocation.interval_end = now + interval
+  end
+  local ending = ending_by(allocation.interval_end)
+  local free = {ending = ending,
+                now = math.max(max_active - counts.active - fleet.reserved + ending, 0)}
+  return allocation, free
+end
+
+-- 8. held_places: where the node's held places may go (`from`, counted from the last session
+-- to end by the interval's end): before the other nodes' (of this end), after the sessions
+-- an earlier end's grants may still wait for; how many may (`held_room`), and those and what
+-- else is free now (`room`). A second sync in the interval keeps where its grant held, or
+-- what is left of it.
+local function held_places(fleet, counts, interval_end, free)
+  local waits = math.min(awaited(fleet.holds, interval_end), free.ending)
+  local places = {}
+  local mine = fleet.mine
+  if holds_now(mine, interval_end) then
+    places.from = mine.held_from
+    places.held_room = math.max(math.min(places.from + mine.held, free.ending - waits)
+      - places.from, 0)
+  else
+    places.from = held_span(fleet.holds, interval_end)
+    places.held_room = math.max(free.ending - waits - places.from, 0)
+  end
+  places.room = places.held_room + math.max(max_active - counts.active - fleet.reserved
+    + still_held(fleet.holds, interval_end, free.ending), 0)
+  return places
+end
+
+-- 9. share: this interval's allocation and the node's share of it (its quota). The allocation:
+-- the free places (with those that free within the interval: a place is shared out as its
+-- session's window ends, not an interval later), shared out by each node's part of the waiting
+-- polls (Cloudflare: its share of the traffic). The first node to call in the interval sets
+-- it; nodes that call later in it raise it by what their reports freed (grants of the last
+-- interval they did not use), so places held by a report not yet in are not lost for long.
+-- The polls since the last sync weigh the node's share; a later sync in the same interval (a
+-- capped report's rest, a reload) adds to them. The node's places: what it was given and drew
+-- became admissions it reports now, or were not used. A new interval releases them all and
+-- shares the free places out again; a second sync in the same interval (a reload's new leader,
+-- a retry) keeps what is left of them, so the node never loses its share.
+local function share(node, fleet, allocation, free, places, admitted)
+  if node.alloc == window then
+    node.polls = node.polls + number(ARGV[15])
+  else
+    node.polls = number(ARGV[15])
+  end
+  local left = math.max(node.grant + node.draws - admitted, 0)
+  node.draws = 0
+  if allocation.window ~= window then
+    allocation.window, allocation.free = window, free.now
+    allocation.polls, allocation.given = fleet.polls + node.polls, 0
+  else
+    allocation.free = math.max(allocation.free, free.now + allocation.given)
+  end
+  local quota
+  if node.alloc ~= window then
+    local part
+    if allocation.polls > 0 then part = node.polls / allocation.polls else part = 1 / (fleet.nodes + 1) end
+    local millionths = math.floor(allocation.free * math.min(part, 1) * keep) + node.remainder
+    quota = math.floor(millionths / 1000000)
+    node.remainder = millionths - quota * 1000000
+    quota = math.max(math.min(quota, places.room), 0)
+    allocation.given = allocation.given + quota
+    node.alloc = window
+  else
+    quota = math.min(left, places.room)
+  end
+  node.grant = quota
+  redis.call('HSET', K_FLEET, 'win', digits(window), 'hz', digits(allocation.interval_end),
+    'free', digits(allocation.free), 'polls', digits(allocation.polls),
+    'given', digits(allocation.given))
+  return quota
+end
+
+-- 10. held_ends: which of the node's places free only later. The grants take the last places
+-- of the interval to free (the ending sessions' by their ends: this node's past the other
+-- grants' held ones, counted from the last to end; a node's second sync in the interval too,
+-- as where it held before may be behind another's), so the pool keeps those free now and
+-- first, and a draw early in the interval finds them (the ten-minute rehearsal: a head polling
+-- 0.2 s after each tick found the pool empty while later polls took the places as they
+-- freed). Those of its places that are held the node takes only as their sessions end (shared
+-- out at the sync and taken at once, they held a session more than max_active until the old
+-- one's window ended: a rehearsal saw 103 of 100 for 67 ms). Stores them ("h:NODE") and
+-- returns {held, then the ends of n = min(held, ENDS) of them, evenly by rank (the i-th, 1..n,
+-- is the end of the held place of rank floor(i * held / n) - 1), ms from now (0 when expiry
+-- is held)}.
+local function held_ends(quota, counts, interval_end, free, places)
+  local held = math.min(quota, places.held_room)
+  local ends = {held}
+  if held > 0 then
+    local before = redis.call('ZCOUNT', K_ACTIVE, '-inf', '(' .. digits(counts.since))
+    local lo = free.ending - places.from - held
+    local n = math.min(held, ENDS)
+    for i = 1, n do
+      local r = before + lo + math.floor(i * held / n) - 1
+      local e = redis.call('ZRANGE', K_ACTIVE, r, r, 'WITHSCORES')
+      ends[#ends + 1] = math.max((tonumber(e[2]) or now) + active_window - now, 0)
+    end
+  end
+  local from = places.from
+  if held == 0 then from = 0 end
+  redis.call('HSET', K_FLEET, 'h:' .. id,
+    digits(held) .. ' ' .. digits(interval_end) .. ' ' .. digits(from))
+  return ends
+end
+
+-- 11. pressure: the fleet's pressure (challenge_bits=auto, [S19]; the central room's in
+-- redis/room.lua):
 -- the newcomers that took a place on every node (ARGV[22]) and the challenges they gave
 -- (ARGV[23]: the larger of the two sums is the clients that asked) against the admissions the
 -- nodes report, summed from one look to the next: once a second (LOOK_MS, as on one node and in
@@ -573,62 +654,66 @@ redis.call('HSET', K_FLEET, 'win', digits(window), 'hz', digits(hz), 'free', dig
 -- doublings it finds (0 while nobody waits) go in every picture until the next look: every
 -- node asks the same difficulty. A node's counts reach the sums with its sync, so a look may
 -- see some of them an interval late; over a few looks every one counts.
-local pr = redis.call('HMGET', K_FLEET, 'pr_win', 'pr_in', 'pr_out', 'pr_r', 'pr_d', 'pr_ch')
-local pr_win, pr_in, pr_out = number(pr[1]), number(pr[2]), number(pr[3])
-local pr_r, pr_d, pr_ch = tonumber(pr[4]) or 1000000, number(pr[5]), number(pr[6])
-if pr_win == 0 or window >= pr_win + math.max(interval, LOOK_MS) then
-  if pr_win ~= 0 then
-    pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)
-    pr_d = 0
-    if queue_len > 0 then
-      local r = pr_r / 1000000
-      while r >= 2 and pr_d < 31 do
-        r = r / 2
-        pr_d = pr_d + 1
+-- `admitted`: the admissions this sync reports. Returns the doublings.
+local function pressure(queue_len, admitted)
+  local pr = redis.call('HMGET', K_FLEET, 'pr_win', 'pr_in', 'pr_out', 'pr_r', 'pr_d', 'pr_ch')
+  local pr_win, pr_in, pr_out = number(pr[1]), number(pr[2]), number(pr[3])
+  local pr_r, pr_d, pr_ch = tonumber(pr[4]) or 1000000, number(pr[5]), number(pr[6])
+  if pr_win == 0 or window >= pr_win + math.max(interval, LOOK_MS) then
+    if pr_win ~= 0 then
+      pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)
+      pr_d = 0
+      if queue_len > 0 then
+        local r = pr_r / 1000000
+        while r >= 2 and pr_d < 31 do
+          r = r / 2
+          pr_d = pr_d + 1
+        end
       end
     end
+    pr_win, pr_in, pr_out, pr_ch = window, 0, 0, 0
   end
-  pr_win, pr_in, pr_out, pr_ch = window, 0, 0, 0
+  pr_in = pr_in + number(ARGV[22])
+  pr_ch = pr_ch + number(ARGV[23])
+  pr_out = pr_out + admitted
+  redis.call('HSET', K_FLEET, 'pr_win', digits(pr_win), 'pr_in', digits(pr_in), 'pr_out',
+    digits(pr_out), 'pr_r', digits(pr_r), 'pr_d', digits(pr_d), 'pr_ch', digits(pr_ch))
+  return pr_d
 end
-pr_in = pr_in + number(ARGV[22])
-pr_ch = pr_ch + number(ARGV[23])
-pr_out = pr_out + #admitted
-redis.call('HSET', K_FLEET, 'pr_win', digits(pr_win), 'pr_in', digits(pr_in), 'pr_out',
-  digits(pr_out), 'pr_r', digits(pr_r), 'pr_d', digits(pr_d), 'pr_ch', digits(pr_ch))
 
--- The cursor: waiters who arrived no later than it may be admitted wherever they poll: the
+-- 12. cursor: waiters who arrived no later than it may be admitted wherever they poll: the
 -- oldest the free places (and those that free within the interval) can take, and beyond them
 -- up to BAND times as many, as long as those arrived within an interval of the last the places
 -- rightly take. The places then fill as fast as that band polls, not as fast as its slowest
 -- client (or one who left) does; the nodes let the band in only from half an interval after
 -- their picture on, so those before it come first (FleetNode::band_waits).
-local places = max_active - active + expiring
-local cursor
 local function arrival_at(rank)
   return tonumber(redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')[2]) or 0
 end
-if places <= 0 then
-  cursor = 0
-elseif places >= queue_len then
-  cursor = -1
-else
+local function cursor(counts)
+  local places = max_active - counts.active + counts.expiring
+  if places <= 0 then
+    return 0
+  elseif places >= counts.queue_len then
+    return -1
+  end
   local rightful = arrival_at(places - 1)
-  local band = arrival_at(math.min(places * BAND, queue_len) - 1)
-  cursor = math.max(rightful, math.min(band, rightful + interval))
+  local band = arrival_at(math.min(places * BAND, counts.queue_len) - 1)
+  return math.max(rightful, math.min(band, rightful + interval))
 end
 
--- Flood control: the fleet's budget of each client key the node reports (it took more than
--- the node's allowance of places since its last report), the GCRA of room::gcra::Rate (the
--- central room's flood step) charged with the places the node let it take: they are taken
--- already, so the charge is never refused; it tells whether the key's next place would be.
--- Keys over their budget are kept in K_OVER until they may take one again, and every sync
--- answers them (the reported ones first, then those refused longest), so every node learns
--- of a key over its budget at its next sync, whichever node reported it.
-local over = {}
-local flood_interval, flood_burst = number(ARGV[19]), number(ARGV[20])
-if flood_interval > 0 then
+-- 13. flood: flood control, the fleet's budget of each client key the node reports (it took
+-- more than the node's allowance of places since its last report), the GCRA of
+-- room::gcra::Rate (the central room's flood step) charged with the places the node let it
+-- take: they are taken already, so the charge is never refused; it tells whether the key's next
+-- place would be. Keys over their budget are kept in K_OVER until they may take one again, and
+-- every sync answers them (the reported ones first, then those refused longest), so every node
+-- learns of a key over its budget at its next sync, whichever node reported it.
+-- The reported keys charged (at most FLOOD_KEYS): those over their budget as pairs (key in
+-- hex, ms), and the set of them.
+local function charge_flood(flood_interval, flood_burst)
   local now_us = now * 1000
-  local charged, i = {}, 0
+  local over, charged, i = {}, {}, 0
   for n in string.gmatch(ARGV[21] or '', '%d+') do
     i = i + 1
     local k = KEYS[6 + i]
@@ -650,6 +735,14 @@ if flood_interval > 0 then
       redis.call('ZADD', K_OVER, digits(now + ms), hex)
     end
   end
+  return over, charged
+end
+-- The keys over their budget (pairs: key in hex, ms until it may take a place again): the
+-- charged ones, then those refused longest; lapsed ones leave K_OVER.
+local function flood()
+  local flood_interval, flood_burst = number(ARGV[19]), number(ARGV[20])
+  if flood_interval <= 0 then return {} end
+  local over, charged = charge_flood(flood_interval, flood_burst)
   local lapsed = redis.call('ZRANGEBYSCORE', K_OVER, '-inf', digits(now), 'LIMIT', 0, FLOOD_EXPIRE)
   if #lapsed > 0 then redis.call('ZREM', K_OVER, unpack(lapsed)) end
   local others = redis.call('ZREVRANGEBYSCORE', K_OVER, '+inf', '(' .. digits(now), 'WITHSCORES',
@@ -661,94 +754,129 @@ if flood_interval > 0 then
       over[#over + 1] = tonumber(others[j + 1]) - now
     end
   end
+  return over
 end
 
--- Spent proofs (challenge=pow, [S19]): a node that took a place with a proof reports it with
--- its next sync, and every other node is told of it with its own next sync after that, and
--- refuses the proof from then on. A proof replayed on another node before that node's next
--- picture is taken there too (the window: up to two intervals). Each entry is numbered
--- ("spent_seq": syncs in the same millisecond are still ordered) and each node's cursor
--- ("s:NODE") is the last number it was told. Entries are kept a minute (or the nodes'
+-- 14. spent_proofs: spent proofs (challenge=pow, [S19]). A node that took a place with a proof
+-- reports it with its next sync, and every other node is told of it with its own next sync
+-- after that, and refuses the proof from then on. A proof replayed on another node before that
+-- node's next picture is taken there too (the window: up to two intervals). Each entry is
+-- numbered ("spent_seq": syncs in the same millisecond are still ordered) and each node's
+-- cursor ("s:NODE") is the last number it was told. Entries are kept a minute (or the nodes'
 -- staleness if longer): a node back from a longer silence, or new, hears what was reported
 -- since then.
-local spent_cursor = 's:' .. id
-local told = number(redis.call('HGET', K_FLEET, spent_cursor))
-local reports = {}
-for hex, ms in string.gmatch(ARGV[24] or '', '(%x+):(%d+)') do
-  if #reports >= SPENT_REPORT then break end
-  reports[#reports + 1] = hex .. ':' .. digits(now + tonumber(ms)) .. ':' .. id .. ':' .. digits(now)
-end
-if #reports > 0 then
-  local last = redis.call('HINCRBY', K_FLEET, 'spent_seq', #reports)
-  for j, m in ipairs(reports) do
-    redis.call('ZADD', K_SPENT, last - #reports + j, m)
+-- The proofs this node reports go in the log, numbered; lapsed entries (the oldest numbers,
+-- while reported before the keep) leave it.
+local function record_spent()
+  local reports = {}
+  for hex, ms in string.gmatch(ARGV[24] or '', '(%x+):(%d+)') do
+    if #reports >= SPENT_REPORT then break end
+    reports[#reports + 1] = hex .. ':' .. digits(now + tonumber(ms)) .. ':' .. id .. ':' .. digits(now)
   end
-end
--- Lapsed entries: the oldest numbers, while reported before the keep.
-local keep_from = now - math.max(stale, SPENT_KEEP_MS)
-local lapsed = {}
-for _, m in ipairs(redis.call('ZRANGE', K_SPENT, 0, SPENT_EXPIRE - 1)) do
-  local at = tonumber(string.match(m, ':(%d+)$'))
-  if at and at >= keep_from then break end
-  lapsed[#lapsed + 1] = m
-end
-if #lapsed > 0 then redis.call('ZREM', K_SPENT, unpack(lapsed)) end
-local spent = {}
-local heard = redis.call('ZRANGEBYSCORE', K_SPENT, '(' .. digits(told), '+inf', 'WITHSCORES',
-  'LIMIT', 0, SPENT_ANSWERS)
-for j = 1, #heard, 2 do
-  local hex, till, node = string.match(heard[j], '^(%x+):(%d+):(%d+):%d+$')
-  if hex and node ~= id and tonumber(till) > now then
-    spent[#spent + 1] = hex
-    spent[#spent + 1] = tonumber(till) - now
+  if #reports > 0 then
+    local last = redis.call('HINCRBY', K_FLEET, 'spent_seq', #reports)
+    for j, m in ipairs(reports) do
+      redis.call('ZADD', K_SPENT, last - #reports + j, m)
+    end
   end
-  told = tonumber(heard[j + 1])
+  local keep_from = now - math.max(stale, SPENT_KEEP_MS)
+  local lapsed = {}
+  for _, m in ipairs(redis.call('ZRANGE', K_SPENT, 0, SPENT_EXPIRE - 1)) do
+    local at = tonumber(string.match(m, ':(%d+)$'))
+    if at and at >= keep_from then break end
+    lapsed[#lapsed + 1] = m
+  end
+  if #lapsed > 0 then redis.call('ZREM', K_SPENT, unpack(lapsed)) end
 end
-redis.call('HSET', K_FLEET, spent_cursor, digits(told))
+-- The entries after this node's cursor that other nodes reported, as pairs (proof key in hex,
+-- ms it stays spent); the cursor moves past those looked at.
+local function spent_proofs()
+  local spent_cursor = 's:' .. id
+  local told = number(redis.call('HGET', K_FLEET, spent_cursor))
+  record_spent()
+  local spent = {}
+  local heard = redis.call('ZRANGEBYSCORE', K_SPENT, '(' .. digits(told), '+inf', 'WITHSCORES',
+    'LIMIT', 0, SPENT_ANSWERS)
+  for j = 1, #heard, 2 do
+    local hex, till, node = string.match(heard[j], '^(%x+):(%d+):(%d+):%d+$')
+    if hex and node ~= id and tonumber(till) > now then
+      spent[#spent + 1] = hex
+      spent[#spent + 1] = tonumber(till) - now
+    end
+    told = tonumber(heard[j + 1])
+  end
+  redis.call('HSET', K_FLEET, spent_cursor, digits(told))
+  return spent
+end
 
-save()
--- A line of at most EXACT_LINE comes whole, each waiter as "arrival:sid" in the line's order
--- (by arrival, then member): every waiter is told its own position. A longer one is sampled.
-local whole = ''
-if queue_len > 0 and queue_len <= EXACT_LINE then
+-- 15. reply: the picture. A line of at most EXACT_LINE comes whole, each waiter as
+-- "arrival:sid" in the line's order (by arrival, then member): every waiter is told its own
+-- position. A longer one is sampled (sample_line).
+local function whole_line(queue_len)
+  if queue_len == 0 or queue_len > EXACT_LINE then return '' end
   local line = redis.call('ZRANGE', K_ARRIVAL, 0, EXACT_LINE - 1, 'WITHSCORES')
   local words = {}
   for i = 1, #line - 1, 2 do
     words[#words + 1] = line[i + 1] .. ':' .. line[i]
   end
-  whole = table.concat(words, ' ')
-end
-local reply = {active, queue_len, cursor, quota, nodes, window, free_w, expiring, leaving, full,
-  pr_d, spent, over, ends, whole}
-if whole ~= '' then
-  return reply
+  return table.concat(words, ' ')
 end
 -- Samples of the line (rank, arrival): every rank at the head, then a quarter of their rank
 -- apart (a waiter near the head is told its place closely: it is called back by it) while the
 -- samples left can still reach the tail evenly spaced, then evenly.
-local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / EVEN_SAMPLES))
-local rank, step = 0, 1
-for i = 1, SAMPLES do
-  if rank >= queue_len then break end
-  local r = redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')
-  if #r < 2 then break end
-  reply[#reply + 1] = rank
-  reply[#reply + 1] = tonumber(r[2])
-  if rank + 1 >= FIRST_RANKS then
-    local rest = queue_len - 1 - rank
-    if SAMPLES - i > math.ceil(rest / spread) then
-      step = math.max(math.min(math.floor(rank / GROWTH), spread), 1)
-    else
-      step = math.max(spread, math.ceil(rest / math.max(SAMPLES - i, 1)))
+-- Appended to `reply` as pairs (rank, arrival).
+local function sample_line(reply, queue_len)
+  local spread = math.max(1, math.ceil((queue_len - FIRST_RANKS) / EVEN_SAMPLES))
+  local rank, step = 0, 1
+  for i = 1, SAMPLES do
+    if rank >= queue_len then break end
+    local r = redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')
+    if #r < 2 then break end
+    reply[#reply + 1] = rank
+    reply[#reply + 1] = tonumber(r[2])
+    if rank + 1 >= FIRST_RANKS then
+      local rest = queue_len - 1 - rank
+      if SAMPLES - i > math.ceil(rest / spread) then
+        step = math.max(math.min(math.floor(rank / GROWTH), spread), 1)
+      else
+        step = math.max(spread, math.ceil(rest / math.max(SAMPLES - i, 1)))
+      end
+    end
+    rank = rank + step
+  end
+  if queue_len > 0 then
+    local r = redis.call('ZRANGE', K_ARRIVAL, -1, -1, 'WITHSCORES')
+    if #r == 2 and queue_len - 1 > rank - step then
+      reply[#reply + 1] = queue_len - 1
+      reply[#reply + 1] = tonumber(r[2])
     end
   end
-  rank = rank + step
 end
-if queue_len > 0 then
-  local r = redis.call('ZRANGE', K_ARRIVAL, -1, -1, 'WITHSCORES')
-  if #r == 2 and queue_len - 1 > rank - step then
-    reply[#reply + 1] = queue_len - 1
-    reply[#reply + 1] = tonumber(r[2])
-  end
+local function reply(counts, shared)
+  local whole = whole_line(counts.queue_len)
+  local picture = {counts.active, counts.queue_len, shared.cursor, shared.quota, shared.nodes,
+    window, shared.free, counts.expiring, counts.leaving, counts.full, shared.pressure,
+    shared.spent, shared.flood, shared.ends, whole}
+  if whole == '' then sample_line(picture, counts.queue_len) end
+  return picture
 end
-return reply
+
+-- The sync, step by step (the table at the top of this file).
+if not fence(me) then
+  return {-1}
+end
+local admitted = take_sightings()
+expire(take_waiters())
+local fleet = census()
+local counts = count_sessions()
+local allocation, free = free_places(fleet, counts)
+local places = held_places(fleet, counts, allocation.interval_end, free)
+local quota = share(me, fleet, allocation, free, places, #admitted)
+local ends = held_ends(quota, counts, allocation.interval_end, free, places)
+local doublings = pressure(counts.queue_len, #admitted)
+local cursor_ms = cursor(counts)
+local over = flood()
+local spent = spent_proofs()
+save()
+return reply(counts, {cursor = cursor_ms, quota = quota, nodes = fleet.nodes + 1,
+  free = allocation.free, pressure = doublings, spent = spent, flood = over, ends = ends})

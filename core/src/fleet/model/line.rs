@@ -1,6 +1,6 @@
 //! The model's line: a Fenwick tree of waiters per millisecond of arrival (within the model's
 //! horizon), so that a rank's arrival is an order statistic in O(log n), as `ZRANGE` by rank is
-//! in Redis; the cursor and the picture's samples (or the whole line, while it is short) read
+//! in Redis; the cursor (share.rs) and the picture's samples (or the whole line, while it is short) read
 //! from it.
 
 use super::FleetModel;
@@ -57,23 +57,6 @@ impl FleetModel {
     pub(super) fn at_rank(&self, rank: u64) -> Option<u64> {
         let ix = fenwick::find(&self.line, rank + 1)?;
         Some(self.base_ms + ix as u64)
-    }
-
-    /// The script's cursor for `places` free places (fewer than the line): the arrival of the
-    /// last waiter they rightly take, or further: up to twice as many waiters, as long as those
-    /// arrived within an interval of that last one. The places then fill as fast as that band
-    /// polls, not as fast as its slowest client (or one who left) does; a node lets the band's
-    /// clients take places only from half an interval after its picture on
-    /// (`FleetNode::band_waits`), so those before them come first. (Bounded by an interval
-    /// after the head of the line instead, the band vanished whenever one early waiter was
-    /// still in line, and departure waves found places empty: the simulator's seeds 10 and 13,
-    /// sticky, fell to 0.917 and 0.953 of max_active.)
-    pub(super) fn cursor(&self, places: u64, queue_len: u64) -> u64 {
-        let rightful = self.at_rank(places - 1).unwrap_or(0);
-        let band = self
-            .at_rank(places.saturating_mul(BAND).min(queue_len) - 1)
-            .unwrap_or(0);
-        rightful.max(band.min(rightful.saturating_add(self.cfg.interval_ms)))
     }
 
     /// Samples of the line: every rank at the head, then spaced a quarter of their rank apart
