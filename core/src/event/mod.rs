@@ -138,8 +138,7 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
     let invalid = |what: &'static str, v: &str, why: ParseError| {
         EventError::Invalid(name.to_string(), what, v.to_string(), why)
     };
-    let instant =
-        |what: &'static str, v: &str| parse_instant(v).map_err(|e| invalid(what, v, e));
+    let instant = |what: &'static str, v: &str| parse_instant(v).map_err(|e| invalid(what, v, e));
     let number = |what: &'static str, v: &str| positive(v).map_err(|e| invalid(what, v, e));
     let mut spec = EventSpec {
         name: name.to_string(),
@@ -167,8 +166,9 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
         seen.push(slot);
         match key {
             "room" => {
-                check_zone_name(value)
-                    .map_err(|_| invalid("room", value, ParseError::Syntax("expected a zone name")))?;
+                check_zone_name(value).map_err(|_| {
+                    invalid("room", value, ParseError::Syntax("expected a zone name"))
+                })?;
                 spec.room = value.to_string();
             }
             "prequeue" => prequeue = Some(instant("prequeue", value)?),
@@ -178,7 +178,13 @@ pub fn parse_event(args: &[&str]) -> Result<EventSpec, EventError> {
                 spec.shuffle = match value {
                     "on" => true,
                     "off" => false,
-                    _ => return Err(invalid("shuffle", value, ParseError::Syntax("expected on or off"))),
+                    _ => {
+                        return Err(invalid(
+                            "shuffle",
+                            value,
+                            ParseError::Syntax("expected on or off"),
+                        ))
+                    }
                 }
             }
             "max_active" => spec.max_active = Some(number("max_active", value)?),

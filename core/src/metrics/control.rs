@@ -249,14 +249,14 @@ pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, QueryError> 
                 if q.mode.is_some() {
                     return Err(QueryError::Twice("mode"));
                 }
-                q.mode = Some(if v == "default" {
-                    None
-                } else {
-                    Some(
-                        Mode::from_name(v)
-                            .ok_or_else(|| QueryError::UnknownMode(v.escape_default().to_string()))?,
-                    )
-                });
+                q.mode =
+                    Some(if v == "default" {
+                        None
+                    } else {
+                        Some(Mode::from_name(v).ok_or_else(|| {
+                            QueryError::UnknownMode(v.escape_default().to_string())
+                        })?)
+                    });
             }
             k if EVENT_PARAMS.contains(&k) => {
                 q.event_args.push(format!("{k}={}", percent_decode(v)?));

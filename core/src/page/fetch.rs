@@ -34,9 +34,7 @@ impl Fetch {
             return Fetch::Document;
         }
         match dest {
-            Some(d) if DOCUMENT_DESTS.iter().any(|k| d.eq_ignore_ascii_case(k)) => {
-                Fetch::Document
-            }
+            Some(d) if DOCUMENT_DESTS.iter().any(|k| d.eq_ignore_ascii_case(k)) => Fetch::Document,
             Some(d) if d.eq_ignore_ascii_case(b"empty") => Fetch::Call,
             // Any other destination the Fetch standard names (and any it adds later) is a
             // sub-resource of a page.
@@ -55,7 +53,12 @@ impl Fetch {
         let first = accept
             .split(|&b| b == b',')
             .next()
-            .map(|r| r.split(|&b| b == b';').next().unwrap_or_default().trim_ascii())
+            .map(|r| {
+                r.split(|&b| b == b';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_ascii()
+            })
             .unwrap_or_default();
         if first.eq_ignore_ascii_case(b"text/html")
             || first.eq_ignore_ascii_case(b"application/xhtml+xml")
@@ -99,16 +102,33 @@ mod tests {
     #[test]
     fn fetch_metadata_names_the_page_view() {
         let html = Some("text/html,application/xhtml+xml,*/*;q=0.8");
-        assert_eq!(classify(Some("document"), Some("navigate"), html), Fetch::Document);
-        assert_eq!(classify(Some("iframe"), Some("navigate"), html), Fetch::Document);
+        assert_eq!(
+            classify(Some("document"), Some("navigate"), html),
+            Fetch::Document
+        );
+        assert_eq!(
+            classify(Some("iframe"), Some("navigate"), html),
+            Fetch::Document
+        );
         // A navigation wins whatever the destination says.
-        assert_eq!(classify(Some("embed"), Some("navigate"), None), Fetch::Document);
-        for dest in ["style", "script", "image", "font", "video", "manifest", "worker", "x-new"] {
-            assert_eq!(classify(Some(dest), Some("no-cors"), Some("*/*")), Fetch::Asset);
+        assert_eq!(
+            classify(Some("embed"), Some("navigate"), None),
+            Fetch::Document
+        );
+        for dest in [
+            "style", "script", "image", "font", "video", "manifest", "worker", "x-new",
+        ] {
+            assert_eq!(
+                classify(Some(dest), Some("no-cors"), Some("*/*")),
+                Fetch::Asset
+            );
         }
         // Header values are case-insensitive and may carry spaces.
         assert_eq!(classify(Some(" Image "), None, None), Fetch::Asset);
-        assert_eq!(classify(Some("empty"), Some("cors"), Some("*/*")), Fetch::Call);
+        assert_eq!(
+            classify(Some("empty"), Some("cors"), Some("*/*")),
+            Fetch::Call
+        );
         // The destination decides over Accept: a script asking for HTML is still a script.
         assert_eq!(classify(Some("script"), None, html), Fetch::Asset);
     }
@@ -117,14 +137,23 @@ mod tests {
     fn accept_speaks_for_browsers_without_fetch_metadata() {
         let doc = Some("text/html,application/xhtml+xml;q=0.9,*/*;q=0.8");
         assert_eq!(classify(None, None, doc), Fetch::Document);
-        assert_eq!(classify(None, None, Some("application/xhtml+xml")), Fetch::Document);
+        assert_eq!(
+            classify(None, None, Some("application/xhtml+xml")),
+            Fetch::Document
+        );
         assert_eq!(classify(None, None, Some("image/webp,*/*")), Fetch::Asset);
-        assert_eq!(classify(None, None, Some("TEXT/CSS,*/*;q=0.1")), Fetch::Asset);
+        assert_eq!(
+            classify(None, None, Some("TEXT/CSS,*/*;q=0.1")),
+            Fetch::Asset
+        );
         assert_eq!(classify(None, None, Some("font/woff2")), Fetch::Asset);
         // curl, an app, a probe: programs.
         assert_eq!(classify(None, None, Some("*/*")), Fetch::Other);
         assert_eq!(classify(None, None, Some("application/json")), Fetch::Other);
-        assert_eq!(classify(None, None, Some("application/json, text/html")), Fetch::Other);
+        assert_eq!(
+            classify(None, None, Some("application/json, text/html")),
+            Fetch::Other
+        );
         assert_eq!(classify(None, None, None), Fetch::Other);
         assert_eq!(classify(Some(""), None, Some("")), Fetch::Other);
     }

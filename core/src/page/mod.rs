@@ -24,8 +24,8 @@ mod text;
 mod tests;
 
 pub use accept::{pick_lang, wants_json};
-pub use fetch::Fetch;
 pub use builtin::{html_max_len, prepare_builtin, render_html, write_html};
+pub use fetch::Fetch;
 pub use json::{json_max_len, render_json, write_json};
 pub use template::{check_template, Template};
 pub use text::eta_text;

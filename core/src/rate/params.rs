@@ -2,8 +2,8 @@
 
 use super::{RateConfig, DEFAULT_INTERVAL_MS, FALLBACK_INTERVALS};
 use crate::config::{
-    key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError, ParseError,
-    DEFAULT_PREFIX,
+    key_prefix, parse_rate, parse_time_ms, split_param_in, store_timeout, sync_interval, ConfError,
+    ParseError, DEFAULT_PREFIX,
 };
 use crate::redis::params::{RedisParams, REDIS_PARAMS};
 use crate::sync::STALE_INTERVALS;

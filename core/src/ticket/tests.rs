@@ -397,7 +397,9 @@ fn key_file_errors() {
     let err = Keyring::parse("%%%% not a key").unwrap_err();
     assert!(matches!(err, KeyError::BadLine { line: 1, .. }));
     let err = Keyring::parse(&format!("{KEY_A} {KEY_B}")).unwrap_err();
-    assert!(matches!(&err, KeyError::BadLine { line: 1, reason } if reason.to_string().contains("spaces")));
+    assert!(
+        matches!(&err, KeyError::BadLine { line: 1, reason } if reason.to_string().contains("spaces"))
+    );
     assert!(!err.to_string().contains(KEY_A));
     // Debug output of a keyring shows no key material.
     let dbg = format!("{:?}", Keyring::parse(KEY_A).unwrap());
@@ -529,7 +531,9 @@ fn tickets_of_the_previous_build_still_open() {
     // Also behind a newer key (a rotation after the upgrade).
     let rotated = Keyring::parse(&format!("{KEY_B}\n{KEY_A}")).unwrap();
     assert_eq!(
-        rotated.open(PREVIOUS_BUILD_TICKET.as_bytes(), "shop").unwrap(),
+        rotated
+            .open(PREVIOUS_BUILD_TICKET.as_bytes(), "shop")
+            .unwrap(),
         t
     );
     // Without the key, nothing.
@@ -576,7 +580,13 @@ fn subkeys_are_hkdf_sha256_of_each_key() {
     assert_ne!(derive, key);
     let mut other = key;
     other[0] ^= 1;
-    assert_ne!(super::seal::subkey(&other, super::seal::Use::Seal).unwrap(), seal);
+    assert_ne!(
+        super::seal::subkey(&other, super::seal::Use::Seal).unwrap(),
+        seal
+    );
     // The same on every node: a pure function of the key.
-    assert_eq!(super::seal::subkey(&key, super::seal::Use::Seal).unwrap(), seal);
+    assert_eq!(
+        super::seal::subkey(&key, super::seal::Use::Seal).unwrap(),
+        seal
+    );
 }

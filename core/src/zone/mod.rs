@@ -466,7 +466,9 @@ fn set_burst(limit: &mut Option<RateParam>, value: &str) -> Result<(), ParseErro
 /// A flood key: nginx text, usually with variables (compiled by the module).
 fn flood_key(value: &str) -> Result<String, ParseError> {
     if value.is_empty() {
-        return Err(ParseError::Syntax("expected a value, e.g. $binary_remote_addr"));
+        return Err(ParseError::Syntax(
+            "expected a value, e.g. $binary_remote_addr",
+        ));
     }
     Ok(value.to_string())
 }
