@@ -3,8 +3,8 @@
 //! before it found (`Census`, `Counts`, `FreePlaces`, `HeldPlaces`: the script's `fleet`,
 //! `counts`, `free`, `places`) and the fleet's state, and changes only its own part.
 
-use super::{FleetModel, Node, EXPIRE_MIN, EXPIRE_STEP, SPENT_EXPIRE, SPENT_KEEP_MS};
 use super::{line::BAND, SpentEntry};
+use super::{FleetModel, Node, EXPIRE_MIN, EXPIRE_STEP, SPENT_EXPIRE, SPENT_KEEP_MS};
 use crate::fleet::{Fence, FloodOver, Report, RoomPicture, SpentProof};
 use crate::fleet::{ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
@@ -147,15 +147,25 @@ impl FleetModel {
             queue_len,
             full: cfg.max_line > 0 && queue_len >= cfg.max_line,
             since,
-            expiring: self.active.count(since, self.cut(now + cfg.interval_ms, aw)),
-            leaving: self.active.count(since, self.cut(now + cfg.horizon_ms(), aw)),
+            expiring: self
+                .active
+                .count(since, self.cut(now + cfg.interval_ms, aw)),
+            leaving: self
+                .active
+                .count(since, self.cut(now + cfg.horizon_ms(), aw)),
         }
     }
 
     /// 7. The interval's end (moved by a sync of another window only once the last is at most
     ///    half an interval from its end) and the places free for the allocation: those free now
     ///    and those of the sessions that end by then.
-    pub(super) fn free_places(&mut self, f: Fence, now: u64, fleet: &Census, counts: &Counts) -> FreePlaces {
+    pub(super) fn free_places(
+        &mut self,
+        f: Fence,
+        now: u64,
+        fleet: &Census,
+        counts: &Counts,
+    ) -> FreePlaces {
         let interval = self.cfg.interval_ms;
         let a = &mut self.allocation;
         if a.window != f.window && a.interval_end <= now + interval / 2 {
@@ -174,21 +184,34 @@ impl FleetModel {
     /// 8. Where the node's held places may go: before the other nodes' (of this interval's
     ///    end), after the sessions an earlier end's grants may still wait for; and what else is
     ///    free now. A second sync in the interval keeps where its grant held, or what is left.
-    pub(super) fn held_places(&self, me: &Node, f: Fence, now: u64, fleet: &Census, counts: &Counts, free: &FreePlaces) -> HeldPlaces {
+    pub(super) fn held_places(
+        &self,
+        me: &Node,
+        f: Fence,
+        now: u64,
+        fleet: &Census,
+        counts: &Counts,
+        free: &FreePlaces,
+    ) -> HeldPlaces {
         let me_id = Some(f.node_id);
         let waits = self.awaited(now, me_id).min(free.ending);
         let interval_end = self.allocation.interval_end;
         let (from, held_room) = if me.held > 0 && me.held_end == interval_end && interval_end != 0 {
             let from = me.held_from;
-            (from, (from + me.held).min(free.ending - waits).saturating_sub(from))
+            (
+                from,
+                (from + me.held)
+                    .min(free.ending - waits)
+                    .saturating_sub(from),
+            )
         } else {
             let from = self.held_span(me_id);
             (from, (free.ending - waits).saturating_sub(from))
         };
         let others = self.still_held(free.ending, me_id);
-        let free_room = self.cfg.max_active as i128 - counts.active as i128
-            - fleet.reserved as i128
-            + others as i128;
+        let free_room =
+            self.cfg.max_active as i128 - counts.active as i128 - fleet.reserved as i128
+                + others as i128;
         HeldPlaces {
             from,
             held_room,
@@ -200,7 +223,15 @@ impl FleetModel {
     ///    their reports freed) and the node's share of it by its part of the polls, the
     ///    fraction left over kept for its next share; a second sync in the interval keeps what
     ///    is left of the node's places. The node's quota.
-    pub(super) fn share(&mut self, me: &mut Node, f: Fence, r: &Report, fleet: &Census, free: &FreePlaces, places: &HeldPlaces) -> u64 {
+    pub(super) fn share(
+        &mut self,
+        me: &mut Node,
+        f: Fence,
+        r: &Report,
+        fleet: &Census,
+        free: &FreePlaces,
+        places: &HeldPlaces,
+    ) -> u64 {
         me.polls = if me.alloc == f.window {
             me.polls + r.polls
         } else {
@@ -240,7 +271,15 @@ impl FleetModel {
     ///     grants' (a node's second sync in the interval as well: where it held before may be
     ///     behind another's); the pool keeps those free first. How many, and the ends of up
     ///     to [`ENDS_CAP`] of them, evenly by rank, ms from now.
-    pub(super) fn held_ends(&self, me: &mut Node, now: u64, quota: u64, counts: &Counts, free: &FreePlaces, places: &HeldPlaces) -> (u64, Vec<u64>) {
+    pub(super) fn held_ends(
+        &self,
+        me: &mut Node,
+        now: u64,
+        quota: u64,
+        counts: &Counts,
+        free: &FreePlaces,
+        places: &HeldPlaces,
+    ) -> (u64, Vec<u64>) {
         let aw = self.cfg.active_window_ms;
         let interval_end = self.allocation.interval_end;
         let held = quota.min(places.held_room);
@@ -276,8 +315,7 @@ impl FleetModel {
     ///     empty: the simulator's seeds 10 and 13, sticky, fell to 0.917 and 0.953 of
     ///     max_active.)
     pub(super) fn cursor(&self, counts: &Counts) -> u64 {
-        let places =
-            self.cfg.max_active as i128 - counts.active as i128 + counts.expiring as i128;
+        let places = self.cfg.max_active as i128 - counts.active as i128 + counts.expiring as i128;
         if places <= 0 {
             return 0;
         } else if places as u64 >= counts.queue_len {
@@ -299,7 +337,12 @@ impl FleetModel {
     /// 14. Spent proofs: `reported` go in the log (from this node, numbered), lapsed entries
     ///     leave it, and the entries after this node's cursor that other nodes reported are
     ///     answered (at most [`SPENT_ANSWER_CAP`]).
-    pub(super) fn spent_proofs(&mut self, node: u64, now: u64, reported: &[SpentProof]) -> Vec<SpentProof> {
+    pub(super) fn spent_proofs(
+        &mut self,
+        node: u64,
+        now: u64,
+        reported: &[SpentProof],
+    ) -> Vec<SpentProof> {
         self.record_spent(node, now, reported);
         let since = self.spent_told.get(&node).copied().unwrap_or(0);
         let heard = self.spent.iter().filter(|e| e.seq > since);
