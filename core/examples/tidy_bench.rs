@@ -115,6 +115,7 @@ fn visit(room: &mut Room, sid: u64, qnum: u64, now: u64, l: &Limits) -> Verdict 
             draw: 0,
             flood_key: None,
             arrival: 0,
+            page: false,
         },
         now,
         l,

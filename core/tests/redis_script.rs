@@ -66,6 +66,7 @@ impl Twin<'_> {
             draw,
             flood_key,
             arrival: 0,
+            page: false,
         };
         let expected = self.room.visit(v, now, &self.limits);
         let reply = self.redis.cmd(&self.script.visit(Form::Text, &v, now));
@@ -446,6 +447,7 @@ fn the_prequeue_is_ordered_by_lottery_keys() {
             draw: 0,
             flood_key: None,
             arrival: now,
+            page: false,
         };
         let reply = c.cmd(&script.visit_in(Form::Text, &v, now, (l, ev), None));
         redis::visit_outcome(&reply, &v).unwrap().verdict
@@ -541,6 +543,7 @@ fn a_proof_takes_one_place_on_the_fleet() {
             draw: 0,
             flood_key: None,
             arrival: 0,
+            page: false,
         };
         let cmd = match key {
             Some(key) => {
@@ -582,6 +585,7 @@ fn a_proof_takes_one_place_on_the_fleet() {
         draw: 0,
         flood_key: None,
         arrival: 0,
+        page: false,
     };
     let spent = SpentProof {
         key: 0xef,
@@ -628,6 +632,7 @@ fn the_fleets_pressure_is_one_figure_for_every_node() {
             draw: 0,
             flood_key: None,
             arrival: 0,
+            page: false,
         };
         let le = (&s.limits, None);
         let reply = redis.cmd(&s.visit_telling(Form::Text, &v, now, le, None, challenges));

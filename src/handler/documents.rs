@@ -136,6 +136,7 @@ pub(super) fn page_visit(
         draw: draw(now, sid),
         flood_key: Some(flood_key(r, zone)),
         arrival: now,
+        page: true,
     };
     match zone.visit(visit, None, now) {
         Answer::Now(result) => conclude(r, &turn, result),

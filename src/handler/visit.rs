@@ -69,5 +69,6 @@ fn visit(sid: u64, qnum: u64, draw: u32, flood_key: Option<u64>, arrival: u64) -
         draw,
         flood_key,
         arrival,
+        page: false,
     }
 }

@@ -47,6 +47,7 @@ fn the_central_room_pays_in_its_own_call() {
         draw: 0,
         flood_key: Some(0xabc),
         arrival: 0,
+        page: false,
     };
     let s = Script::new("p", "r", limits, 0);
     let w = words(&s.visit(Form::Sha, &v, 0));

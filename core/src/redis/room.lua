@@ -34,7 +34,8 @@
 -- Flood control costs one GET and at most one SET of KEYS[5].
 --
 -- ARGV:
---   [1] op: "visit" | "touch" | "revoke" | "mode"
+--   [1] op: "visit" | "page" (a visit of a page's sub-resource on its page pass) | "touch" |
+--       "revoke" | "mode"
 --   [2] now in unix ms; "0" = use the Redis server's clock (what nginx sends: one clock for
 --       the whole fleet). Tests pass explicit times.
 --   [3] max_active  [4] new_per_minute (0 = unset)  [5] presence ms  [6] active_window ms
@@ -93,6 +94,11 @@ end
 
 local K_STATE, K_LINE, K_SEEN, K_ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op = ARGV[1]
+-- [S29] "page": a visit of a page's sub-resource on its page pass (Visit::page).
+local page = op == 'page'
+if page then
+  op = 'visit'
+end
 
 local now = tonumber(ARGV[2]) or 0
 -- The version of the figures this call reports: the clock in microseconds (scripts run one
@@ -397,6 +403,18 @@ if mode == PASSTHROUGH then
     leave_line()
   end
   return admit(false)
+end
+
+-- [S29] A page's sub-resource on its page pass (Room::visit): a session admitted and still
+-- active is let in as it is, never admitted a second time nor given a place in the line.
+if page and not held then
+  local seen = tonumber(redis.call('ZSCORE', K_ACTIVE, sid))
+  if seen and seen > now - window then
+    redis.call('ZADD', K_ACTIVE, now_s, sid)
+    save()
+    return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active_now(), 0, expired, override,
+      version, pressure_figure()}
+  end
 end
 
 -- rules::free_places and rules::capacity (Redis can always count one more).

@@ -155,7 +155,7 @@ impl Script {
             .arg(self.max_line);
         let (interval_us, burst) = flood.map_or((0, 0), |(_, r)| (r.interval_us, r.burst));
         cmd.arg(interval_us).arg(burst);
-        let pressure = self.pressure && op == "visit";
+        let pressure = self.pressure && (op == "visit" || op == "page");
         match ev {
             Some(ev) => {
                 let phase = if ev.started { 2 } else { 1 };
@@ -215,7 +215,8 @@ impl Script {
         let flood = v.flood_key.zip(limits.flood);
         let a = [v.qnum, u64::from(v.draw)];
         let le = (limits, ev);
-        self.call(form, "visit", now, v.sid, a, (flood, spent), le, challenges)
+        let op = if v.page { "page" } else { "visit" };
+        self.call(form, op, now, v.sid, a, (flood, spent), le, challenges)
     }
 
     /// A call that is not a visit: no flood bucket, no proof, no event, the room's limits.

@@ -25,6 +25,7 @@ fn visit() -> Visit {
         draw: 7,
         flood_key: None,
         arrival: 0,
+        page: false,
     }
 }
 

@@ -349,6 +349,10 @@ impl<'m> Room<'m> {
             Mode::Fifo | Mode::Random | Mode::QueueAll => {}
         }
         let Some(ix) = held else {
+            if v.page && self.is_admitted(v.sid, now, limits) {
+                self.touch(v.sid, now);
+                return Verdict::Admit { sid: v.sid };
+            }
             return self.newcomer(v, mode, now, limits);
         };
         let qnum = self.ring[ix].qnum;

@@ -100,6 +100,11 @@ pub struct Visit {
     /// When the client first came (its ticket's `issued_at`, ms): the fleet's line is ordered by
     /// it (`sync=`); a room in one place orders by queue number instead.
     pub arrival: u64,
+    /// [S29] A page's sub-resource on its page pass: a session admitted and still active is let
+    /// in as it is (the page's other sub-resources, one person's one place), never admitted a
+    /// second time nor given a place in line. Any other visit of an admitted session (a user
+    /// key's second device) is decided as a visit without a place.
+    pub page: bool,
 }
 
 /// The room's answer to a waiting client.

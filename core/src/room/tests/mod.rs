@@ -35,6 +35,7 @@ fn visit(room: &mut Room, sid: u64, qnum: u64, now: u64, l: &Limits) -> Verdict 
             draw: 0,
             flood_key: None,
             arrival: 0,
+            page: false,
         },
         now,
         l,
@@ -105,6 +106,34 @@ fn engaged_while_full_or_waiting() {
         ..l
     };
     assert!(!room.engaged(200_000, &open));
+}
+
+/// [S29] One person, one place: a page's sub-resource on its page pass (`Visit::page`) of a
+/// session admitted and still active is let in as it is: no second admission counted, no
+/// place in line, even when the room is full. Any other visit of that session (a user key's
+/// second device) takes the line as before.
+#[test]
+fn a_page_pass_visit_of_an_admitted_session_takes_nothing_more() {
+    let mut mem = Mem::new(64 * 1024);
+    let l = limits();
+    let mut room = Room::format(mem.bytes(), 1).unwrap();
+    let page = |sid| Visit {
+        sid,
+        qnum: 0,
+        draw: 0,
+        flood_key: None,
+        arrival: 0,
+        page: true,
+    };
+    assert_eq!(room.visit(page(7), 1000, &l), Verdict::Admit { sid: 7 });
+    assert_eq!(visit(&mut room, 8, 0, 1000, &l), Verdict::Admit { sid: 8 });
+    // Full now; the page's other assets on 7's pass come at once.
+    assert_eq!(room.visit(page(7), 1001, &l), Verdict::Admit { sid: 7 });
+    let s = room.snapshot(1001, &l);
+    assert_eq!((s.active, s.queue_len, s.counters.admitted), (2, 0, 2));
+    // Not on a page pass: the same session waits in line (one_place_per='s second device).
+    let second_device = place(visit(&mut room, 8, 0, 1002, &l));
+    assert_eq!(second_device.position, 1);
 }
 
 #[test]
@@ -445,6 +474,7 @@ fn one_address_takes_places_at_its_rate_others_are_not_slowed() {
                 draw: 0,
                 flood_key: Some(key),
                 arrival: 0,
+                page: false,
             },
             now,
             &l,
