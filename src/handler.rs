@@ -111,15 +111,7 @@ fn handle(r: &mut Request) -> ngx_int_t {
         },
     }
     // Anyone else asks the room ([S3]-[S6]): its visit, then the room's decision.
-    let mut turn = Turn {
-        lcf,
-        zone,
-        now,
-        dry: dry_run(r, lcf),
-        held: None,
-        spent: None,
-        page: false,
-    };
+    let mut turn = Turn::new(r, lcf, zone, now, false);
     let waiting = ticket.filter(|_| state == Some(TicketState::Waiting));
     let visit = match visit_of(r, &mut turn, waiting, closed_to_admitted) {
         Ok(visit) => visit,
@@ -243,7 +235,20 @@ struct Turn<'a> {
     page: bool,
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
+    /// A decision starting now: no waiting ticket nor spent proof known yet.
+    fn new(r: &Request, lcf: &'a LocConf, zone: &'static Zone, now: u64, page: bool) -> Self {
+        Turn {
+            lcf,
+            zone,
+            now,
+            dry: dry_run(r, lcf),
+            held: None,
+            spent: None,
+            page,
+        }
+    }
+
     fn room(&self) -> &'static str {
         self.zone.params.name.as_str()
     }

@@ -118,15 +118,7 @@ pub(super) fn page_visit(
     sid: u64,
     now: u64,
 ) -> ngx_int_t {
-    let turn = Turn {
-        lcf,
-        zone,
-        now,
-        dry: dry_run(r, lcf),
-        held: None,
-        spent: None,
-        page: true,
-    };
+    let turn = Turn::new(r, lcf, zone, now, true);
     if zone.is_admitted(sid, now) {
         return admitted(r, &turn, sid, Outcome::Passed);
     }

@@ -115,7 +115,7 @@ try {
   check(`the waiting page reloads every ${refresh} s (the demo's smart_limit_refresh, as the README says)`,
     first && first.refresh === String(refresh), show(first));
   const shot = join(out, 'demo-waiting.png');
-  await page.screenshot({ path: shot, fullPage: true });
+  await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
   screenshots.push(shot);
 
   // 2. Left alone, it counts down.
