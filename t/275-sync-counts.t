@@ -2,14 +2,19 @@
 # 2,048) is told its positions from the fleet's arrival-bucket counts ([S22], issue 32): each
 # node counts the waiting tickets it writes (once an epoch each, by the ticket's stamp, so a
 # client that asks every node is counted once), sends its counts beside its sync, and answers
-# from the fleet's sums. The head is told 1, the last 2,999 within 1 %, 99 % of the clients
-# are within 2 % of the line of their true place and none is 3 % off, on any node. Within a
-# second's bucket, positions are spread by arrival time as if the clients came evenly between
-# its first and last arrival, so how evenly this probe's requests come sets the error. (On
-# this machine, alone: at most 19 off of 2,999, 99 % within 0.4 %; in a clean-clone suite run,
-# 2026-11-29: at most 46 off, 99 % within 1.4 %, the last told 2,999. Before the buckets
-# carried the span of their arrivals, the last was told 2,927: a bucket the crowd filled only
-# in part was taken as filled over its whole second.)
+# from the fleet's sums. Within a second's bucket, positions are spread by arrival time as if
+# the clients came evenly between its first and last arrival.
+#
+# So how far a client is told from its true place is the sum of two things: how unevenly the
+# clients came within their second (the counts' own model, here computed by the probe from its
+# clients' arrival times), and how far the nodes are from what the counts say (the work this
+# test checks). The first is the probe's pace, not the module: alone on this machine 99 % of
+# the clients were within 0.5 % of their place; in a clean-clone CI run (2026-12-01) a stall
+# of the probe made a second's arrivals uneven and 99 % were within 2.1 %, failing a 2 % bound
+# on the truth. Every run so far had the nodes within 2 places of the model (loaded by two
+# busy loops beside it too). So the nodes are held to the model (99 % within 1 % and none 30
+# off), the head to 1 and the last to 2,999 within 1 %, and the truth only to 10 % as a sanity
+# bound (core/src/fleet/tally/counts.rs's unit tests hold the model itself on even arrivals).
 #
 # Where a step needs every node's counts to hold what the others counted, it waits for the
 # nodes' syncs to be counted (t/lib/fleet_syncs.pl), as t/272 does.
@@ -21,7 +26,7 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: a line of 2,999 on three nodes: positions from the counts, the head 1 and the last 2,999 (within 1 %), 99 % of them within 2 % of the line and none 3 %, on every node
+=== TEST 1: a line of 2,999 on three nodes: positions from the counts, the head 1 and the last 2,999 (within 1 %), every node within 1 % of what the counts say for 99 % of them and none 30 off
 --- instances: 3
 --- redis
 --- http_config
@@ -43,7 +48,7 @@ until 3: M GET /m @3 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 3\n
 # Then two rounds, each once every node has met the fleet twice over, each client asking the
 # next node each round. (Positions between two clients who arrived within a millisecond of
 # each other may be alike: within a bucket, the counts place waiters by arrival time.)
-sh 140: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORTS --clients 3000 --gap 0.0005 --syncs $TEST_NGINX_PORTS --rounds 2 --rotate --off => /round 1: admitted 1 waiting 2999 off max (?:\d|[1-8]\d) within [01]\.\d% distinct (?:yes|no) first 1 last (?:29[7-9]\d|30[0-2]\d)\nround 2: admitted 1 waiting 2999 off max (?:\d|[1-8]\d) within [01]\.\d% distinct (?:yes|no) first 1 last (?:29[7-9]\d|30[0-2]\d)\nerrors 0/
+sh 140: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORTS --clients 3000 --gap 0.0005 --syncs $TEST_NGINX_PORTS --rounds 2 --rotate --off => /round 1: admitted 1 waiting 2999 off max \d+ within \d\.\d% distinct (?:yes|no) first 1 last (?:29[7-9]\d|30[0-2]\d) model off max \d+ within \d+\.\d% told off model max (?:\d|[12]\d) within 0\.\d%\nround 2: admitted 1 waiting 2999 off max \d+ within \d\.\d% distinct (?:yes|no) first 1 last (?:29[7-9]\d|30[0-2]\d) model off max \d+ within \d+\.\d% told off model max (?:\d|[12]\d) within 0\.\d%\nerrors 0/
 # Each node's counts' call is kept (when, and its pace of let-ins), so each node can reckon the
 # others' let-ins not reported yet: three nodes call. (A node silent for three intervals drops
 # out of the hash, so a moment's delay under load is looked past: up to ten looks.)

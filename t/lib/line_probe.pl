@@ -16,14 +16,17 @@
 #   round R: admitted A waiting W positions p1,p2,... distinct yes|no first F last L
 # (with --off instead of the positions: "off max M within P", M the most a client's position
 # was off its true place, its rank by arrival among those waiting, and P the percentile of
-# the line's length that 99 % of the clients were within), and at the end "errors E" (an
+# the line's length that 99 % of the clients were within; with --gap, then "model off max M
+# within P", the same for the positions the fleet's counts give these clients by their arrival
+# times, and "told off model max M within P", how far the nodes told them from those), and at
+# the end "errors E" (an
 # answer that is neither 200 nor a waiting 503 with a position).
 
 use strict;
 use warnings;
 use Getopt::Long;
 use HTTP::Tiny;
-use Time::HiRes qw(sleep);
+use Time::HiRes qw(sleep time);
 
 my ($ports, $clients, $gap, $again, $rounds, $syncs, $rotate, $off) = ('', 1, 0, 1, 1, '', 0, 0);
 GetOptions('ports=s' => \$ports, 'clients=i' => \$clients, 'gap=f' => \$gap,
@@ -56,7 +59,12 @@ sub arrive {
     my ($c) = @_;
     my ($status) = ask($c);
     return ($status, undef) unless $status == 307;
-    return ask($c);
+    # Its arrival (ms) by this machine's wall clock, the clock the nodes stamp places by: the
+    # middle of the request that takes the place.
+    my $t0 = time;
+    my @told = ask($c);
+    $c->{at} = 500 * ($t0 + time);
+    return @told;
 }
 
 my @c = map { { id => $_, port => $ports[ ($_ - 1) % @ports ] } } 1 .. $clients;
@@ -96,6 +104,34 @@ if ($gap > 0) {
     }
 }
 
+# The positions the fleet's arrival-bucket counts give clients who wait, in arrival order, by
+# their arrival times (core/src/fleet/tally/counts.rs, `CountsView::position`): everyone in
+# the older one-second buckets, and a share of their own bucket as if its clients came evenly
+# between its first (or the head's) and its last arrival, + 1.
+sub counted {
+    my @w = @_;
+    return () unless @w;
+    my $front = $w[0]{at};
+    my (%n, %first, %last);
+    for my $c (@w) {
+        my $b = int($c->{at} / 1000);
+        $n{$b}++;
+        $first{$b} = $c->{at} if !defined $first{$b} || $c->{at} < $first{$b};
+        $last{$b} = $c->{at} if !defined $last{$b} || $c->{at} > $last{$b};
+    }
+    my ($before, %before) = (0);
+    for my $b (sort { $a <=> $b } keys %n) {
+        $before{$b} = $before;
+        $before += $n{$b};
+    }
+    return map {
+        my $b = int($_->{at} / 1000);
+        my $from = $first{$b} > $front ? $first{$b} : $front;
+        my $span = $last{$b} + 1 - $from;
+        $before{$b} + int($n{$b} * ($_->{at} - $from) / ($span > 1 ? $span : 1)) + 1;
+    } @w;
+}
+
 sub report {
     my ($round) = @_;
     my @waiting = grep { $_->{status} == 503 && defined $_->{pos} } @c;
@@ -111,9 +147,20 @@ sub report {
         my @by_id = sort { $a->{id} <=> $b->{id} } @waiting;
         my @d = sort { $a <=> $b } map { abs($by_id[$_]{pos} - ($_ + 1)) } 0 .. $#by_id;
         my $p99 = @d ? $d[ int(0.99 * $#d) ] : 0;
-        printf "round %d: admitted %d waiting %d off max %d within %.1f%% distinct %s first %s last %s\n",
+        printf "round %d: admitted %d waiting %d off max %d within %.1f%% distinct %s first %s last %s",
             $round, $admitted, scalar(@waiting), $d[-1] // 0, 100 * $p99 / (@waiting || 1),
             $distinct, $p[0] // '-', $p[-1] // '-';
+        if ($gap > 0) {
+            # What the counts tell from these very arrivals (model), and how far each client
+            # was told from it (told): the model's own error is how unevenly they came.
+            my @model = counted(@by_id);
+            my @m = sort { $a <=> $b } map { abs($model[$_] - ($_ + 1)) } 0 .. $#by_id;
+            my @t = sort { $a <=> $b } map { abs($by_id[$_]{pos} - $model[$_]) } 0 .. $#by_id;
+            printf " model off max %d within %.1f%% told off model max %d within %.1f%%",
+                $m[-1] // 0, 100 * ($m[ int(0.99 * $#m) ] // 0) / (@waiting || 1),
+                $t[-1] // 0, 100 * ($t[ int(0.99 * $#t) ] // 0) / (@waiting || 1);
+        }
+        print "\n";
         return;
     }
     printf "round %d: admitted %d waiting %d positions %s distinct %s first %s last %s\n",
