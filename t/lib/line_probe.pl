@@ -19,8 +19,7 @@
 # the line's length that 99 % of the clients were within; with --gap, then "model off max M
 # within P", the same for the positions the fleet's counts give these clients by their arrival
 # times, and "told off model max M within P", how far the nodes told them from those), and at
-# the end "errors E" (an
-# answer that is neither 200 nor a waiting 503 with a position).
+# the end "errors E" (an answer that is neither 200 nor a waiting 503 with a position).
 
 use strict;
 use warnings;
