@@ -16,7 +16,9 @@ mod pressure;
 #[cfg(test)]
 mod tests;
 
-pub use pressure::{doublings, Pressure, FLEET_FRESH_MS, LOOK_MS};
+pub use pressure::{
+    doublings, keep, kept, Pressure, FLEET_FRESH_MS, LOOK_MS, MAX_DOUBLINGS, PRESSURE_KEEP_PCT,
+};
 
 use crate::config::ParseError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -74,7 +74,7 @@ impl Pressure {
         let came = asked.saturating_sub(self.asked) as f64;
         let went = admitted.saturating_sub(self.admitted) as f64;
         let ratio = (came + 1.0) / (went + 1.0);
-        self.ratio = 0.25 * self.ratio + 0.75 * ratio;
+        self.ratio = kept(self.ratio) + (1.0 - keep()) * ratio;
         self.at = now;
         self.asked = asked;
         self.admitted = admitted;
@@ -110,11 +110,28 @@ impl Pressure {
     }
 }
 
+/// The percent of the last look's smoothed ratio that carries over to the next (the rest is
+/// the new look's). Shared with the Redis scripts (room.lua, fleet/script.lua), which smooth
+/// the fleet's ratio the same way.
+pub const PRESSURE_KEEP_PCT: u64 = 25;
+/// The most doublings a ratio counts (a u32 draw's bits; far past AUTO_MAX_BITS).
+pub const MAX_DOUBLINGS: u8 = 31;
+
+/// [`PRESSURE_KEEP_PCT`] as a share.
+pub fn keep() -> f64 {
+    PRESSURE_KEEP_PCT as f64 / 100.0
+}
+
+/// The part of a smoothed ratio that carries over.
+pub fn kept(ratio: f64) -> f64 {
+    keep() * ratio
+}
+
 /// How many times clients asking for a place doubled those let in: `floor(log2(ratio))`,
 /// by halving (as the room script counts it, so both give the same number), at most 31.
 pub fn doublings(ratio: f64) -> u8 {
     let (mut r, mut d) = (ratio, 0u8);
-    while r >= 2.0 && d < 31 {
+    while r >= 2.0 && d < MAX_DOUBLINGS {
         r /= 2.0;
         d += 1;
     }

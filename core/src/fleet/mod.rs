@@ -93,14 +93,9 @@ pub const FRESH_CAP: usize = 1024;
 pub const KEEP_PPM: u64 = 500_000;
 /// Most sightings one sync carries (admissions first, then active sessions, then waiters; the
 /// rest wait in the batch): the script's work per call stays bounded whatever the node kept
-/// (after an outage, with a long line). Measured on this project's 2-core machine with 100,000
-/// waiting (Redis 7.0, 200 syncs one after another, nothing else running): 200 new waiters
-/// cost a call 0.90 ms (median; p95 1.35 ms), 100 cost 0.54 ms; an admission or an active
-/// session costs 1-2 us. One exception: when the line's hash table doubles (at 131,072
-/// members) the calls that follow pay for its rehashing, up to 2.3 ms at 200 waiters.
-/// t/273-sync-bounded.t holds every call to these caps (its work, read from MONITOR) with
-/// 100,000 waiting, with the line leaving at once too; the calls' times are measured by
-/// `scripts/bench --sync-calls`.
+/// (after an outage, with a long line), about a millisecond of Redis's time at 100,000
+/// waiting (docs/benchmarks.md, "Why a sync's caps are these sizes"). t/273-sync-bounded.t
+/// holds every call to these caps (its work, read from MONITOR).
 pub const REPORT_CAP: usize = 400;
 /// Most waiter sightings of those.
 pub const REPORT_WAITERS_CAP: usize = 200;
@@ -112,10 +107,8 @@ pub const MAX_SYNCS_PER_INTERVAL: u32 = 16;
 /// this many places per key and node are never charged to the fleet's budget.
 pub const FLOOD_ALLOWANCE: u64 = 1;
 /// Most client keys one sync reports (those that took the most places first; the rest wait
-/// for the next sync): one GET and one SET each in the script. Measured on this project's
-/// 2-core machine (Redis 7.0, 100,000 waiting, 300 syncs reporting 3 waiters each, under
-/// other load): 32 keys raised a sync's median from 0.58 to 0.76 ms; without flood reports
-/// the script costs what it did before them (median 0.54 ms, was 0.54).
+/// for the next sync): one GET and one SET each in the script, so a sync's time grows by
+/// about a third at most (docs/benchmarks.md, "Why a sync's caps are these sizes").
 pub const FLOOD_REPORT_CAP: usize = 32;
 /// Most keys over the fleet's flood budget one sync's answer carries: the reported ones over
 /// it, then the others the fleet knows, those refused longest first.
@@ -132,6 +125,10 @@ pub const SPENT_ANSWER_CAP: usize = 256;
 /// ones; a node takes an expiring place only once its session's window has ended, and counts
 /// those past the last it knows as not yet ended.
 pub const ENDS_CAP: usize = 64;
+
+/// The longest the picture looks ahead for sessions about to leave ([`FleetConfig::horizon_ms`],
+/// and the sync script's count of them).
+pub const HORIZON_MAX_MS: u64 = 10_000;
 
 /// What a sync needs to know of the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +157,7 @@ impl FleetConfig {
     /// will move: the interval, or half the active window up to 10 s, whichever is longer.
     pub fn horizon_ms(&self) -> u64 {
         (self.active_window_ms / 2)
-            .min(10_000)
+            .min(HORIZON_MAX_MS)
             .max(self.interval_ms)
     }
 
@@ -169,7 +166,7 @@ impl FleetConfig {
         2 * self
             .presence_ms
             .max(self.active_window_ms)
-            .max(60_000)
+            .max(crate::redis::KEY_TTL_FLOOR_MS)
             .max(self.interval_ms.saturating_mul(30))
     }
 }

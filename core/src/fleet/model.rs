@@ -233,7 +233,7 @@ impl Default for PressureSums {
             asked: 0,
             challenged: 0,
             admitted: 0,
-            ratio_ppm: 1_000_000,
+            ratio_ppm: crate::util::PPM as u64,
             doublings: 0,
         }
     }
@@ -254,10 +254,13 @@ impl PressureSums {
         if self.win == 0 || window >= self.win.saturating_add(look) {
             if self.win != 0 {
                 let asked = self.asked.max(self.challenged);
-                let ratio = 0.75 * (asked + 1) as f64 / (self.admitted + 1) as f64;
-                self.ratio_ppm = (0.25 * self.ratio_ppm as f64 + ratio * 1e6).floor() as u64;
+                let ppm = f64::from(crate::util::PPM);
+                let ratio = (1.0 - crate::challenge::keep()) * (asked + 1) as f64
+                    / (self.admitted + 1) as f64;
+                self.ratio_ppm =
+                    (crate::challenge::kept(self.ratio_ppm as f64) + ratio * ppm).floor() as u64;
                 self.doublings = if queue_len > 0 {
-                    crate::challenge::doublings(self.ratio_ppm as f64 / 1e6)
+                    crate::challenge::doublings(self.ratio_ppm as f64 / ppm)
                 } else {
                     0
                 };

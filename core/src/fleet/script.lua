@@ -516,7 +516,7 @@ local function count_sessions()
   local counts = {active = redis.call('ZCARD', K_ACTIVE),
                   queue_len = redis.call('ZCARD', K_ARRIVAL), full = 0}
   if max_line > 0 and counts.queue_len >= max_line then counts.full = 1 end
-  local horizon = math.max(interval, math.min(10000, math.floor(active_window / 2)))
+  local horizon = math.max(interval, math.min(HORIZON_MAX_MS, math.floor(active_window / 2)))
   counts.since = cut(now, active_window)
   counts.expiring = redis.call('ZCOUNT', K_ACTIVE, counts.since,
     '(' .. digits(cut(now + interval, active_window)))
@@ -597,8 +597,8 @@ local function share(node, fleet, allocation, free, places, admitted)
     local part
     if allocation.polls > 0 then part = node.polls / allocation.polls else part = 1 / (fleet.nodes + 1) end
     local millionths = math.floor(allocation.free * math.min(part, 1) * keep) + node.remainder
-    quota = math.floor(millionths / 1000000)
-    node.remainder = millionths - quota * 1000000
+    quota = math.floor(millionths / PPM)
+    node.remainder = millionths - quota * PPM
     quota = math.max(math.min(quota, places.room), 0)
     allocation.given = allocation.given + quota
     node.alloc = window
@@ -658,14 +658,15 @@ end
 local function pressure(queue_len, admitted)
   local pr = redis.call('HMGET', K_FLEET, 'pr_win', 'pr_in', 'pr_out', 'pr_r', 'pr_d', 'pr_ch')
   local pr_win, pr_in, pr_out = number(pr[1]), number(pr[2]), number(pr[3])
-  local pr_r, pr_d, pr_ch = tonumber(pr[4]) or 1000000, number(pr[5]), number(pr[6])
+  local pr_r, pr_d, pr_ch = tonumber(pr[4]) or PPM, number(pr[5]), number(pr[6])
   if pr_win == 0 or window >= pr_win + math.max(interval, LOOK_MS) then
     if pr_win ~= 0 then
-      pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)
+      local keep = PRESSURE_KEEP_PCT / 100
+      pr_r = math.floor(keep * pr_r + (1 - keep) * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * PPM)
       pr_d = 0
       if queue_len > 0 then
-        local r = pr_r / 1000000
-        while r >= 2 and pr_d < 31 do
+        local r = pr_r / PPM
+        while r >= 2 and pr_d < MAX_DOUBLINGS do
           r = r / 2
           pr_d = pr_d + 1
         end

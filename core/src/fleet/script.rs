@@ -37,6 +37,10 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     ENDS = ENDS_CAP,
     EXACT_LINE = EXACT_LINE,
     LOOK_MS = crate::challenge::LOOK_MS,
+    PPM = crate::util::PPM,
+    PRESSURE_KEEP_PCT = crate::challenge::PRESSURE_KEEP_PCT,
+    MAX_DOUBLINGS = crate::challenge::MAX_DOUBLINGS,
+    HORIZON_MAX_MS = super::HORIZON_MAX_MS,
 });
 
 /// The calls of one synced room.

@@ -33,8 +33,7 @@ pub use params::RateZoneParams;
 pub use script::{sync_reply, SyncScript, SYNC_SCRIPT};
 pub use shared::{FleetPicture, NotARateZone, RateShared, RateSnapshot, SyncArgs};
 
-/// Probability 1, in parts per million.
-pub const PPM: u32 = 1_000_000;
+pub use crate::util::PPM;
 
 /// Default sync interval.
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
@@ -72,12 +71,16 @@ pub struct Sample {
     pub at_ms: u64,
 }
 
+/// A count over milliseconds as milli-requests a second (x 1,000 for seconds, x 1,000 for
+/// thousandths): the Rust and the script (rate/script.lua) rates alike.
+pub const MILLI_PER_S_OVER_MS: u64 = 1_000_000;
+
 /// The rate between two readings of a cumulative counter, in milli-requests a second. None
 /// when no time passed, or when the counter went backwards (never a negative rate).
 pub fn rate_milli(earlier: Sample, later: Sample) -> Option<u64> {
     let dt = later.at_ms.checked_sub(earlier.at_ms).filter(|&d| d > 0)?;
     let n = later.count.checked_sub(earlier.count)?;
-    let r = u128::from(n) * 1_000_000 / u128::from(dt);
+    let r = u128::from(n) * u128::from(MILLI_PER_S_OVER_MS) / u128::from(dt);
     Some(u64::try_from(r).unwrap_or(u64::MAX))
 }
 

@@ -103,8 +103,8 @@ if mine then
     local r_off, r_pass = mine[R_OFF], mine[R_PASS]
     local dt = at - mine[AT]
     if dt > 0 then
-      r_off = math.floor((offered - mine[OFF]) * 1000000 / dt)
-      r_pass = math.floor((passed - mine[PASS]) * 1000000 / dt)
+      r_off = math.floor((offered - mine[OFF]) * RATE_SCALE / dt)
+      r_pass = math.floor((passed - mine[PASS]) * RATE_SCALE / dt)
     end
     total_offered = total_offered + (offered - mine[OFF])
     total_passed = total_passed + (passed - mine[PASS])

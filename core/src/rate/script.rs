@@ -34,6 +34,7 @@ pub const SYNC_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lua
     P_R_OFF = Entry::PrevRateOffered,
     P_R_PASS = Entry::PrevRatePassed,
     SEEN = Entry::Seen,
+    RATE_SCALE = super::MILLI_PER_S_OVER_MS,
 });
 
 /// The sync call of one rate zone.

@@ -21,6 +21,10 @@ pub mod resp;
 #[cfg(test)]
 mod tests;
 
+/// The least a room's keys outlive its last call, whatever its own times: a minute (the
+/// central room's keys, room.lua, and a synced room's, `FleetConfig::key_ttl_ms`).
+pub const KEY_TTL_FLOOR_MS: u64 = 60_000;
+
 pub use conn::*;
 pub use events::*;
 pub use room::*;

@@ -107,12 +107,12 @@ local version = now * 1000
 if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  version = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  version = tonumber(t[1]) * 1000000 + tonumber(t[2])  -- (unit) microseconds in a second
 end
 local max_active = tonumber(ARGV[3]) or 0
 local per_minute = tonumber(ARGV[4]) or 0
-local presence = tonumber(ARGV[5]) or 20000
-local window = tonumber(ARGV[6]) or 60000
+local presence = tonumber(ARGV[5]) or 0
+local window = tonumber(ARGV[6]) or 0
 local conf_mode = tonumber(ARGV[7]) or 1
 local sid = ARGV[8] or ''
 if not string.match(sid, '^%d+$') then
@@ -123,9 +123,9 @@ local max_line = tonumber(ARGV[11]) or 0
 -- TTLs: the line and its state outlive every client's presence, the admitted window and the
 -- calendar minute that new_per_minute counts. A mode override keeps the state for a day
 -- after the room's last visit (it is an operator's switch, not traffic).
-local ROOM_TTL = 2 * math.max(presence, window, 60000)
+local ROOM_TTL = 2 * math.max(presence, window, KEY_TTL_FLOOR_MS)
 local ACTIVE_TTL = 2 * window
-local MODE_TTL = math.max(86400000, ROOM_TTL)
+local MODE_TTL = math.max(MODE_KEEP_MS, ROOM_TTL)
 -- From Rust, in the preamble above this file's text (ROOM_SCRIPT in core/src/redis/room.rs):
 -- EXPIRE_STEP, the most absent places (and stale sessions) one call removes; LOTTERY_SPAN, the
 -- queue numbers an event's pre-queue reserves for its lottery keys (2^40); LOOK_MS, the
@@ -256,15 +256,16 @@ local lottery = ev_phase == 1 and ev_base > 0 and ev_key >= 1 and ev_key < LOTTE
 local asking = tonumber(ARGV[18]) or 0
 local pressure = asking >= 1
 local pr_at, pr_in, pr_out = tonumber(st[11]) or 0, tonumber(st[12]) or 0, tonumber(st[13]) or 0
-local pr_r, pr_d = tonumber(st[14]) or 1000000, tonumber(st[15]) or 0
+local pr_r, pr_d = tonumber(st[14]) or PPM, tonumber(st[15]) or 0
 local pr_ch = tonumber(st[16]) or 0
 if pressure and (pr_at == 0 or now < pr_at or now - pr_at >= LOOK_MS) then
   if pr_at ~= 0 and now >= pr_at then
-    pr_r = math.floor(0.25 * pr_r + 0.75 * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * 1000000)
+    local keep = PRESSURE_KEEP_PCT / 100
+    pr_r = math.floor(keep * pr_r + (1 - keep) * (math.max(pr_in, pr_ch) + 1) / (pr_out + 1) * PPM)
     pr_d = 0
     if redis.call('EXISTS', K_LINE) == 1 then
-      local r = pr_r / 1000000
-      while r >= 2 and pr_d < 31 do
+      local r = pr_r / PPM
+      while r >= 2 and pr_d < MAX_DOUBLINGS do
         r = r / 2
         pr_d = pr_d + 1
       end
@@ -284,7 +285,7 @@ local function pressure_figure()
   return 0
 end
 
-local this_minute = math.floor(now / 60000)
+local this_minute = math.floor(now / MINUTE_MS)
 if this_minute ~= minute then
   minute = this_minute
   adm = 0
@@ -539,7 +540,7 @@ elseif mode == RANDOM then
   -- chance free/waiting (exact in doubles: draw < 2^32, waiting < 2^21).
   local free = free_places()
   if free > 0 and waiting > 0 then
-    turn = free >= waiting or draw * waiting < free * 4294967296
+    turn = free >= waiting or draw * waiting < free * DRAW_SCALE
   end
 end
 if turn then

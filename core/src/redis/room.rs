@@ -21,7 +21,18 @@ pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"
     PASSTHROUGH = Mode::Passthrough.code(),
     REJECT = Mode::Reject.code(),
     QUEUE_ALL = Mode::QueueAll.code(),
+    PPM = crate::util::PPM,
+    PRESSURE_KEEP_PCT = crate::challenge::PRESSURE_KEEP_PCT,
+    MAX_DOUBLINGS = crate::challenge::MAX_DOUBLINGS,
+    KEY_TTL_FLOOR_MS = super::KEY_TTL_FLOOR_MS,
+    MODE_KEEP_MS = MODE_KEEP_MS,
+    MINUTE_MS = crate::room::rules::MINUTE_MS,
+    DRAW_SCALE = crate::room::rules::DRAW_SCALE,
 });
+
+/// How long a mode override outlives the room's last visit: it is an operator's switch, not
+/// traffic, so it stays for a day.
+pub const MODE_KEEP_MS: u64 = 86_400_000;
 
 /// The four keys of one room, and the names of its flood buckets. They share the `{room}`
 /// hash tag, so Redis Cluster keeps them in one slot and the script may touch them all.

@@ -157,13 +157,13 @@ fn bad_replies_are_errors() {
 fn scripts_take_their_constants_from_rust() {
     use crate::fleet::{tally::TALLY_SCRIPT, ENDS_CAP, EXACT_LINE, FLEET_SCRIPT};
     let scripts = [
-        (ROOM_SCRIPT, include_str!("room.lua"), 8),
-        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 18),
+        (ROOM_SCRIPT, include_str!("room.lua"), 15),
+        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 22),
         (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
         (
             crate::rate::SYNC_SCRIPT,
             include_str!("../rate/script.lua"),
-            11,
+            12,
         ),
     ];
     for (text, file, n) in scripts {

@@ -298,7 +298,7 @@ impl<'m> Room<'m> {
                 from = ix;
             }
         }
-        let minute = now / 60_000;
+        let minute = now / super::rules::MINUTE_MS;
         if minute != self.hdr.minute {
             self.hdr.minute = minute;
             self.hdr.admitted_in_minute = 0;

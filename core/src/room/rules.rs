@@ -108,6 +108,11 @@ pub fn capacity(l: &Limits, active: u64, admitted_in_minute: u64, can_count: boo
     }
 }
 
+/// A u32 draw's range: a draw wins when it falls in the first free/present of it.
+pub const DRAW_SCALE: u64 = 1 << 32;
+/// The calendar minute `new_per_minute` counts admissions in.
+pub const MINUTE_MS: u64 = 60_000;
+
 /// The lottery: with `free` places and `present` clients polling, each poll wins with chance
 /// free/present. `draw` is uniform over u32.
 pub fn lottery_wins(draw: u32, free: u64, present: u64) -> bool {
@@ -117,7 +122,7 @@ pub fn lottery_wins(draw: u32, free: u64, present: u64) -> bool {
     if free >= present {
         return true;
     }
-    (draw as u64) * present < free << 32
+    (draw as u64) * present < free.saturating_mul(DRAW_SCALE)
 }
 
 /// How long an admission lasts.

@@ -8,3 +8,7 @@ panic_free! {
 }
 pub mod random;
 pub mod time;
+
+/// One whole in parts per million (a probability of 1, a share of all): the rooms' shares,
+/// the flood and rate probabilities, and the scripts' (in their preambles).
+pub const PPM: u32 = 1_000_000;

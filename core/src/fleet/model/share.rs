@@ -253,8 +253,9 @@ impl FleetModel {
                 1.0 / (fleet.nodes + 1) as f64
             };
             let millionths = (a.free as f64 * part * KEEP_PPM as f64).floor() as u64 + me.remainder;
-            let quota = millionths / 1_000_000;
-            me.remainder = millionths - quota * 1_000_000;
+            let ppm = u64::from(crate::util::PPM);
+            let quota = millionths / ppm;
+            me.remainder = millionths - quota * ppm;
             let quota = quota.min(places.room);
             a.given += quota;
             me.alloc = f.window;
