@@ -53,6 +53,7 @@ mod parts;
 mod report;
 mod script;
 mod tally_zone;
+mod wire;
 
 pub mod model;
 pub mod tally;

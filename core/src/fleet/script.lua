@@ -31,30 +31,31 @@
 --   [7..] sync with flood control: PREFIX:{ROOM}:flood:HASH, the buckets of the client keys
 --                               the node reports (strings: the GCRA's theoretical arrival
 --                               time, us; the central room's flood keys), one per place count
---                               in ARGV[21]
--- ARGV: [1] op "sync" | "draw"  [2] node id (digits)  [3] window (ms, a multiple of the
---   interval)  [4] now in ms ("0": this server's clock, what nginx sends; tests pass times)
---   [5] max_active  [6] active window ms  [7] presence ms  [8] stale ms (a node unheard of for
---   this long is dropped, its places released)  [9] key TTL ms  [10] keep (ppm of the
---   interval's free places shared out to nodes; the rest stays in the pool)  [11] interval ms
---   [12] generation of the node's configuration  [13] sequence: the node's sync number (a
---   draw sends the number of the last sync it sent)  [14] max_line (0: no cap)
---   sync only: [15] waiting polls this node answered since its last sync  [16] active sessions
+--                               in ARGV[A_FLOOD_PLACES]
+-- ARGV, each at the place its name gives (A_*, from Rust's one table, core/src/fleet/wire.rs):
+--   OP "sync" | "draw"  NODE id (digits)  WINDOW (ms, a multiple of the interval)  NOW in ms
+--   ("0": this server's clock, what nginx sends; tests pass times)  MAX_ACTIVE
+--   ACTIVE_WINDOW ms  PRESENCE ms  STALE ms (a node unheard of for this long is dropped, its
+--   places released)  KEY_TTL ms  KEEP (ppm of the interval's free places shared out to
+--   nodes; the rest stays in the pool)  INTERVAL ms  GENERATION of the node's configuration
+--   SEQ: the node's sync number (a draw sends the number of the last sync it sent)
+--   MAX_LINE (0: no cap)
+--   sync only: POLLS, waiting polls this node answered since its last sync  ACTIVE sessions
 --   seen, "sid:age_ms" (space-separated; the age of the sighting when sent, so a report that
---   waited, or a node whose clock differs, does not make a session look newer)  [17] sessions
---   admitted since the last sync, "sid:age_ms"  [18] waiting sessions seen,
---   "sid:arrival_ms:age_ms"  [19] flood control: the budget's interval in us (0: none)
---   [20] its burst  [21] places each reported client key took on the node since it last
---   reported it ("n n ...", one per KEYS[7..])  [22] newcomers that took a place on the node
---   since its last sync, [23] challenges it gave since (the fleet's pressure, below)
---   [24] proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)
---   draw only: [15] places wanted  [16] the oldest arrival (ms) among the clients they are for
---   (0: not known; the starved mark, in "draw" below)
+--   waited, or a node whose clock differs, does not make a session look newer)  ADMITTED
+--   since the last sync, "sid:age_ms"  WAITERS seen, "sid:arrival_ms:age_ms"
+--   FLOOD_INTERVAL, flood control's budget interval in us (0: none)  FLOOD_BURST
+--   FLOOD_PLACES each reported client key took on the node since it last reported it
+--   ("n n ...", one per KEYS[7..])  ASKED: newcomers that took a place on the node since its
+--   last sync  CHALLENGED: challenges it gave since (the fleet's pressure, below)  SPENT:
+--   proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)
+--   draw only: WANT, places wanted  OLDEST arrival (ms) among the clients they are for (0: not
+--   known; the starved mark, in "draw" below)
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
 -- sequence) is not newer than the last one this node's entry saw is stale (a stalled ex-leader,
 -- a retry answered late): it changes nothing and gets {-1}. A draw sent before the node's last
 -- sync was run here is refused (that sync released the node's draws).
--- Replies:
+-- Replies, each field at the place its name gives (P_* and D_*, from core/src/fleet/wire.rs):
 --   sync: {fleet_active, queue_len, cursor_ms (-1: everyone), quota, nodes, window, free,
 --          expiring (active sessions whose window ends within the interval), leaving (... within
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
@@ -98,19 +99,19 @@ end
 
 local K_FLEET, K_ACTIVE, K_PRESENT, K_ARRIVAL, K_OVER = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local K_SPENT = KEYS[6]
-local op, id = ARGV[1], ARGV[2] or ''
-local window = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
-local max_active = tonumber(ARGV[5])
-local active_window = tonumber(ARGV[6])
-local presence = tonumber(ARGV[7])
-local stale = tonumber(ARGV[8])
-local ttl = tonumber(ARGV[9])
-local keep = tonumber(ARGV[10])
-local interval = tonumber(ARGV[11])
-local gen = tonumber(ARGV[12])
-local seq = tonumber(ARGV[13])
-local max_line = tonumber(ARGV[14])
+local op, id = ARGV[A_OP], ARGV[A_NODE] or ''
+local window = tonumber(ARGV[A_WINDOW])
+local now = tonumber(ARGV[A_NOW])
+local max_active = tonumber(ARGV[A_MAX_ACTIVE])
+local active_window = tonumber(ARGV[A_ACTIVE_WINDOW])
+local presence = tonumber(ARGV[A_PRESENCE])
+local stale = tonumber(ARGV[A_STALE])
+local ttl = tonumber(ARGV[A_KEY_TTL])
+local keep = tonumber(ARGV[A_KEEP])
+local interval = tonumber(ARGV[A_INTERVAL])
+local gen = tonumber(ARGV[A_GENERATION])
+local seq = tonumber(ARGV[A_SEQ])
+local max_line = tonumber(ARGV[A_MAX_LINE])
 if not (string.match(id, '^%d+$') and window and now and max_active and active_window
         and presence and stale and ttl and keep and interval and gen and seq and max_line
         and K_SPENT) then
@@ -339,8 +340,15 @@ local function save()
   for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
+-- A draw's reply, each value at its place (D_*, from Rust: core/src/fleet/wire.rs).
+local function drawn(granted, active, last_seq)
+  local r = {}
+  r[D_GRANTED], r[D_ACTIVE], r[D_SEQ] = granted, active, last_seq
+  return r
+end
+
 if op == 'draw' then
-  local want = tonumber(ARGV[15])
+  local want = tonumber(ARGV[A_WANT])
   if not want or want < 0 then
     return redis.error_reply('smart_limit: bad fleet arguments')
   end
@@ -348,7 +356,7 @@ if op == 'draw' then
   redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
   local active = redis.call('ZCARD', K_ACTIVE)
   if gen < me.gen or seq < me.seq then
-    return {0, active, me.seq}
+    return drawn(0, active, me.seq)
   end
   local fleet = census()
   me.seen = now
@@ -357,7 +365,7 @@ if op == 'draw' then
   -- place for a draw for a client at or before the mark (FleetNode::take_draw says why); the
   -- first such draw that gets a place clears the mark. At most two reads and one write (none
   -- when the mark stays as it was).
-  local oldest = number(ARGV[16])
+  local oldest = number(ARGV[A_OLDEST])
   local st = redis.call('HMGET', K_FLEET, 'starved', 'starved_win', 'hz')
   local mark, mark_win = number(st[1]), number(st[2])
   local was, was_win = mark, mark_win
@@ -390,7 +398,7 @@ if op == 'draw' then
     redis.call('HSET', K_FLEET, 'starved', digits(mark), 'starved_win', digits(mark_win))
   end
   save()
-  return {granted, active, me.seq}
+  return drawn(granted, active, me.seq)
 end
 
 if op ~= 'sync' then
@@ -416,7 +424,7 @@ end
 -- active set. Returns the admitted sessions.
 local function take_sightings()
   local admitted, adm_args = {}, {}
-  for sid, age in string.gmatch(ARGV[17] or '', '(%d+):(%d+)') do
+  for sid, age in string.gmatch(ARGV[A_ADMITTED] or '', '(%d+):(%d+)') do
     admitted[#admitted + 1] = sid
     adm_args[#adm_args + 1] = seen_at(age)
     adm_args[#adm_args + 1] = sid
@@ -427,7 +435,7 @@ local function take_sightings()
     variadic('ZREM', K_ARRIVAL, admitted)
   end
   local act_args = {}
-  for sid, age in string.gmatch(ARGV[16] or '', '(%d+):(%d+)') do
+  for sid, age in string.gmatch(ARGV[A_ACTIVE] or '', '(%d+):(%d+)') do
     act_args[#act_args + 1] = seen_at(age)
     act_args[#act_args + 1] = sid
   end
@@ -461,7 +469,7 @@ end
 -- one, at the tail. Returns how many waiters the node reported.
 local function take_waiters()
   local w_sid, w_arrival, w_at = {}, {}, {}
-  for sid, arrival, age in string.gmatch(ARGV[18] or '', '(%d+):(%d+):(%d+)') do
+  for sid, arrival, age in string.gmatch(ARGV[A_WAITERS] or '', '(%d+):(%d+):(%d+)') do
     w_sid[#w_sid + 1] = sid
     w_arrival[#w_arrival + 1] = arrival
     w_at[#w_at + 1] = seen_at(age)
@@ -580,9 +588,9 @@ end
 -- a retry) keeps what is left of them, so the node never loses its share.
 local function share(node, fleet, allocation, free, places, admitted)
   if node.alloc == window then
-    node.polls = node.polls + number(ARGV[15])
+    node.polls = node.polls + number(ARGV[A_POLLS])
   else
-    node.polls = number(ARGV[15])
+    node.polls = number(ARGV[A_POLLS])
   end
   local left = math.max(node.grant + node.draws - admitted, 0)
   node.draws = 0
@@ -646,8 +654,8 @@ end
 
 -- 11. pressure: the fleet's pressure (challenge_bits=auto, [S19]; the central room's in
 -- redis/room.lua):
--- the newcomers that took a place on every node (ARGV[22]) and the challenges they gave
--- (ARGV[23]: the larger of the two sums is the clients that asked) against the admissions the
+-- the newcomers that took a place on every node (ARGV[A_ASKED]) and the challenges they gave
+-- (ARGV[A_CHALLENGED]: the larger of the two sums is the clients that asked) against the admissions the
 -- nodes report, summed from one look to the next: once a second (LOOK_MS, as on one node and in
 -- the central room) or once an interval if longer, the first sync of a new interval looks at
 -- the sums, a quarter of the ratio before carried over (challenge::Pressure's rule), and the
@@ -674,8 +682,8 @@ local function pressure(queue_len, admitted)
     end
     pr_win, pr_in, pr_out, pr_ch = window, 0, 0, 0
   end
-  pr_in = pr_in + number(ARGV[22])
-  pr_ch = pr_ch + number(ARGV[23])
+  pr_in = pr_in + number(ARGV[A_ASKED])
+  pr_ch = pr_ch + number(ARGV[A_CHALLENGED])
   pr_out = pr_out + admitted
   redis.call('HSET', K_FLEET, 'pr_win', digits(pr_win), 'pr_in', digits(pr_in), 'pr_out',
     digits(pr_out), 'pr_r', digits(pr_r), 'pr_d', digits(pr_d), 'pr_ch', digits(pr_ch))
@@ -715,7 +723,7 @@ end
 local function charge_flood(flood_interval, flood_burst)
   local now_us = now * 1000
   local over, charged, i = {}, {}, 0
-  for n in string.gmatch(ARGV[21] or '', '%d+') do
+  for n in string.gmatch(ARGV[A_FLOOD_PLACES] or '', '%d+') do
     i = i + 1
     local k = KEYS[6 + i]
     if not k or i > FLOOD_KEYS then break end
@@ -741,7 +749,7 @@ end
 -- The keys over their budget (pairs: key in hex, ms until it may take a place again): the
 -- charged ones, then those refused longest; lapsed ones leave K_OVER.
 local function flood()
-  local flood_interval, flood_burst = number(ARGV[19]), number(ARGV[20])
+  local flood_interval, flood_burst = number(ARGV[A_FLOOD_INTERVAL]), number(ARGV[A_FLOOD_BURST])
   if flood_interval <= 0 then return {} end
   local over, charged = charge_flood(flood_interval, flood_burst)
   local lapsed = redis.call('ZRANGEBYSCORE', K_OVER, '-inf', digits(now), 'LIMIT', 0, FLOOD_EXPIRE)
@@ -770,7 +778,7 @@ end
 -- while reported before the keep) leave it.
 local function record_spent()
   local reports = {}
-  for hex, ms in string.gmatch(ARGV[24] or '', '(%x+):(%d+)') do
+  for hex, ms in string.gmatch(ARGV[A_SPENT] or '', '(%x+):(%d+)') do
     if #reports >= SPENT_REPORT then break end
     reports[#reports + 1] = hex .. ':' .. digits(now + tonumber(ms)) .. ':' .. id .. ':' .. digits(now)
   end
@@ -855,9 +863,22 @@ local function sample_line(reply, queue_len)
 end
 local function reply(counts, shared)
   local whole = whole_line(counts.queue_len)
-  local picture = {counts.active, counts.queue_len, shared.cursor, shared.quota, shared.nodes,
-    window, shared.free, counts.expiring, counts.leaving, counts.full, shared.pressure,
-    shared.spent, shared.flood, shared.ends, whole}
+  local picture = {}
+  picture[P_FLEET_ACTIVE] = counts.active
+  picture[P_QUEUE_LEN] = counts.queue_len
+  picture[P_CURSOR] = shared.cursor
+  picture[P_QUOTA] = shared.quota
+  picture[P_NODES] = shared.nodes
+  picture[P_WINDOW] = window
+  picture[P_FREE] = shared.free
+  picture[P_EXPIRING] = counts.expiring
+  picture[P_LEAVING] = counts.leaving
+  picture[P_FULL] = counts.full
+  picture[P_PRESSURE] = shared.pressure
+  picture[P_SPENT] = shared.spent
+  picture[P_FLOOD] = shared.flood
+  picture[P_ENDS] = shared.ends
+  picture[P_LINE] = whole
   if whole == '' then sample_line(picture, counts.queue_len) end
   return picture
 end

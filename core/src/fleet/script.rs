@@ -6,6 +6,7 @@ use super::{Ask, FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, EXACT_LINE,
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
 use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
+use super::wire::{arg, at, drawn, picture, Args};
 use crate::redis::resp::Value;
 use crate::redis::{count, Form, Keys, ReplyError};
 use crate::room::gcra::Rate;
@@ -41,6 +42,24 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     PRESSURE_KEEP_PCT = crate::challenge::PRESSURE_KEEP_PCT,
     MAX_DOUBLINGS = crate::challenge::MAX_DOUBLINGS,
     HORIZON_MAX_MS = super::HORIZON_MAX_MS,
+    // Where each argument and reply field sits (super::wire).
+    A_OP = arg::OP, A_NODE = arg::NODE, A_WINDOW = arg::WINDOW, A_NOW = arg::NOW,
+    A_MAX_ACTIVE = arg::MAX_ACTIVE, A_ACTIVE_WINDOW = arg::ACTIVE_WINDOW,
+    A_PRESENCE = arg::PRESENCE, A_STALE = arg::STALE, A_KEY_TTL = arg::KEY_TTL,
+    A_KEEP = arg::KEEP, A_INTERVAL = arg::INTERVAL, A_GENERATION = arg::GENERATION,
+    A_SEQ = arg::SEQ, A_MAX_LINE = arg::MAX_LINE,
+    A_POLLS = arg::POLLS, A_ACTIVE = arg::ACTIVE, A_ADMITTED = arg::ADMITTED,
+    A_WAITERS = arg::WAITERS, A_FLOOD_INTERVAL = arg::FLOOD_INTERVAL,
+    A_FLOOD_BURST = arg::FLOOD_BURST, A_FLOOD_PLACES = arg::FLOOD_PLACES, A_ASKED = arg::ASKED,
+    A_CHALLENGED = arg::CHALLENGED, A_SPENT = arg::SPENT,
+    A_WANT = arg::WANT, A_OLDEST = arg::OLDEST,
+    P_FLEET_ACTIVE = picture::FLEET_ACTIVE, P_QUEUE_LEN = picture::QUEUE_LEN,
+    P_CURSOR = picture::CURSOR, P_QUOTA = picture::QUOTA, P_NODES = picture::NODES,
+    P_WINDOW = picture::WINDOW, P_FREE = picture::FREE, P_EXPIRING = picture::EXPIRING,
+    P_LEAVING = picture::LEAVING, P_FULL = picture::FULL, P_PRESSURE = picture::PRESSURE,
+    P_SPENT = picture::SPENT, P_FLOOD = picture::FLOOD, P_ENDS = picture::ENDS,
+    P_LINE = picture::LINE,
+    D_GRANTED = drawn::GRANTED, D_ACTIVE = drawn::ACTIVE, D_SEQ = drawn::SEQ,
 });
 
 /// The calls of one synced room.
@@ -88,20 +107,32 @@ impl FleetScript {
         crate::redis::load_command_of(FLEET_SCRIPT)
     }
 
-    /// The call's common arguments; `max_active` is the room's at the moment (a scheduled
-    /// event's, while one runs).
-    /// `buckets`: the flood buckets' client keys (a sync's reported ones), KEYS after the
-    /// room's own.
-    fn head(
-        &self,
-        form: Form,
-        (op, buckets): (&str, &[u64]),
-        f: Fence,
-        now: u64,
-        max_active: u64,
-    ) -> ::redis::Cmd {
-        let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
+    /// The call's common arguments, in a list of `len` ([`arg::SYNC`] or [`arg::DRAW`]);
+    /// `max_active` is the room's at the moment (a scheduled event's, while one runs).
+    fn head(&self, (op, len): (&str, usize), f: Fence, now: u64, max_active: u64) -> Args {
         let c = &self.cfg;
+        let mut a = Args::new(len);
+        a.set(arg::OP, op)
+            .set(arg::NODE, f.node_id)
+            .set(arg::WINDOW, f.window)
+            .set(arg::NOW, now)
+            .set(arg::MAX_ACTIVE, max_active)
+            .set(arg::ACTIVE_WINDOW, c.active_window_ms)
+            .set(arg::PRESENCE, c.presence_ms)
+            .set(arg::STALE, c.stale_ms())
+            .set(arg::KEY_TTL, c.key_ttl_ms())
+            .set(arg::KEEP, KEEP_PPM)
+            .set(arg::INTERVAL, c.interval_ms)
+            .set(arg::GENERATION, f.generation)
+            .set(arg::SEQ, f.seq)
+            .set(arg::MAX_LINE, c.max_line);
+        a
+    }
+
+    /// The call: the room's keys, then `buckets`, the flood buckets of the client keys a sync
+    /// reports, then the arguments.
+    fn call(&self, form: Form, buckets: &[u64], args: Args) -> Vec<u8> {
+        let mut cmd = crate::redis::script_call(form, &self.sha, FLEET_SCRIPT);
         cmd.arg(self.keys.len() + buckets.len());
         for k in &self.keys {
             cmd.arg(k);
@@ -109,21 +140,10 @@ impl FleetScript {
         for &key in buckets {
             cmd.arg(self.flood_keys.flood(key));
         }
-        cmd.arg(op)
-            .arg(f.node_id)
-            .arg(f.window)
-            .arg(now)
-            .arg(max_active)
-            .arg(c.active_window_ms)
-            .arg(c.presence_ms)
-            .arg(c.stale_ms())
-            .arg(c.key_ttl_ms())
-            .arg(KEEP_PPM)
-            .arg(c.interval_ms)
-            .arg(f.generation)
-            .arg(f.seq)
-            .arg(c.max_line);
-        cmd
+        for a in args.into_vec() {
+            cmd.arg(a);
+        }
+        cmd.get_packed_command()
     }
 
     /// A sync; `now` 0 lets the script use the Redis server's clock (what nginx sends).
@@ -166,16 +186,16 @@ impl FleetScript {
         let (interval_us, burst) = self
             .flood
             .map_or((0, 0), |r| (r.interval_us.max(1), r.burst));
-        let mut cmd = self.head(form, ("sync", &buckets), f, now, max_active);
-        cmd.arg(r.polls)
-            .arg(join(&r.active))
-            .arg(join(&r.admitted))
-            .arg(waiters)
-            .arg(interval_us)
-            .arg(burst)
-            .arg(places)
-            .arg(r.asked)
-            .arg(r.challenged);
+        let mut a = self.head(("sync", arg::SYNC), f, now, max_active);
+        a.set(arg::POLLS, r.polls)
+            .set(arg::ACTIVE, join(&r.active))
+            .set(arg::ADMITTED, join(&r.admitted))
+            .set(arg::WAITERS, waiters)
+            .set(arg::FLOOD_INTERVAL, interval_us)
+            .set(arg::FLOOD_BURST, burst)
+            .set(arg::FLOOD_PLACES, places)
+            .set(arg::ASKED, r.asked)
+            .set(arg::CHALLENGED, r.challenged);
         // Spent proofs, as the ms each stays spent (lapsed ones are not sent).
         let mut spent = String::with_capacity(r.spent.len().min(SPENT_REPORT_CAP) * 24);
         for p in r.spent.iter().take(SPENT_REPORT_CAP) {
@@ -183,24 +203,18 @@ impl FleetScript {
                 let _ = write!(spent, "{:016x}:{} ", p.key, p.ms - node_now);
             }
         }
-        cmd.arg(spent);
-        cmd.get_packed_command()
+        a.set(arg::SPENT, spent);
+        self.call(form, &buckets, a)
     }
 
     /// A draw of up to `ask.want` places from the pool, for clients the oldest of whom
     /// arrived at `ask.oldest` (`f.seq`: the node's last sync sent).
     pub fn draw(&self, form: Form, f: Fence, now: u64, ask: Ask, max_active: u64) -> Vec<u8> {
-        self.head(form, ("draw", &[]), f, now, max_active)
-            .arg(ask.want)
-            .arg(ask.oldest)
-            .get_packed_command()
+        let mut a = self.head(("draw", arg::DRAW), f, now, max_active);
+        a.set(arg::WANT, ask.want).set(arg::OLDEST, ask.oldest);
+        self.call(form, &[], a)
     }
 }
-
-/// Integers at the head of a sync's reply; then the spent proofs, the flood answers and the
-/// held places (three arrays), the whole line (a string, empty when the line is longer than
-/// [`EXACT_LINE`]), then the samples (none when the line came whole).
-const HEAD: usize = 11;
 
 /// What a sync got back: the fleet's picture, or word that the script took a newer sync of
 /// this node already (this one changed nothing).
@@ -233,12 +247,12 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         Some(Value::Bulk(whole)),
         Some(rest),
     ) = (
-        items.get(..HEAD),
-        items.get(HEAD),
-        items.get(HEAD + 1),
-        items.get(HEAD + 2),
-        items.get(HEAD + 3),
-        items.get(HEAD + 4..),
+        items.get(..picture::INTS),
+        at(items, picture::SPENT),
+        at(items, picture::FLOOD),
+        at(items, picture::ENDS),
+        at(items, picture::LINE),
+        items.get(picture::SAMPLES_FROM - 1..),
     )
     else {
         return Err(ReplyError::Shape("array of the wrong length"));
@@ -260,40 +274,42 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
             _ => return Err(ReplyError::Shape("expected integers")),
         }
     }
-    let n = |i: usize| {
-        ints.get(i)
+    // `ints`: the picture's integers at their places, then the samples' from INTS + 1 on.
+    let n = |pos: usize| {
+        at(&ints, pos)
             .copied()
             .map_or(Err(ReplyError::Shape("short")), count)
     };
-    let cursor = match ints.get(2) {
+    let cursor = match at(&ints, picture::CURSOR) {
         Some(-1) => u64::MAX,
         Some(&c) => count(c)?,
         None => return Err(ReplyError::Shape("short")),
     };
     let exact = !line.is_empty();
     let mut samples = line;
-    let mut i = HEAD;
-    while i + 1 < ints.len() {
+    let mut pos = picture::INTS + 1;
+    while pos < ints.len() {
         samples.push(Sample {
-            rank: n(i)?,
-            arrival: n(i + 1)?,
+            rank: n(pos)?,
+            arrival: n(pos + 1)?,
             sid: 0,
         });
-        i += 2;
+        pos += 2;
     }
     samples.truncate(MAX_SAMPLES.max(EXACT_LINE));
     Ok(SyncAnswer::Picture(RoomPicture {
-        fleet_active: n(0)?,
-        queue_len: n(1)?,
+        fleet_active: n(picture::FLEET_ACTIVE)?,
+        queue_len: n(picture::QUEUE_LEN)?,
         cursor,
-        quota: n(3)?,
-        nodes: n(4)?.max(1),
-        window_ms: n(5)?,
-        free: n(6)?,
-        expiring: n(7)?,
-        leaving: n(8)?,
-        full: n(9)? != 0,
-        pressure: u8::try_from(n(10)?).map_err(|_| ReplyError::Shape("bad pressure"))?,
+        quota: n(picture::QUOTA)?,
+        nodes: n(picture::NODES)?.max(1),
+        window_ms: n(picture::WINDOW)?,
+        free: n(picture::FREE)?,
+        expiring: n(picture::EXPIRING)?,
+        leaving: n(picture::LEAVING)?,
+        full: n(picture::FULL)? != 0,
+        pressure: u8::try_from(n(picture::PRESSURE)?)
+            .map_err(|_| ReplyError::Shape("bad pressure"))?,
         held,
         ends,
         samples,
@@ -413,8 +429,8 @@ fn keyed_ms(
 /// node's last sync the script had run then (the places count only if the node sent none
 /// since).
 pub fn draw_reply(v: &Value) -> Result<Drawn, ReplyError> {
-    let x = crate::redis::ints(v, 3)?;
-    match (x.first(), x.get(2)) {
+    let x = crate::redis::ints(v, drawn::LEN)?;
+    match (at(&x, drawn::GRANTED), at(&x, drawn::SEQ)) {
         (Some(&n), Some(&seq)) => Ok(Drawn {
             granted: count(n)?,
             seq: count(seq)?,
