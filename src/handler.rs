@@ -51,6 +51,7 @@ use crate::Module;
 
 mod answers;
 mod documents;
+mod fate;
 mod keys;
 mod visit;
 
@@ -58,6 +59,7 @@ use answers::{admitted, arrived, challenged, limited, pass_admitted, refused, th
 use documents::{
     documents_decided_here, page_concluded, page_visit, sub_resource, Role, SubResource,
 };
+use fate::{deliver, Fate, Reply};
 use keys::{draw, flood_key};
 use visit::visit_of;
 
@@ -81,8 +83,8 @@ fn handle(r: &mut Request) -> ngx_int_t {
     }
     if lcf.bypass().is_some_and(|cv| r.switch_on(cv, &[])) {
         zone.count_bypass();
-        record(r, zone, Outcome::Bypass, None, None);
-        return DECLINED;
+        let fate = Fate::of(Outcome::Bypass, Reply::GoOn);
+        return deliver(r, lcf, zone, now_ms(), fate);
     }
     if zone.keys.is_none() {
         return INTERNAL_ERROR;
@@ -136,20 +138,18 @@ fn admitted_ticket(
     t: Ticket,
     now: u64,
 ) -> Result<ngx_int_t, Closed> {
-    match zone.pass(t.sid, now) {
+    let fate = match zone.pass(t.sid, now) {
         Ok(Passed { verdict, seen_at }) => match verdict {
-            PassVerdict::Closed => Err(Closed),
-            PassVerdict::Limited { retry_ms } => Ok(limited(r, zone, t.sid, retry_ms)),
-            v => {
-                let counted = v == PassVerdict::Counted;
-                Ok(pass_admitted(r, lcf, zone, t, counted, seen_at, now))
-            }
+            PassVerdict::Closed => return Err(Closed),
+            PassVerdict::Limited { retry_ms } => limited(t.sid, retry_ms),
+            v => pass_admitted(r, zone, t, v == PassVerdict::Counted, (seen_at, now)),
         },
         Err(e) => {
             problem(r, zone, now, &e.to_string());
-            Ok(pass_admitted(r, lcf, zone, t, true, now, now))
+            pass_admitted(r, zone, t, true, (now, now))
         }
-    }
+    };
+    Ok(deliver(r, lcf, zone, now, fate))
 }
 
 /// The room this request goes through, and how: its location gates every request
@@ -199,24 +199,6 @@ fn dry_run(r: &Request, lcf: &LocConf) -> bool {
         DryRun::Off | DryRun::Unset => false,
         // SAFETY: a complex value compiled into the configuration's pool.
         DryRun::Var(cv) => unsafe { cv.as_ref() }.is_some_and(|cv| r.switch_on(cv, &[b"off"])),
-    }
-}
-
-/// Records the decision in the request's context (for `$smart_limit_*` and the filter).
-fn record(
-    r: &mut Request,
-    zone: &'static Zone,
-    outcome: Outcome,
-    position: Option<u64>,
-    sid: Option<u64>,
-) {
-    if let Some(ctx) = RequestCtx::get_or_insert(r) {
-        ctx.decided = Some(Decided {
-            zone,
-            outcome,
-            position,
-            sid,
-        });
     }
 }
 
@@ -312,14 +294,15 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
         turn.zone.unspend_proof(proof.key);
     }
     if turn.page {
-        return page_concluded(r, turn, result);
+        let fate = page_concluded(r, turn, result);
+        return turn.deliver(r, fate);
     }
     let decision = match result {
         Ok(d) => d,
         Err(e) => {
             problem(r, turn.zone, turn.now, &e.to_string());
-            record(r, turn.zone, Outcome::Error, None, None);
-            return if turn.dry { DECLINED } else { INTERNAL_ERROR };
+            let reply = if turn.dry { Reply::GoOn } else { Reply::Fail };
+            return turn.deliver(r, Fate::of(Outcome::Error, reply));
         }
     };
     // A decision the store's failure policy took shows as ERROR in `$smart_limit_status`.
@@ -330,8 +313,8 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
             o
         }
     };
-    match decision.verdict {
-        Verdict::Admit { sid } => admitted(r, turn, sid, shown(Outcome::Admitted)),
+    let fate = match decision.verdict {
+        Verdict::Admit { sid } => admitted(turn, sid, shown(Outcome::Admitted)),
         Verdict::Wait(place) => {
             let o = shown(if turn.dry {
                 Outcome::WaitingDryRun
@@ -341,13 +324,15 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
             waiting(r, turn, &place, o)
         }
         // challenge=pow: the central room found the proof spent on the fleet already.
-        Verdict::Refuse(Refusal::ProofSpent { .. }) => match turn.held {
-            Some(t) => match challenge::spent_elsewhere(turn.zone, &t, turn.now) {
-                Some(c) => challenged(r, turn, &t, c),
-                None => INTERNAL_ERROR,
-            },
-            None => INTERNAL_ERROR,
-        },
+        Verdict::Refuse(Refusal::ProofSpent { .. }) => {
+            let c = turn
+                .held
+                .and_then(|t| Some((t, challenge::spent_elsewhere(turn.zone, &t, turn.now)?)));
+            match c {
+                Some((t, c)) => challenged(turn, &t, c),
+                None => return INTERNAL_ERROR,
+            }
+        }
         Verdict::Refuse(why) => {
             let o = shown(if turn.dry {
                 Outcome::RejectedDryRun
@@ -360,14 +345,8 @@ fn conclude(r: &mut Request, turn: &Turn, result: Result<Decision, StoreError>) 
             retry_ms,
             queue_len,
         } => throttled(r, turn, retry_ms, queue_len),
-    }
-}
-
-/// The module answered the request itself: it ends here (the phases go no further).
-fn finish(r: &mut Request, rc: ngx_int_t) -> ngx_int_t {
-    // SAFETY: a live request that this handler answered; nginx's own finalization.
-    unsafe { ngx_http_finalize_request(r.into(), rc) };
-    Status::NGX_DONE.0
+    };
+    turn.deliver(r, fate)
 }
 
 /// Logs a store problem once per burst (per worker), with how many repeats were not logged.

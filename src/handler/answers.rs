@@ -1,5 +1,5 @@
-//! The room's decision turned into the request's fate: the cookie check, the admitted ticket,
-//! the waiting, throttled, challenged and refused answers.
+//! The room's decision turned into the request's fate ([`Fate`], delivered by fate.rs): the
+//! cookie check, the admitted ticket, the waiting, throttled, challenged and refused answers.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -7,62 +7,57 @@ use super::*;
 /// A first contact: a ticket with no place yet, and `307` back to the same URL (a cookie
 /// check: a browser returns at once with the ticket; a client that keeps no cookie never
 /// gets anything from the room).
-pub(super) fn arrived(r: &mut Request, turn: &Turn, sid: u64) -> ngx_int_t {
-    let t = Ticket {
-        sid,
-        qnum: 0,
-        issued_at: turn.now,
-        accepted_at: 0,
-        last_seen: turn.now,
-    };
-    cookie::set_ticket(r, turn.zone, &t);
-    record(r, turn.zone, Outcome::New, None, None);
-    let rc = answer::cookie_check(r);
-    finish(r, rc)
+pub(super) fn arrived(turn: &Turn, sid: u64) -> Fate {
+    Fate {
+        ticket: Some(Ticket {
+            sid,
+            qnum: 0,
+            issued_at: turn.now,
+            accepted_at: 0,
+            last_seen: turn.now,
+        }),
+        ..Fate::of(Outcome::New, Reply::CookieCheck)
+    }
 }
 
 /// `challenge=pow`: the challenge answer (the seed to solve, no place); the page solves it
 /// and comes back, or without script comes back after `wait_secs` and takes its place then.
-pub(super) fn challenged(r: &mut Request, turn: &Turn, t: &Ticket, c: Challenge) -> ngx_int_t {
-    // The first challenge starts the ticket's no-script wait: written into it as its check-in.
-    if c.first {
-        let challenged = Ticket {
-            last_seen: turn.now,
-            ..*t
-        };
-        cookie::set_ticket(r, turn.zone, &challenged);
-    }
-    record(r, turn.zone, Outcome::Challenged, None, None);
+pub(super) fn challenged(turn: &Turn, t: &Ticket, c: Challenge) -> Fate {
     let mut view = turn.view(ViewStatus::Challenge, None);
     view.challenge = Some((c.seed, c.bits));
     view.queue_len = turn.zone.snapshot(turn.now).map_or(0, |s| s.queue_len);
     if let Some(secs) = c.no_script_secs {
         view.refresh_secs = secs.max(1);
     }
-    let rc = answer::waiting(r, turn.lcf, None, &view);
-    finish(r, rc)
+    Fate {
+        // The first challenge starts the ticket's no-script wait: written into it as its
+        // check-in.
+        ticket: c.first.then_some(Ticket {
+            last_seen: turn.now,
+            ..*t
+        }),
+        ..Fate::of(Outcome::Challenged, Reply::Waiting { view, page: None })
+    }
 }
 
 /// An admitted session over its request rate: `429` with `Retry-After`, nothing else.
-pub(super) fn limited(r: &mut Request, zone: &'static Zone, sid: u64, retry_ms: u64) -> ngx_int_t {
-    record(r, zone, Outcome::Limited, None, Some(sid));
-    let mut n = itoa::Buffer::new();
-    let secs = retry_ms.div_ceil(1000).max(1);
-    r.add_static_header("Retry-After", HeaderValue::Copied(n.format(secs)));
-    NGX_HTTP_TOO_MANY_REQUESTS as ngx_int_t
+pub(super) fn limited(sid: u64, retry_ms: u64) -> Fate {
+    let retry_secs = retry_ms.div_ceil(1000).max(1);
+    Fate {
+        sid: Some(sid),
+        ..Fate::of(Outcome::Limited, Reply::TooMany { retry_secs })
+    }
 }
 
 /// [S5]: a valid admitted ticket passes; in session mode its ticket is renewed now and then,
 /// up to `seen_at`, the store's last sight of the session.
 pub(super) fn pass_admitted(
-    r: &mut Request,
-    lcf: &LocConf,
+    r: &Request,
     zone: &'static Zone,
     t: Ticket,
     counted: bool,
-    seen_at: u64,
-    now: u64,
-) -> ngx_int_t {
+    (seen_at, now): (u64, u64),
+) -> Fate {
     if !counted {
         problem(
             r,
@@ -71,27 +66,21 @@ pub(super) fn pass_admitted(
             "has no memory left to count admitted sessions; increase its size=",
         );
     }
-    if rules::needs_renewal(&t, zone.admission_at(now), seen_at) {
-        let renewed = Ticket {
-            last_seen: seen_at,
-            ..t
-        };
-        cookie::set_ticket(r, zone, &renewed);
+    let renewed = rules::needs_renewal(&t, zone.admission_at(now), seen_at).then_some(Ticket {
+        last_seen: seen_at,
+        ..t
+    });
+    Fate {
+        ticket: renewed,
+        sid: Some(t.sid),
+        ..Fate::of(Outcome::Passed, Reply::LetIn)
     }
-    record(r, zone, Outcome::Passed, None, Some(t.sid));
-    if lcf.poll {
-        let rc = poll::admitted_answer(r, lcf, zone, now);
-        return finish(r, rc);
-    }
-    DECLINED
 }
 
 /// Flood control ([S15]): the client's address takes places too fast; the waiting answer
 /// without a place (the client keeps its ticket and asks again after `Retry-After`).
-pub(super) fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> ngx_int_t {
-    record(r, turn.zone, Outcome::Throttled, None, None);
-    let now = turn.now;
-    if let Some(repeats) = turn.zone.floods.admit(now) {
+pub(super) fn throttled(r: &Request, turn: &Turn, retry_ms: u64, queue_len: u64) -> Fate {
+    if let Some(repeats) = turn.zone.floods.admit(turn.now) {
         ngx_log_error!(
             NGX_LOG_WARN,
             r.log(),
@@ -102,54 +91,49 @@ pub(super) fn throttled(r: &mut Request, turn: &Turn, retry_ms: u64, queue_len: 
         );
     }
     if turn.dry {
-        return DECLINED;
+        return Fate::of(Outcome::Throttled, Reply::GoOn);
     }
     let mut view = turn.view(ViewStatus::Throttled, None);
     view.queue_len = queue_len;
     view.refresh_secs = retry_ms
         .div_ceil(1000)
         .clamp(1, turn.lcf.refresh_secs().max(1));
-    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
-    finish(r, rc)
+    let page = turn.event_page();
+    Fate::of(Outcome::Throttled, Reply::Waiting { view, page })
 }
 
 /// Let in: an admitted ticket, and the request goes on (or, on a poll location, the
 /// "admitted" answer).
-pub(super) fn admitted(r: &mut Request, turn: &Turn, sid: u64, outcome: Outcome) -> ngx_int_t {
+pub(super) fn admitted(turn: &Turn, sid: u64, outcome: Outcome) -> Fate {
     turn.zone.count_let_in(turn.held, turn.now);
-    let t = Ticket {
-        sid,
-        qnum: 0,
-        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
-        accepted_at: turn.now,
-        last_seen: turn.now,
-    };
-    cookie::set_ticket(r, turn.zone, &t);
-    record(r, turn.zone, outcome, None, Some(sid));
-    if turn.lcf.poll {
-        let rc = poll::admitted_answer(r, turn.lcf, turn.zone, turn.now);
-        return finish(r, rc);
+    Fate {
+        ticket: Some(Ticket {
+            sid,
+            qnum: 0,
+            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+            accepted_at: turn.now,
+            last_seen: turn.now,
+        }),
+        sid: Some(sid),
+        ..Fate::of(outcome, Reply::LetIn)
     }
-    DECLINED
 }
 
 /// Told to wait: the waiting answer (in a dry run: a log line, and the request goes on).
-pub(super) fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outcome) -> ngx_int_t {
+pub(super) fn waiting(r: &Request, turn: &Turn, place: &Place, outcome: Outcome) -> Fate {
     // A new ticket only when the place changed (or a synced room's proof of presence is old):
     // polling costs no encryption.
-    if turn.zone.renews_waiting(turn.held, place, turn.now) {
-        if !turn.dry {
-            turn.zone.count_waiting(turn.held, place, turn.now);
-        }
-        let t = Ticket {
-            sid: place.sid,
-            qnum: place.qnum,
-            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
-            accepted_at: 0,
-            last_seen: turn.now,
-        };
-        cookie::set_ticket(r, turn.zone, &t);
+    let renewed = turn.zone.renews_waiting(turn.held, place, turn.now);
+    if renewed && !turn.dry {
+        turn.zone.count_waiting(turn.held, place, turn.now);
     }
+    let ticket = renewed.then_some(Ticket {
+        sid: place.sid,
+        qnum: place.qnum,
+        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+        accepted_at: 0,
+        last_seen: turn.now,
+    });
     let mut view = turn.view(ViewStatus::Waiting, Some(place));
     if let Some((e, ev)) = turn.zone.event_now(turn.now) {
         if !ev.started {
@@ -157,21 +141,26 @@ pub(super) fn waiting(r: &mut Request, turn: &Turn, place: &Place, outcome: Outc
         }
     }
     view.refresh_secs = turn.zone.refresh_secs(view.refresh_secs, place.eta_secs);
-    record(r, turn.zone, outcome, view.position, None);
-    if turn.dry {
+    let position = view.position;
+    let reply = if turn.dry {
         ngx_log_error!(
             NGX_LOG_WARN,
             r.log(),
             "smart_limit zone \"{}\": dry run, would wait (position {}, {} in line)",
             turn.room(),
-            view.position
-                .map_or_else(|| "-".to_string(), |p| p.to_string()),
+            position.map_or_else(|| "-".to_string(), |p| p.to_string()),
             place.queue_len
         );
-        return DECLINED;
+        Reply::GoOn
+    } else {
+        let page = turn.event_page();
+        Reply::Waiting { view, page }
+    };
+    Fate {
+        ticket,
+        position,
+        ..Fate::of(outcome, reply)
     }
-    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
-    finish(r, rc)
 }
 
 /// An event's pre-queue: the place is held, the order is drawn at the start. The page comes
@@ -191,8 +180,7 @@ pub(super) fn prequeue_view(view: &mut WaitView, start_secs: u64, sid: u64, now:
 pub(super) const PREQUEUE_SPREAD_SECS: u64 = 4;
 
 /// Refused: the room is closed, or its line has no place left.
-pub(super) fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outcome) -> ngx_int_t {
-    record(r, turn.zone, outcome, None, None);
+pub(super) fn refused(r: &Request, turn: &Turn, why: Refusal, outcome: Outcome) -> Fate {
     if turn.dry {
         ngx_log_error!(
             NGX_LOG_ERR,
@@ -205,7 +193,7 @@ pub(super) fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outco
                 Refusal::ProofSpent { .. } => "its proof of work was spent already",
             }
         );
-        return DECLINED;
+        return Fate::of(outcome, Reply::GoOn);
     }
     let mut view = turn.view(ViewStatus::Closed, None);
     if let Refusal::LineFull { queue_len } = why {
@@ -213,6 +201,6 @@ pub(super) fn refused(r: &mut Request, turn: &Turn, why: Refusal, outcome: Outco
         view.status = ViewStatus::Waiting;
         view.queue_len = queue_len;
     }
-    let rc = answer::waiting(r, turn.lcf, turn.event_page().as_deref(), &view);
-    finish(r, rc)
+    let page = turn.event_page();
+    Fate::of(outcome, Reply::Waiting { view, page })
 }

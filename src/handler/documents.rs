@@ -92,18 +92,19 @@ pub(super) fn sub_resource(
         if !zone.engaged(now) {
             return SubResource::Place(sid);
         }
-        record(r, zone, Outcome::PagePass, None, None);
-        return SubResource::Done(DECLINED);
+        let fate = Fate::of(Outcome::PagePass, Reply::GoOn);
+        return SubResource::Done(deliver(r, lcf, zone, now, fate));
     }
     if fetch != Fetch::Asset {
         return SubResource::NotOne;
     }
-    record(r, zone, Outcome::AssetRefused, None, None);
-    if dry_run(r, lcf) {
-        return SubResource::Done(DECLINED);
-    }
-    let rc = answer::asset_refused(r, lcf);
-    SubResource::Done(finish(r, rc))
+    let reply = if dry_run(r, lcf) {
+        Reply::GoOn
+    } else {
+        Reply::AssetRefused
+    };
+    let fate = Fate::of(Outcome::AssetRefused, reply);
+    SubResource::Done(deliver(r, lcf, zone, now, fate))
 }
 
 /// [S29] The person a page pass names takes the idle room's free place, as a client back from
@@ -120,7 +121,7 @@ pub(super) fn page_visit(
 ) -> ngx_int_t {
     let turn = Turn::new(r, lcf, zone, now, true);
     if zone.is_admitted(sid, now) {
-        return admitted(r, &turn, sid, Outcome::Passed);
+        return turn.deliver(r, admitted(&turn, sid, Outcome::Passed));
     }
     let visit = Visit {
         sid,
@@ -142,10 +143,11 @@ pub(super) fn page_visit(
 /// and this sub-resource of a page already served goes on. Anything else (flood control, a
 /// closed room, a store failure): it goes on, and nobody takes a place.
 pub(super) fn page_concluded(
-    r: &mut Request,
+    r: &Request,
     turn: &Turn,
     result: Result<Decision, StoreError>,
-) -> ngx_int_t {
+) -> Fate {
+    let mut ticket = None;
     match result {
         Ok(Decision {
             verdict: Verdict::Admit { sid },
@@ -156,7 +158,7 @@ pub(super) fn page_concluded(
             } else {
                 Outcome::Admitted
             };
-            return admitted(r, turn, sid, outcome);
+            return admitted(turn, sid, outcome);
         }
         // (Two of the page's sub-resources asked at once, one let in: the other's place is
         // the same person's, unseen from now on, and gone after `presence`.)
@@ -165,18 +167,19 @@ pub(super) fn page_concluded(
             ..
         }) if !turn.dry && !turn.zone.is_admitted(place.sid, turn.now) => {
             turn.zone.count_waiting(None, &place, turn.now);
-            let t = Ticket {
+            ticket = Some(Ticket {
                 sid: place.sid,
                 qnum: place.qnum,
                 issued_at: turn.now,
                 accepted_at: 0,
                 last_seen: turn.now,
-            };
-            cookie::set_ticket(r, turn.zone, &t);
+            });
         }
         Ok(_) => {}
         Err(e) => problem(r, turn.zone, turn.now, &e.to_string()),
     }
-    record(r, turn.zone, Outcome::PagePass, None, None);
-    DECLINED
+    Fate {
+        ticket,
+        ..Fate::of(Outcome::PagePass, Reply::GoOn)
+    }
 }

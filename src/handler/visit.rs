@@ -33,7 +33,7 @@ pub(super) fn visit_of(
                         turn.spent = Some(proof);
                     }
                     Gate::Pass { spent: None } => {}
-                    Gate::Challenge(c) => return Err(challenged(r, turn, &t, c)),
+                    Gate::Challenge(c) => return Err(turn.deliver(r, challenged(turn, &t, c))),
                 }
             }
             let (qnum, arrival) = zone.place_of(&t, now);
@@ -56,7 +56,7 @@ pub(super) fn visit_of(
                     let flood = Some(flood_key(r, zone));
                     Ok(visit(sid, 0, draw(now, 0), flood, now))
                 }
-                _ => Err(arrived(r, turn, sid)),
+                _ => Err(turn.deliver(r, arrived(turn, sid))),
             }
         }
     }

@@ -2,7 +2,7 @@
 //! both sides' positions come from.
 //!
 //! A call's values go as Redis arguments, a reply's as an array, both by position (a named
-//! format, JSON through Redis's cjson, cost a sync call 120-180 µs more inside Redis, +16-23 %
+//! format, JSON through Redis's cjson, cost a sync call 120-180 µs more inside Redis, +12-18 %
 //! of a typical call at 100,000 waiting: docs/benchmarks.md, "A named message format"). So
 //! the positions are named here, once: the node writes each argument at its name's place and
 //! reads each reply field by its name, and the script gets the same names in its preamble

@@ -68,8 +68,10 @@
 -- and then ZSET orders the two by session id (random too). Queue numbers start at the clock
 -- (2^41 ms): they stay exact in Lua's doubles (2^53) for thousands of events.
 --
--- Replies (arrays of integers; `version` is the script's clock in microseconds, which orders
--- the figures that several connections bring back):
+-- Replies (arrays of integers, each value at the place its name gives: V_*, T_*, R_*, and a
+-- visit's kinds K_*, from Rust's one table, `reply` in core/src/redis/room.rs; `version` is the
+-- script's clock in microseconds, which orders the figures that several connections bring
+-- back):
 --   visit:  {kind, qnum, position, queue_len, admit_interval_ms, active, joined, expired, mode,
 --            version, pressure}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
 --            5 = throttled (flood control: no place; the second element is then the ms until
@@ -168,11 +170,15 @@ if op == 'touch' then
   -- A valid admitted ticket was seen (Room::pass): it counts as active from now.
   redis.call('ZADD', K_ACTIVE, now_s, sid)
   redis.call('PEXPIRE', K_ACTIVE, ACTIVE_TTL)
-  return {note_active(count_active()), version}
+  local r = {}
+  r[T_ACTIVE], r[T_VERSION] = note_active(count_active()), version
+  return r
 elseif op == 'revoke' then
   -- The origin ended the session (Room::revoke): its place frees at once.
   local removed = redis.call('ZREM', K_ACTIVE, sid)
-  return {removed, note_active(count_active()), version}
+  local r = {}
+  r[R_REMOVED], r[R_ACTIVE], r[R_VERSION] = removed, note_active(count_active()), version
+  return r
 elseif op == 'mode' then
   local code = valid_mode(ARGV[9])
   if code == 0 then
@@ -285,6 +291,17 @@ local function pressure_figure()
   return 0
 end
 
+-- A visit's reply, each value at its place (V_*), its kind one of K_* (from Rust's one table,
+-- core/src/redis/room.rs `reply`). `second`: the queue number, or a throttle's wait (ms).
+local function visit_reply(kind, second, position, queue_len, active_count, joined_flag)
+  local r = {}
+  r[V_KIND], r[V_QNUM], r[V_POSITION], r[V_QUEUE_LEN] = kind, second, position, queue_len
+  r[V_INTERVAL], r[V_ACTIVE], r[V_JOINED], r[V_EXPIRED] = interval, active_count, joined_flag,
+    expired
+  r[V_MODE], r[V_VERSION], r[V_PRESSURE] = override, version, pressure_figure()
+  return r
+end
+
 local this_minute = math.floor(now / MINUTE_MS)
 if this_minute ~= minute then
   minute = this_minute
@@ -379,8 +396,7 @@ local function admit(from_line)
   end
   dirty = true
   save()
-  return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version,
-    pressure_figure()}
+  return visit_reply(K_ADMIT, 0, 0, redis.call('ZCARD', K_LINE), active, 0)
 end
 
 -- Room::wait_answer: the position counts the present places ahead (ZRANK), in O(log n).
@@ -390,14 +406,12 @@ local function wait_answer(q, joined)
   if mode == FIFO then
     position = (redis.call('ZRANK', K_LINE, sid) or 0) + 1
   end
-  return {2, q, position, redis.call('ZCARD', K_LINE), interval, active, joined, expired,
-    override, version, pressure_figure()}
+  return visit_reply(K_WAIT, q, position, redis.call('ZCARD', K_LINE), active, joined)
 end
 
 if mode == REJECT then
   save()
-  return {3, 0, 0, redis.call('ZCARD', K_LINE), interval, active, 0, expired, override, version,
-    pressure_figure()}
+  return visit_reply(K_CLOSED, 0, 0, redis.call('ZCARD', K_LINE), active, 0)
 end
 if mode == PASSTHROUGH then
   if held then
@@ -413,8 +427,7 @@ if page and not held then
   if seen and seen > now - window then
     redis.call('ZADD', K_ACTIVE, now_s, sid)
     save()
-    return {1, 0, 0, redis.call('ZCARD', K_LINE), interval, active_now(), 0, expired, override,
-      version, pressure_figure()}
+    return visit_reply(K_ADMIT, 0, 0, redis.call('ZCARD', K_LINE), active_now(), 0)
   end
 end
 
@@ -459,8 +472,7 @@ end
 -- Room::throttled: no place this time, the line as it is.
 local function throttled(wait_ms, waiting)
   save()
-  return {5, wait_ms, 0, waiting, interval, active, 0, expired, override, version,
-    pressure_figure()}
+  return visit_reply(K_THROTTLED, wait_ms, 0, waiting, active, 0)
 end
 
 -- challenge=pow: the visit's proof is spent here, once for the fleet, as the place is taken
@@ -475,8 +487,7 @@ end
 
 local function proof_spent(waiting)
   save()
-  return {6, 0, 0, waiting, interval, active, 0, expired, override, version,
-    pressure_figure()}
+  return visit_reply(K_PROOF_SPENT, 0, 0, waiting, active, 0)
 end
 
 local waiting = redis.call('ZCARD', K_LINE)
@@ -503,8 +514,7 @@ if not held then
   end
   if max_line > 0 and waiting >= max_line then
     save()
-    return {4, 0, 0, waiting, interval, active, 0, expired, override, version,
-    pressure_figure()}
+    return visit_reply(K_LINE_FULL, 0, 0, waiting, active, 0)
   end
   if not spend_proof() then
     return proof_spent(waiting)

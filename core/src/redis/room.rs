@@ -28,7 +28,75 @@ pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"
     MODE_KEEP_MS = MODE_KEEP_MS,
     MINUTE_MS = crate::room::rules::MINUTE_MS,
     DRAW_SCALE = crate::room::rules::DRAW_SCALE,
+    // Where each value of a reply sits, and a visit's kinds (`reply`).
+    V_KIND = reply::KIND, V_QNUM = reply::QNUM, V_POSITION = reply::POSITION,
+    V_QUEUE_LEN = reply::QUEUE_LEN, V_INTERVAL = reply::INTERVAL, V_ACTIVE = reply::ACTIVE,
+    V_JOINED = reply::JOINED, V_EXPIRED = reply::EXPIRED, V_MODE = reply::MODE,
+    V_VERSION = reply::VERSION, V_PRESSURE = reply::PRESSURE,
+    K_ADMIT = reply::ADMIT, K_WAIT = reply::WAIT, K_CLOSED = reply::CLOSED,
+    K_LINE_FULL = reply::LINE_FULL, K_THROTTLED = reply::THROTTLED,
+    K_PROOF_SPENT = reply::PROOF_SPENT,
+    T_ACTIVE = reply::touch::ACTIVE, T_VERSION = reply::touch::VERSION,
+    R_REMOVED = reply::revoke::REMOVED, R_ACTIVE = reply::revoke::ACTIVE,
+    R_VERSION = reply::revoke::VERSION,
 });
+
+/// Where each value of the script's replies sits, and what a visit's kind says: the one
+/// table the script (in its preamble) and the readers below ([`visit_outcome`],
+/// [`touch_outcome`], [`revoke_outcome`]) take them from. Positions are Lua's, from 1.
+pub mod reply {
+    /// A visit's: its kind (below), the queue number (a throttle's wait, ms), the position,
+    /// the line's length, the admission interval (ms), the active sessions, whether it
+    /// joined the line, places expired, the mode override, the script's clock (µs), and the
+    /// fleet's pressure (0: not asked, else 1 + doublings).
+    pub const KIND: usize = 1;
+    pub const QNUM: usize = 2;
+    pub const POSITION: usize = 3;
+    pub const QUEUE_LEN: usize = 4;
+    pub const INTERVAL: usize = 5;
+    pub const ACTIVE: usize = 6;
+    pub const JOINED: usize = 7;
+    pub const EXPIRED: usize = 8;
+    pub const MODE: usize = 9;
+    pub const VERSION: usize = 10;
+    pub const PRESSURE: usize = 11;
+    pub const LEN: usize = 11;
+
+    /// A visit's kinds.
+    pub const ADMIT: u8 = 1;
+    pub const WAIT: u8 = 2;
+    /// The room is closed (mode reject).
+    pub const CLOSED: u8 = 3;
+    pub const LINE_FULL: u8 = 4;
+    /// Flood control: no place (QNUM is then the ms until the address may take one).
+    pub const THROTTLED: u8 = 5;
+    /// The proof brought was spent already (no place).
+    pub const PROOF_SPENT: u8 = 6;
+
+    /// A touch's: the active sessions, the script's clock.
+    pub mod touch {
+        pub const ACTIVE: usize = 1;
+        pub const VERSION: usize = 2;
+        pub const LEN: usize = 2;
+    }
+
+    /// A revoke's: whether the session counted (1), the active sessions, the script's clock.
+    pub mod revoke {
+        pub const REMOVED: usize = 1;
+        pub const ACTIVE: usize = 2;
+        pub const VERSION: usize = 3;
+        pub const LEN: usize = 3;
+    }
+
+    /// The value at Lua position `pos` of a reply's integers (0 past its end: the readers
+    /// check the length first).
+    pub fn at(x: &[i64], pos: usize) -> i64 {
+        pos.checked_sub(1)
+            .and_then(|i| x.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+}
 
 /// How long a mode override outlives the room's last visit: it is an operator's switch, not
 /// traffic, so it stays for a day.
@@ -320,26 +388,29 @@ impl Outcome {
 /// The script's answer to a visit, as the verdict [`Room::visit`](crate::room::Room::visit)
 /// would give, plus the room's figures.
 pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
-    let x = ints(v, 11)?;
-    let (kind, qnum, position) = (x[0], count(x[1])?, count(x[2])?);
-    let queue_len = count(x[3])?;
-    let interval_ms = count(x[4])?;
-    let active = count(x[5])?;
-    let joined = match x[6] {
+    let x = ints(v, reply::LEN)?;
+    let at = |pos| reply::at(&x, pos);
+    let kind = u8::try_from(at(reply::KIND)).map_err(|_| ReplyError::Shape("unknown verdict"))?;
+    let (qnum, position) = (count(at(reply::QNUM))?, count(at(reply::POSITION))?);
+    let queue_len = count(at(reply::QUEUE_LEN))?;
+    let interval_ms = count(at(reply::INTERVAL))?;
+    let active = count(at(reply::ACTIVE))?;
+    let joined = match at(reply::JOINED) {
         0 => false,
         1 => true,
         _ => return Err(ReplyError::Shape("bad joined flag")),
     };
-    let expired = count(x[7])?;
-    let mode_override = u32::try_from(x[8]).map_err(|_| ReplyError::Shape("bad mode"))?;
-    let version = count(x[9])?;
-    let pressure = match count(x[10])? {
+    let expired = count(at(reply::EXPIRED))?;
+    let mode_override =
+        u32::try_from(at(reply::MODE)).map_err(|_| ReplyError::Shape("bad mode"))?;
+    let version = count(at(reply::VERSION))?;
+    let pressure = match count(at(reply::PRESSURE))? {
         0 => None,
         n => Some(u8::try_from(n - 1).map_err(|_| ReplyError::Shape("bad pressure"))?),
     };
     let verdict = match kind {
-        1 => Verdict::Admit { sid: visit.sid },
-        2 => {
+        reply::ADMIT => Verdict::Admit { sid: visit.sid },
+        reply::WAIT => {
             if qnum == 0 {
                 return Err(ReplyError::Shape("a place without a queue number"));
             }
@@ -354,15 +425,15 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
                 eta_secs,
             })
         }
-        3 => Verdict::Refuse(Refusal::Closed),
-        4 => Verdict::Refuse(Refusal::LineFull { queue_len }),
+        reply::CLOSED => Verdict::Refuse(Refusal::Closed),
+        reply::LINE_FULL => Verdict::Refuse(Refusal::LineFull { queue_len }),
         // Flood control: the second element is the wait (never 0), not a queue number.
-        5 if qnum > 0 => Verdict::Throttled {
+        reply::THROTTLED if qnum > 0 => Verdict::Throttled {
             retry_ms: qnum,
             queue_len,
         },
-        5 => return Err(ReplyError::Shape("a throttle without a wait")),
-        6 => Verdict::Refuse(Refusal::ProofSpent { queue_len }),
+        reply::THROTTLED => return Err(ReplyError::Shape("a throttle without a wait")),
+        reply::PROOF_SPENT => Verdict::Refuse(Refusal::ProofSpent { queue_len }),
         _ => return Err(ReplyError::Shape("unknown verdict")),
     };
     Ok(Outcome {
@@ -379,23 +450,23 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
 
 /// A touch reply: the room's active count.
 pub fn touch_outcome(v: &Value) -> Result<Mirror, ReplyError> {
-    let x = ints(v, 2)?;
+    let x = ints(v, reply::touch::LEN)?;
     Ok(Mirror {
-        active: Some(count(x[0])?),
-        version: count(x[1])?,
+        active: Some(count(reply::at(&x, reply::touch::ACTIVE))?),
+        version: count(reply::at(&x, reply::touch::VERSION))?,
         ..Mirror::default()
     })
 }
 
 /// A revoke reply: whether the session counted, and the room's active count.
 pub fn revoke_outcome(v: &Value) -> Result<(bool, Mirror), ReplyError> {
-    let x = ints(v, 3)?;
+    let x = ints(v, reply::revoke::LEN)?;
     let mirror = Mirror {
-        active: Some(count(x[1])?),
-        version: count(x[2])?,
+        active: Some(count(reply::at(&x, reply::revoke::ACTIVE))?),
+        version: count(reply::at(&x, reply::revoke::VERSION))?,
         ..Mirror::default()
     };
-    Ok((x[0] == 1, mirror))
+    Ok((reply::at(&x, reply::revoke::REMOVED) == 1, mirror))
 }
 
 /// Admitted sessions this worker has told Redis about recently: a session seen on a valid

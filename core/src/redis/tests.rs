@@ -157,7 +157,7 @@ fn bad_replies_are_errors() {
 fn scripts_take_their_constants_from_rust() {
     use crate::fleet::{tally::TALLY_SCRIPT, ENDS_CAP, EXACT_LINE, FLEET_SCRIPT};
     let scripts = [
-        (ROOM_SCRIPT, include_str!("room.lua"), 15),
+        (ROOM_SCRIPT, include_str!("room.lua"), 37),
         (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 66),
         (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
         (
