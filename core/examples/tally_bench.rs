@@ -29,6 +29,32 @@ use smart_limit_core::fleet::tally::{
     tally_reply, Caller, Clock, Delta, TallyReport, TALLY_KEYS, TALLY_SCRIPT, WINDOW_EPOCHS,
 };
 use smart_limit_core::redis::resp::{self, Value};
+use smart_limit_core::redis::ReplyError;
+
+/// What stops the bench, said on stderr.
+#[derive(Debug, thiserror::Error)]
+enum BenchError {
+    #[error("redis-server: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("redis-server did not answer PING")]
+    NoPing,
+    #[error("redis-server did not start on port {0}")]
+    NoStart(u16),
+    #[error("redis closed the connection")]
+    Closed,
+    #[error("a reply that is not RESP")]
+    Resp,
+    #[error("the script's reply: {0}")]
+    Reply(#[from] ReplyError),
+    #[error("{0}: an unexpected reply")]
+    Unexpected(&'static str),
+    #[error("{flag}: '{value}' is not a number")]
+    NotANumber { flag: String, value: String },
+    #[error("{0} needs a value")]
+    NoValue(String),
+    #[error("unknown option {0}")]
+    Unknown(String),
+}
 
 const T0: u64 = 1_800_000_000_000;
 const PRESENCE: u64 = 20_000;
@@ -47,18 +73,16 @@ impl Drop for Redis {
 }
 
 impl Redis {
-    fn start() -> Result<Redis, String> {
+    fn start() -> Result<Redis, BenchError> {
         let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
+            .and_then(|l| l.local_addr())?
             .port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("redis-server: {e}"))?;
+            .spawn()?;
         let t0 = Instant::now();
         loop {
             if let Ok(conn) = TcpStream::connect(("127.0.0.1", port)) {
@@ -70,32 +94,30 @@ impl Redis {
                 if matches!(r.cmd(&["PING"]), Ok(Value::Status(_))) {
                     return Ok(r);
                 }
-                return Err("redis-server did not answer PING".into());
+                return Err(BenchError::NoPing);
             }
             if t0.elapsed() > Duration::from_secs(10) {
-                return Err(format!("redis-server did not start on port {port}"));
+                return Err(BenchError::NoStart(port));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    fn cmd<S: AsRef<str>>(&mut self, args: &[S]) -> Result<Value, String> {
+    fn cmd<S: AsRef<str>>(&mut self, args: &[S]) -> Result<Value, BenchError> {
         let mut c = ::redis::cmd(args.first().map_or("PING", |a| a.as_ref()));
         for a in args.iter().skip(1) {
             c.arg(a.as_ref());
         }
-        self.conn
-            .write_all(&c.get_packed_command())
-            .map_err(|e| e.to_string())?;
+        self.conn.write_all(&c.get_packed_command())?;
         loop {
-            if let Some((v, used)) = resp::parse(&self.buf).map_err(|e| e.to_string())? {
+            if let Some((v, used)) = resp::parse(&self.buf).map_err(|_| BenchError::Resp)? {
                 self.buf.drain(..used);
                 return Ok(v);
             }
             let mut chunk = [0u8; 65536];
-            let n = self.conn.read(&mut chunk).map_err(|e| e.to_string())?;
+            let n = self.conn.read(&mut chunk)?;
             if n == 0 {
-                return Err("redis closed the connection".into());
+                return Err(BenchError::Closed);
             }
             self.buf.extend_from_slice(&chunk[..n]);
         }
@@ -108,7 +130,7 @@ impl Redis {
         node: u64,
         report: &TallyReport,
         now: u64,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, BenchError> {
         let clock = Clock::new(PRESENCE);
         let mut args: Vec<String> = vec!["EVALSHA".into(), sha.into()];
         args.push(TALLY_KEYS.len().to_string());
@@ -126,23 +148,23 @@ impl Redis {
             Value::Bulk(b) => b.len(),
             _ => 0,
         };
-        tally_reply(&v).map_err(|e| e.to_string())?;
+        tally_reply(&v)?;
         Ok(size)
     }
 
     /// Redis's own time for the script calls since the last reset (`INFO commandstats`:
     /// calls and µs in all), and a reset.
-    fn script_time(&mut self) -> Result<(u64, f64), String> {
+    fn script_time(&mut self) -> Result<(u64, f64), BenchError> {
         let v = self.cmd(&["INFO", "commandstats"])?;
         self.cmd(&["CONFIG", "RESETSTAT"])?;
         let Value::Bulk(text) = v else {
-            return Err("INFO commandstats: not a string".into());
+            return Err(BenchError::Unexpected("INFO commandstats"));
         };
         let text = String::from_utf8_lossy(&text);
         let line = text
             .lines()
             .find(|l| l.starts_with("cmdstat_evalsha:"))
-            .ok_or("INFO commandstats: no evalsha")?;
+            .ok_or(BenchError::Unexpected("INFO commandstats (no evalsha)"))?;
         let field = |name: &str| {
             line.split([':', ','])
                 .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
@@ -187,27 +209,29 @@ fn moves(first: u64, buckets: u64, epoch: u64, placed: u64) -> TallyReport {
     }
 }
 
-fn run() -> Result<(), String> {
+fn run() -> Result<(), BenchError> {
     let mut list = vec![60u64, 600, 3600];
     let (mut nodes, mut rounds) = (10u64, 30u64);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        let value = it.next().ok_or_else(|| BenchError::NoValue(flag.clone()))?;
         let num = |s: &str| {
-            s.parse::<u64>()
-                .map_err(|_| format!("{flag}: '{s}' is not a number"))
+            s.parse::<u64>().map_err(|_| BenchError::NotANumber {
+                flag: flag.clone(),
+                value: s.to_string(),
+            })
         };
         match flag.as_str() {
             "--buckets" => list = value.split(',').map(num).collect::<Result<_, _>>()?,
             "--nodes" => nodes = num(&value)?.max(1),
             "--rounds" => rounds = num(&value)?.max(1),
-            _ => return Err(format!("unknown option {flag}")),
+            _ => return Err(BenchError::Unknown(flag.clone())),
         }
     }
     let mut r = Redis::start()?;
     let sha = match r.cmd(&["SCRIPT", "LOAD", TALLY_SCRIPT])? {
         Value::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        other => return Err(format!("SCRIPT LOAD: {other:?}")),
+        _ => return Err(BenchError::Unexpected("SCRIPT LOAD")),
     };
     let clock = Clock::new(PRESENCE);
     println!(
