@@ -634,3 +634,27 @@ fn a_picture_gives_when_the_places_it_shares_free() {
     assert_eq!(p2.ends, [end(61) - 401, end(62) - 401]);
     assert_eq!(t.draw(3, now + 10_402, 1), 0);
 }
+
+/// A session the origin revoked on a node leaves the fleet's active sessions with that node's
+/// next sync (issue 50, item 6), after the report's own sightings of it, so its place is free
+/// for the next share-out; on both twins alike.
+#[test]
+fn a_revoked_session_leaves_the_fleet_with_the_next_sync() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "revoke", cfg(1));
+    let now = BASE + 10_000;
+    let admitted = Report {
+        admitted: vec![sighting(11, now)],
+        ..Report::default()
+    };
+    let p = t.sync(1, now + 500, &admitted);
+    assert_eq!((p.fleet_active, p.free), (1, 0));
+    // Seen active and revoked in the same interval: revoked wins.
+    let revoked = Report {
+        active: vec![sighting(11, now + 900)],
+        revoked: vec![11, 99],
+        ..Report::default()
+    };
+    let p = t.sync(1, now + 1000, &revoked);
+    assert_eq!((p.fleet_active, p.free), (0, 1));
+}

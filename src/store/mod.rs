@@ -510,8 +510,13 @@ impl Zone {
 
     /// Ends an admitted session at once (the origin said so); its place frees immediately.
     pub fn revoke(&'static self, sid: u64) {
-        if let Store::Central(rs) = &self.store {
-            self.redis_revoke(rs, sid);
+        match &self.store {
+            Store::Central(rs) => self.redis_revoke(rs, sid),
+            // The next sync takes it off the fleet's active sessions.
+            Store::Synced(_) => {
+                let _ = self.shm.with_fleet(|_, node| node.revoked_here(sid));
+            }
+            Store::Shm => {}
         }
         let _ = self.shm.with_room(|room| room.revoke(sid));
     }

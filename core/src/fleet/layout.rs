@@ -6,7 +6,8 @@ use core::mem::{align_of, size_of};
 
 use super::flood::{self, Over, Taken};
 use super::fresh::Fresh;
-use super::parts::{Block, Counts, Draw, Metrics, Pending, Picture, Share, Spent, Syncs, Tally};
+use super::parts::{Block, Counts, Draw, Metrics, Pending, Picture, Revoked, Share, Spent};
+use super::parts::{Syncs, Tally};
 use super::tally::Row;
 use super::tally_zone::{TallyEntry, COUNT_SLOTS, TALLY_SLOTS};
 use super::{FleetNode, NotAFleetNode};
@@ -14,11 +15,11 @@ use super::{Sample, Sighting, WaiterSighting, SAMPLE_SLOTS};
 
 use crate::sync::leader::Leadership;
 
-// "SLFLEET", version 12 (11 in parts: the same fields, grouped by concern). A block is met only
+// "SLFLEET", version 13 (12 with the sessions revoked here; 11 in parts). A block is met only
 // by the build that formatted it: a reload keeps the zone and the module already loaded, a
 // binary upgrade or a restart formats new zones (docs/upgrade.md). One of another version is
 // refused by `attach`, never misread: nginx then says the zone cannot be reused.
-const MAGIC: u64 = 0x534c_464c_4545_540c;
+const MAGIC: u64 = 0x534c_464c_4545_540d;
 
 /// The block's header: its parts, one per concern (`parts.rs`, `fresh.rs`), each changed by
 /// the functions of its concern.
@@ -33,6 +34,7 @@ pub(super) struct Header {
     pub(super) metrics: Metrics,
     pub(super) fresh: Fresh,
     pub(super) spent: Spent,
+    pub(super) revoked: Revoked,
     pub(super) tally: Tally,
     pub(super) counts: Counts,
     leadership: Leadership,
@@ -52,6 +54,7 @@ const _: () = assert!(
             + size_of::<Metrics>()
             + size_of::<Fresh>()
             + size_of::<Spent>()
+            + size_of::<Revoked>()
             + size_of::<Tally>()
             + size_of::<Counts>()
             + size_of::<Leadership>()

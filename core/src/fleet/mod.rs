@@ -119,6 +119,12 @@ pub const FLOOD_ANSWER_CAP: usize = 64;
 /// (the script's SPENT_REPORT); past it, a proof is spent on this node only.
 pub const SPENT_REPORT_CAP: usize = 64;
 
+/// Sessions the origin revoked here (`X-Smart-Limit: revoke`) a node keeps for its next report,
+/// and reports at most (the script's REVOKED_REPORT): the sync takes each off the fleet's
+/// active sessions, so its place is free on every node from the next share-out. Past it (a
+/// burst of logouts within one interval), a session's place frees when its window ends.
+pub const REVOKE_REPORT_CAP: usize = 64;
+
 /// Proofs spent on other nodes one picture tells of at most (the script's SPENT_ANSWERS).
 pub const SPENT_ANSWER_CAP: usize = 256;
 
@@ -319,6 +325,8 @@ pub struct Report {
     pub flood: Vec<FloodPlaces>,
     /// Proofs of work spent on this node since the last sync (`ms`: until when).
     pub spent: Vec<SpentProof>,
+    /// Sessions the origin revoked on this node since the last sync.
+    pub revoked: Vec<u64>,
 }
 
 /// A client without a valid admitted ticket, as the node sees it: its session, and its place in

@@ -5,7 +5,8 @@
 //! `fresh.rs`'s. Each is plain old data (`#[repr(C)]`, u64s and pairs of u32s: no padding),
 //! valid all-zero, as a fresh zone holds it.
 
-use super::{Ask, FleetConfig, RoomPicture, SpentProof, ENDS_CAP, SPENT_REPORT_CAP};
+use super::{Ask, FleetConfig, RoomPicture, SpentProof, ENDS_CAP};
+use super::{REVOKE_REPORT_CAP, SPENT_REPORT_CAP};
 
 /// The block's shape, written once by `FleetNode::format`.
 #[repr(C)]
@@ -357,28 +358,34 @@ pub(super) struct Metrics {
     pub(super) sync_failures: u64,
 }
 
-/// Proofs of work spent here since the last report (until when).
+/// Things that happened here, kept for the next report, up to `N` (the rest are not reported).
 #[repr(C)]
-pub(super) struct Spent {
+pub(super) struct Kept<T: Copy, const N: usize> {
     pub(super) len: u64,
-    pub(super) proofs: [SpentProof; SPENT_REPORT_CAP],
+    pub(super) items: [T; N],
 }
 
-impl Spent {
-    /// A spent proof kept for the next report (none past [`SPENT_REPORT_CAP`]).
-    pub(super) fn keep(&mut self, p: SpentProof) {
-        if let Some(slot) = self.proofs.get_mut(self.len as usize) {
-            *slot = p;
+impl<T: Copy, const N: usize> Kept<T, N> {
+    /// One kept for the next report (none past `N`).
+    pub(super) fn keep(&mut self, item: T) {
+        if let Some(slot) = self.items.get_mut(self.len as usize) {
+            *slot = item;
             self.len += 1;
         }
     }
 
     /// Those kept, for a report.
-    pub(super) fn take(&mut self) -> Vec<SpentProof> {
-        let n = (core::mem::take(&mut self.len) as usize).min(self.proofs.len());
-        self.proofs.get(..n).unwrap_or_default().to_vec()
+    pub(super) fn take(&mut self) -> Vec<T> {
+        let n = (core::mem::take(&mut self.len) as usize).min(N);
+        self.items.get(..n).unwrap_or_default().to_vec()
     }
 }
+
+/// Proofs of work spent here since the last report (until when).
+pub(super) type Spent = Kept<SpentProof, SPENT_REPORT_CAP>;
+
+/// Sessions the origin revoked here since the last report.
+pub(super) type Revoked = Kept<u64, REVOKE_REPORT_CAP>;
 
 /// The arrival-bucket tally ([S22], `tally_zone.rs`): entries of the tally table in use, and
 /// changes dropped for want of room in it (cumulative).

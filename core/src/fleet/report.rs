@@ -35,6 +35,7 @@ impl<'m> FleetNode<'m> {
             asked: core::mem::take(&mut h.n_asked),
             challenged: core::mem::take(&mut h.n_challenged),
             spent: self.hdr.spent.take(),
+            revoked: self.hdr.revoked.take(),
             active,
             admitted,
             waiters,
@@ -55,6 +56,12 @@ impl<'m> FleetNode<'m> {
         self.hdr.spent.keep(SpentProof { key, ms: until });
     }
 
+    /// A session the origin revoked here: reported with the next sync, which takes it off the
+    /// fleet's active sessions (its place frees on every node from the next share-out).
+    pub fn revoked_here(&mut self, sid: u64) {
+        self.hdr.revoked.keep(sid);
+    }
+
     /// A challenge given here (`challenge_bits=auto`): reported with the next sync.
     pub fn challenged(&mut self) {
         let h = &mut self.hdr.pending;
@@ -71,6 +78,9 @@ impl<'m> FleetNode<'m> {
     pub fn give_back(&mut self, r: &Report) {
         for &p in &r.spent {
             self.hdr.spent.keep(p);
+        }
+        for &sid in &r.revoked {
+            self.hdr.revoked.keep(sid);
         }
         let h = &mut self.hdr.pending;
         h.polls += r.polls;

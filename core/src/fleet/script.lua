@@ -48,7 +48,9 @@
 --   FLOOD_PLACES each reported client key took on the node since it last reported it
 --   ("n n ...", one per KEYS[7..])  ASKED: newcomers that took a place on the node since its
 --   last sync  CHALLENGED: challenges it gave since (the fleet's pressure, below)  SPENT:
---   proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)
+--   proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)  REVOKED:
+--   sessions the origin revoked on the node since its last sync ("sid sid ...", at most
+--   REVOKED_REPORT), taken off the active sessions after the report's own sightings
 --   draw only: WANT, places wanted  OLDEST arrival (ms) among the clients they are for (0: not
 --   known; the starved mark, in "draw" below)
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
@@ -73,7 +75,7 @@
 -- the file; the Rust twin FleetModel::sync, core/src/fleet/model.rs, calls methods of the same
 -- names in the same order, in core/src/fleet/model/share.rs):
 --    1 fence           a stale sync changes nothing; else the node's entry is fenced
---    2 take_sightings  admissions and active sessions reported
+--    2 take_sightings  admissions and active sessions reported, revoked sessions removed
 --    3 take_waiters    waiters reported join the line (look_up_waiters)
 --    4 expire          waiters unseen for presence and sessions whose window ended leave
 --    5 census          the other live nodes' places, polls and held places (`fleet`)
@@ -87,8 +89,9 @@
 --   13 flood           flood control's keys over their budget (charge_flood)
 --   14 spent_proofs    spent proofs reported by other nodes (record_spent)
 --   15 reply           the node's entry saved; the picture (whole_line, sample_line)
--- Work per call: O(nodes + what the node sends (capped by the node) + sessions whose window
--- ended (one C call) + EXPIRE_STEP + (SAMPLES * log n, or EXACT_LINE) + ENDS + FLOOD_KEYS + FLOOD_ANSWERS * log n +
+-- Work per call: O(nodes + what the node sends (capped by the node; REVOKED_REPORT * log a of
+-- it revoked sessions, a the active sessions) + sessions whose window ended (one C call) +
+-- EXPIRE_STEP + (SAMPLES * log n, or EXACT_LINE) + ENDS + FLOOD_KEYS + FLOOD_ANSWERS * log n +
 -- (SPENT_REPORT + SPENT_ANSWERS + SPENT_EXPIRE) * log s, s the spent proofs kept);
 -- the sightings go in variadic commands of at most CHUNK members.
 -- Needs Redis 6.2 (ZADD GT, ZMSCORE).
@@ -440,6 +443,14 @@ local function take_sightings()
     act_args[#act_args + 1] = sid
   end
   variadic('ZADD', K_ACTIVE, act_args, 'GT')
+  -- Sessions the origin revoked on the node: off the active sessions, after this report's own
+  -- sightings of them (a place the origin frees is free on every node from the next share-out).
+  local revoked = {}
+  for sid in string.gmatch(ARGV[A_REVOKED] or '', '%d+') do
+    if #revoked >= REVOKED_REPORT then break end
+    revoked[#revoked + 1] = sid
+  end
+  variadic('ZREM', K_ACTIVE, revoked)
   return admitted
 end
 

@@ -4,7 +4,7 @@
 use super::model::{self, line};
 use super::{Ask, FleetConfig, Report, RoomPicture, Sample, ENDS_CAP, EXACT_LINE, MAX_SAMPLES};
 use super::{FloodOver, Sighting, FLOOD_ANSWER_CAP, FLOOD_REPORT_CAP, KEEP_PPM};
-use super::{SpentProof, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
+use super::{SpentProof, REVOKE_REPORT_CAP, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
 
 use super::wire::{arg, at, drawn, picture, Args};
 use crate::redis::resp::Value;
@@ -51,7 +51,8 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     A_POLLS = arg::POLLS, A_ACTIVE = arg::ACTIVE, A_ADMITTED = arg::ADMITTED,
     A_WAITERS = arg::WAITERS, A_FLOOD_INTERVAL = arg::FLOOD_INTERVAL,
     A_FLOOD_BURST = arg::FLOOD_BURST, A_FLOOD_PLACES = arg::FLOOD_PLACES, A_ASKED = arg::ASKED,
-    A_CHALLENGED = arg::CHALLENGED, A_SPENT = arg::SPENT,
+    A_CHALLENGED = arg::CHALLENGED, A_SPENT = arg::SPENT, A_REVOKED = arg::REVOKED,
+    REVOKED_REPORT = super::REVOKE_REPORT_CAP,
     A_WANT = arg::WANT, A_OLDEST = arg::OLDEST,
     P_FLEET_ACTIVE = picture::FLEET_ACTIVE, P_QUEUE_LEN = picture::QUEUE_LEN,
     P_CURSOR = picture::CURSOR, P_QUOTA = picture::QUOTA, P_NODES = picture::NODES,
@@ -204,6 +205,12 @@ impl FleetScript {
             }
         }
         a.set(arg::SPENT, spent);
+        // Sessions the origin revoked here.
+        let mut revoked = String::with_capacity(r.revoked.len().min(REVOKE_REPORT_CAP) * 21);
+        for sid in r.revoked.iter().take(REVOKE_REPORT_CAP) {
+            let _ = write!(revoked, "{sid} ");
+        }
+        a.set(arg::REVOKED, revoked);
         self.call(form, &buckets, a)
     }
 

@@ -41,8 +41,9 @@ pub mod arg {
     pub const ASKED: usize = 22;
     pub const CHALLENGED: usize = 23;
     pub const SPENT: usize = 24;
+    pub const REVOKED: usize = 25;
     /// A sync's arguments.
-    pub const SYNC: usize = 24;
+    pub const SYNC: usize = 25;
 
     // A draw's.
     pub const WANT: usize = 15;
@@ -151,6 +152,7 @@ mod tests {
             arg::ASKED,
             arg::CHALLENGED,
             arg::SPENT,
+            arg::REVOKED,
         ];
         let pic = [
             picture::FLEET_ACTIVE,

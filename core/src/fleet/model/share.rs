@@ -79,6 +79,9 @@ impl FleetModel {
         for e in &r.active {
             self.active.add_later(e.sid, e.at.min(now));
         }
+        for &sid in r.revoked.iter().take(super::super::REVOKE_REPORT_CAP) {
+            self.active.remove(sid);
+        }
     }
 
     /// 3. Waiters: an active session never joins the line again; arrivals only move later.
