@@ -13,8 +13,9 @@
 # of the probe made a second's arrivals uneven and 99 % were within 2.1 %, failing a 2 % bound
 # on the truth. Every run so far had the nodes within 2 places of the model (loaded by two
 # busy loops beside it too). So the nodes are held to the model (99 % within 1 % and none 3 %
-# off: a client's own request slowed by the machine moves its measured arrival), the head to 1 and the last to 2,999 within 1 %, and the truth only to 10 % as a sanity
-# bound (core/src/fleet/tally/counts.rs's unit tests hold the model itself on even arrivals).
+# off: a client's own request slowed by the machine moves its measured arrival), the head to
+# 1 and the last to 2,999 within 1 %, and the truth only to 10 % as a sanity bound
+# (core/src/fleet/tally/counts.rs's unit tests hold the model itself on even arrivals).
 #
 # Where a step needs every node's counts to hold what the others counted, it waits for the
 # nodes' syncs to be counted (t/lib/fleet_syncs.pl), as t/272 does.
