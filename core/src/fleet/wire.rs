@@ -87,10 +87,7 @@ pub mod drawn {
     pub const LEN: usize = 3;
 }
 
-/// The value at Lua position `pos` of a list (None past its end).
-pub fn at<T>(items: &[T], pos: usize) -> Option<&T> {
-    items.get(pos.checked_sub(1)?)
-}
+pub use crate::redis::at_place as at;
 
 /// A call's arguments, each written at its name's place; places not written go as "".
 #[derive(Debug, Default)]

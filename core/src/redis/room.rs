@@ -91,10 +91,7 @@ pub mod reply {
     /// The value at Lua position `pos` of a reply's integers (0 past its end: the readers
     /// check the length first).
     pub fn at(x: &[i64], pos: usize) -> i64 {
-        pos.checked_sub(1)
-            .and_then(|i| x.get(i))
-            .copied()
-            .unwrap_or(0)
+        crate::redis::at_place(x, pos).copied().unwrap_or(0)
     }
 }
 

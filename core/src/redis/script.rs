@@ -188,6 +188,12 @@ pub fn server_error(v: &Value) -> Option<ReplyError> {
     Some(ReplyError::Server(short))
 }
 
+/// The item at Lua position `pos` (from 1) of a list: a script's message and its Rust reader
+/// name their places in Lua's numbering (`fleet::wire`, `reply` in room.rs). None past its end.
+pub fn at_place<T>(items: &[T], pos: usize) -> Option<&T> {
+    items.get(pos.checked_sub(1)?)
+}
+
 /// The integers of an array reply of exactly `n` integers.
 pub fn ints(v: &Value, n: usize) -> Result<Vec<i64>, ReplyError> {
     if let Some(e) = server_error(v) {
