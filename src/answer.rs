@@ -55,6 +55,27 @@ pub fn waiting(
     }
 }
 
+/// [S28] The "invite only" answer of an invite-only line (`invite=`): `status`, never
+/// cached, HTML or JSON as the client asks.
+pub fn invite_only(r: &mut Request, room: &str, status: u16) -> ngx_int_t {
+    if r.discard_request_body() != Status::NGX_OK {
+        return INTERNAL_ERROR;
+    }
+    if !r.add_static_header("Cache-Control", HeaderValue::Static("no-store")) {
+        return INTERNAL_ERROR;
+    }
+    let Some(mut body) = r.body(page::invite_max_len(room.len())) else {
+        return INTERNAL_ERROR;
+    };
+    if page::wants_json(r.accept()) {
+        page::write_invite_json(room, &mut body);
+        r.respond(status, "application/json", body)
+    } else {
+        page::write_invite_html(page::pick_lang(r.accept_language()), &mut body);
+        r.respond(status, "text/html; charset=utf-8", body)
+    }
+}
+
 /// [S29] The answer to a page's sub-resource from a client not admitted: the waiting status
 /// and `Retry-After`, never cached, and no body (a stylesheet, script or image request gets
 /// no HTML page; the browser shows the resource as missing, as for any failed load).

@@ -59,6 +59,8 @@ pub enum Outcome {
     /// [S29] A page's sub-resource of a client not admitted, without a page pass: a bare
     /// waiting status, no ticket, no place (a sub-resource never takes a place).
     AssetRefused,
+    /// [S28] An invite-only line (`invite=`) refused a client without a valid enqueue token.
+    InviteOnly,
 }
 
 impl Outcome {
@@ -79,6 +81,7 @@ impl Outcome {
             Outcome::Limited => "LIMITED",
             Outcome::PagePass => "PAGE_PASS",
             Outcome::AssetRefused => "ASSET_REFUSED",
+            Outcome::InviteOnly => "INVITE_ONLY",
         }
     }
 }
@@ -92,6 +95,9 @@ pub struct Decided {
     pub position: Option<u64>,
     /// The session the request was admitted or passed on (what a revoke ends).
     pub sid: Option<u64>,
+    /// The admitted ticket the request was let in or passed on (what an admission token
+    /// says, [S28]).
+    pub admitted: Option<Ticket>,
 }
 
 /// What the fleet rate ([`crate::rate`]) drew for the request, as
@@ -160,6 +166,8 @@ pub struct RequestCtx {
     /// room was idle: if the room does not decide it after all (an overflow), its response
     /// carries a page pass of this room (`crate::filter`).
     pub page_pass: Option<&'static Zone>,
+    /// [S28] The admission token issued for this request (once, however often it is read).
+    pub token: Option<String>,
 }
 
 /// "SLCTX\0\0\1".
@@ -173,6 +181,7 @@ impl Default for RequestCtx {
             suspended: None,
             rate: None,
             page_pass: None,
+            token: None,
         }
     }
 }

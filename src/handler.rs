@@ -28,7 +28,7 @@ use std::rc::Rc;
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_conf_t, ngx_http_finalize_request, ngx_http_request_t, ngx_int_t,
-    NGX_HTTP_TOO_MANY_REQUESTS, NGX_LOG_ERR, NGX_LOG_WARN,
+    NGX_HTTP_TOO_MANY_REQUESTS, NGX_LOG_ERR, NGX_LOG_INFO, NGX_LOG_WARN,
 };
 use ngx::http::{HttpModuleLocationConf, HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
@@ -47,6 +47,7 @@ use crate::endpoint::poll;
 use crate::inflight;
 use crate::request::{self, HeaderValue, RequestExt, DECLINED, INTERNAL_ERROR};
 use crate::store::{Answer, Decision, Passed, SpentProof, StoreError, Zone};
+use crate::token;
 use crate::Module;
 
 mod answers;
@@ -94,6 +95,14 @@ fn handle(r: &mut Request) -> ngx_int_t {
     let fetch = r.fetch();
     let ticket = cookie::read_ticket(r, zone);
     let state = ticket.map(|t| rules::ticket_state(&t, zone.admission_at(now), now));
+    // [S28] An admission token (`Authorization: Bearer`) stands for an admitted ticket.
+    let (ticket, state) = match state {
+        Some(TicketState::Admitted) => (ticket, state),
+        _ => match token::bearer_ticket(r, zone, now) {
+            Some(t) => (Some(t), Some(TicketState::Admitted)),
+            None => (ticket, state),
+        },
+    };
     let holds_place = state == Some(TicketState::Waiting) && ticket.is_some_and(|t| t.qnum != 0);
     if role == Role::Documents && !documents_decided_here(r, zone, fetch, state, holds_place, now) {
         return DECLINED;
@@ -251,6 +260,7 @@ impl<'a> Turn<'a> {
             updated_at: self.now / 1000,
             starts_at: None,
             challenge: None,
+            token: None,
         }
     }
 }

@@ -20,8 +20,8 @@
 //!   sync; the shell of the core's `rate`); `$smart_limit_*`;
 //! - `conf`: directives and the main, location and zone configurations;
 //! - `answer`, `filter`: the waiting answer (HTML, JSON); the `X-Smart-Limit` header filter;
-//! - `endpoint`: the `smart_limit_metrics` / `smart_limit_control` / `smart_limit_poll`
-//!   locations;
+//! - `endpoint`: the `smart_limit_metrics` / `smart_limit_control` / `smart_limit_poll` /
+//!   `smart_limit_jwks` locations;
 //! - `handler`: the preaccess handler (request -> ticket -> decision -> answer).
 //!
 //! The rules themselves are in the `smart_limit_core` crate, which has no nginx symbols.
@@ -59,6 +59,7 @@ mod request;
 mod shared_zone;
 mod store;
 mod sync;
+mod token;
 mod vars;
 mod version;
 
@@ -173,7 +174,7 @@ const fn command(
     }
 }
 
-static mut COMMANDS: [ngx_command_t; 17] = [
+static mut COMMANDS: [ngx_command_t; 19] = [
     command(
         ngx_string!("smart_limit_zone"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
@@ -184,6 +185,12 @@ static mut COMMANDS: [ngx_command_t; 17] = [
         ngx_string!("smart_limit_secret"),
         NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
         conf::zone::set_secret,
+        NGX_HTTP_MAIN_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_token_key"),
+        NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE,
+        conf::token::set_token_key,
         NGX_HTTP_MAIN_CONF_OFFSET,
     ),
     command(
@@ -250,6 +257,12 @@ static mut COMMANDS: [ngx_command_t; 17] = [
         ngx_string!("smart_limit_control"),
         NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
         endpoint::control::set_control,
+        NGX_HTTP_LOC_CONF_OFFSET,
+    ),
+    command(
+        ngx_string!("smart_limit_jwks"),
+        NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS,
+        endpoint::jwks::set_jwks,
         NGX_HTTP_LOC_CONF_OFFSET,
     ),
     command(

@@ -1,6 +1,7 @@
 //! `$smart_limit_status`, `$smart_limit_position`, `$smart_limit_room`,
-//! `$smart_limit_event` (the room's scheduled event in its pre-queue or running, by name) and
-//! `$smart_limit_rate_status` (PASSED / LIMITED), for access logs.
+//! `$smart_limit_event` (the room's scheduled event in its pre-queue or running, by name),
+//! `$smart_limit_rate_status` (PASSED / LIMITED), for access logs, and `$smart_limit_token`
+//! (the admission token of a request let in, [S28]: to pass to the origin in a header).
 //!
 //! Each reads the request's context ([`crate::ctx`]), which survives internal redirects
 //! (`index`, `error_page`, named locations), so the log sees the decision wherever the request
@@ -24,14 +25,16 @@ enum Var {
     Room,
     RateStatus,
     Event,
+    Token,
 }
 
-const VARS: [(&str, Var); 5] = [
+const VARS: [(&str, Var); 6] = [
     ("smart_limit_status", Var::Status),
     ("smart_limit_position", Var::Position),
     ("smart_limit_room", Var::Room),
     ("smart_limit_rate_status", Var::RateStatus),
     ("smart_limit_event", Var::Event),
+    ("smart_limit_token", Var::Token),
 ];
 
 /// Declares the variables (preconfiguration).
@@ -70,8 +73,16 @@ unsafe extern "C" fn get(
             1 => Var::Position,
             2 => Var::Room,
             3 => Var::RateStatus,
-            _ => Var::Event,
+            4 => Var::Event,
+            _ => Var::Token,
         };
+        if let Var::Token = which {
+            match crate::token::of_request(r) {
+                Some(token) => copy(r, v, token.as_bytes()),
+                None => v.set_not_found(1),
+            }
+            return Status::NGX_OK.0;
+        }
         if let Var::RateStatus = which {
             match RequestCtx::find(r).and_then(|c| c.rate) {
                 Some(outcome) => {
@@ -94,7 +105,7 @@ fn fill(r: &Request, v: &mut ngx_http_variable_value_t, which: Var, d: &Decided)
     let text: &[u8] = match which {
         Var::Status => d.outcome.as_str().as_bytes(),
         Var::Room => d.zone.params.name.as_bytes(),
-        Var::RateStatus => return,
+        Var::RateStatus | Var::Token => return,
         Var::Event => {
             let Some((e, _)) = d.zone.event_now(crate::clock::now_ms()) else {
                 v.set_not_found(1);

@@ -134,6 +134,7 @@ fn main() {
         updated_at: 1_795_332_865,
         starts_at: None,
         challenge: None,
+        token: None,
     };
     page::prepare_builtin();
     let mut out = Vec::with_capacity(8192);

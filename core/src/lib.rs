@@ -16,6 +16,7 @@
 //! - [`redis`]: RESP, connection parameters, scripts, the central room in Redis;
 //! - [`fleet`], [`rate`], [`flood`]: the synced room, the fleet-wide rate and the fleet's
 //!   flood budget, each met through Redis;
+//! - [`token`]: signed admission and enqueue tokens (JWS), checked against the room's rules;
 //! - [`zone`]: the `smart_limit_zone` parameters (naming a store);
 //! - [`metrics`]: Prometheus text and the control JSON, from every snapshot.
 //!
@@ -51,6 +52,7 @@ panic_free! {
     pub mod page;
     pub mod rate;
     pub mod ticket;
+    pub mod token;
     pub mod zone;
 }
 pub mod redis;

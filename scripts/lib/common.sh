@@ -77,32 +77,35 @@ sl_install_deps() {
 }
 
 # playwright-core (npm registry, pinned in t/browser/package-lock.json) drives Chromium in
-# t/350-browser.t; installed into t/browser/node_modules (git-ignored) when missing.
+# t/350-browser.t, and jose verifies admission tokens in t/380-tokens.t (a JWT library
+# independent of the module's); installed into t/browser/node_modules (git-ignored) when missing.
 sl_install_browser_driver() {
     local dir
     dir="$(sl_root)/t/browser"
-    [ -d "$dir/node_modules/playwright-core" ] && return 0
+    [ -d "$dir/node_modules/playwright-core" ] && [ -d "$dir/node_modules/jose" ] && return 0
     command -v npm >/dev/null 2>&1 || { echo "npm is missing: cannot install playwright-core for t/350-browser.t" >&2; return 1; }
     echo "installing playwright-core (npm ci in t/browser)"
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null) || return 1
 }
 
 # aioquic (PyPI, pinned here) is the HTTP/3 client of t/361-http3.t (t/lib/h3_client.py):
-# Debian 12's curl has no HTTP/3. Installed with Debian's own python3 into the venv target/py
-# (git-ignored) when missing; a manylinux wheel, no compiler needed.
+# Debian 12's curl has no HTTP/3. PyJWT (with the cryptography aioquic already brings) is the
+# Python JWT library t/380-tokens.t verifies admission tokens with. Installed with Debian's
+# own python3 into the venv target/py (git-ignored) when missing; wheels, no compiler needed.
 SL_AIOQUIC_VERSION=1.7.2
+SL_PYJWT_VERSION=2.10.1
 sl_install_h3_client() {
     local venv
     venv="$(sl_root)/target/py"
     if [ -x "$venv/bin/python" ] &&
-        [ "$("$venv/bin/python" -c 'import aioquic; print(aioquic.__version__)' 2>/dev/null)" = "$SL_AIOQUIC_VERSION" ]; then
+        [ "$("$venv/bin/python" -c 'import aioquic, jwt; print(aioquic.__version__, jwt.__version__)' 2>/dev/null)" = "$SL_AIOQUIC_VERSION $SL_PYJWT_VERSION" ]; then
         return 0
     fi
-    echo "installing aioquic $SL_AIOQUIC_VERSION (pip, into target/py)"
+    echo "installing aioquic $SL_AIOQUIC_VERSION and PyJWT $SL_PYJWT_VERSION (pip, into target/py)"
     rm -rf "$venv"
     /usr/bin/python3 -m venv "$venv" || return 1
     "$venv/bin/pip" install -q --disable-pip-version-check --no-input \
-        "aioquic==$SL_AIOQUIC_VERSION" </dev/null || return 1
+        "aioquic==$SL_AIOQUIC_VERSION" "PyJWT==$SL_PYJWT_VERSION" </dev/null || return 1
 }
 
 # sl_build debug|release

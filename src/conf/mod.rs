@@ -2,6 +2,8 @@
 //!
 //! - `smart_limit_zone NAME key=value...` (http): declares a room and its store ([`zone`]).
 //! - `smart_limit_secret FILE` (http): ticket keys, one per line; the first encrypts.
+//! - `smart_limit_token_key FILE... [issuer=] [bearer=]` (http): admission tokens' keys
+//!   ([`token`]).
 //! - `smart_limit_event NAME room=ROOM start=T ...` (http): a room's scheduled event
 //!   ([`event`]).
 //! - `smart_limit NAME | off`, `smart_limit_status CODE`, `smart_limit_refresh TIME`,
@@ -22,6 +24,7 @@ use ngx::http::HttpModuleMainConf;
 use ngx::ngx_conf_log_error;
 use smart_limit_core::page::Template;
 use smart_limit_core::ticket::Keyring;
+use smart_limit_core::token::Tokens;
 
 use crate::rate::RateZone;
 use crate::store::Zone;
@@ -31,6 +34,7 @@ pub mod directive;
 pub mod event;
 pub mod location;
 pub mod rate;
+pub mod token;
 pub mod zone;
 
 pub use directive::Setter;
@@ -48,6 +52,8 @@ pub struct MainConf {
     /// Keys from `smart_limit_secret`; without it each zone keeps a random key in its shared
     /// memory (it survives reloads, not restarts).
     pub keys: Option<Keyring>,
+    /// `smart_limit_token_key`: admission tokens' keys and settings ([S28]).
+    pub tokens: Option<Tokens>,
     /// Every `smart_limit_rate_zone`, allocated in the cycle pool like the rooms.
     pub rate_zones: Vec<NonNull<RateZone>>,
     /// Every `smart_limit_event`, in declaration order, with its page (`page=`, read with
@@ -123,6 +129,8 @@ pub enum Endpoint {
     Metrics,
     /// `smart_limit_control`: rooms as JSON, run-time mode switch.
     Control,
+    /// `smart_limit_jwks`: the admission tokens' public keys.
+    Jwks,
 }
 
 /// Per-location settings.
@@ -290,7 +298,9 @@ fn share_keys(cf: &mut ngx_conf_t, mcf: &mut MainConf) {
     for z in mcf.zones.iter_mut() {
         // SAFETY: zones live in the cycle pool; configuration is single-threaded and nothing
         // else holds a reference to the zone while the http block is finished.
-        unsafe { z.as_mut() }.keys = mcf.keys.clone();
+        let z = unsafe { z.as_mut() };
+        z.keys = mcf.keys.clone();
+        z.tokens = mcf.tokens.clone();
     }
 }
 

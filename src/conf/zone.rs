@@ -4,7 +4,9 @@ use ngx::ffi::ngx_conf_t;
 use smart_limit_core::ticket::Keyring;
 use smart_limit_core::zone::{AdmitMode, ZoneParams};
 
-use super::directive::{self, file_arg, refuse, setter, Refused};
+use smart_limit_core::token::InviteKey;
+
+use super::directive::{self, file_arg, full_name, refuse, setter, Refused};
 use super::MainConf;
 
 setter!(set_zone, MainConf, zone);
@@ -30,12 +32,17 @@ fn zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
             format_args!("zone \"{}\" is already declared", params.name),
         ));
     }
+    let invite = match params.invite.as_deref() {
+        Some(file) => Some(invite_key(cf, file)?),
+        None => None,
+    };
     let flood_key = params.flood_key.clone();
     let one_place_per = params.one_place_per.clone();
-    let zone = crate::store::add_zone(cf, params).map_err(|e| refuse(cf, e))?;
+    let mut zone = crate::store::add_zone(cf, params).map_err(|e| refuse(cf, e))?;
     // SAFETY: the zone was just allocated in the configuration's pool; nothing else refers
     // to it while the directive is read.
-    let z = unsafe { zone.as_ref() };
+    let z = unsafe { zone.as_mut() };
+    z.invite = invite;
     for (text, slot) in [(flood_key, &z.flood_key), (one_place_per, &z.one_place_per)] {
         if let Some(text) = text {
             slot.set(directive::complex_value_of(cf, &text)?);
@@ -43,6 +50,14 @@ fn zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
     }
     mcf.zones.push(zone);
     Ok(())
+}
+
+/// `invite=FILE`: the key the operator's backend signs enqueue tokens with.
+fn invite_key(cf: &mut ngx_conf_t, file: &str) -> Result<InviteKey, Refused> {
+    let path = full_name(cf, file)?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| refuse(cf, format_args!("invite=: cannot read \"{path}\": {e}")))?;
+    InviteKey::parse(&bytes).map_err(|e| refuse(cf, format_args!("invite=\"{path}\": {e}")))
 }
 
 /// `smart_limit_secret FILE`: the ticket keys.

@@ -1,7 +1,8 @@
 //! `smart_limit_poll`: a status endpoint for programs. The module answers every request of
 //! such a location itself: waiting and closed answers as usual, and an admitted visitor gets
 //! `{"status":"admitted",...}` (or the "it's your turn" page) with its ticket, so a mobile
-//! app can poll a light URL and then call the real API with the ticket cookie.
+//! app can poll a light URL and then call the real API with the ticket cookie, or with the
+//! answer's admission token as `Authorization: Bearer` (`smart_limit_token_key`, [S28]).
 
 use ngx::ffi::{ngx_conf_t, ngx_int_t};
 use ngx::http::Request;
@@ -24,6 +25,7 @@ fn poll(cf: &mut ngx_conf_t, lcf: &mut LocConf) -> Result<(), Refused> {
 
 /// The "admitted" answer of a poll location.
 pub fn admitted_answer(r: &mut Request, lcf: &LocConf, zone: &Zone, now: u64) -> ngx_int_t {
+    let token = crate::token::of_request(r);
     let queue_len = zone.snapshot(now).map_or(0, |s| s.queue_len);
     let view = WaitView {
         room: zone.params.name.as_str(),
@@ -35,6 +37,7 @@ pub fn admitted_answer(r: &mut Request, lcf: &LocConf, zone: &Zone, now: u64) ->
         updated_at: now / 1000,
         starts_at: None,
         challenge: None,
+        token: token.as_deref(),
     };
     let event_page = zone.event_now(now).and_then(|(e, _)| e.page.clone());
     answer::waiting(r, lcf, event_page.as_deref(), &view)

@@ -73,6 +73,7 @@ pub(super) fn pass_admitted(
     Fate {
         ticket: renewed,
         sid: Some(t.sid),
+        admitted: Some(renewed.unwrap_or(t)),
         ..Fate::of(Outcome::Passed, Reply::LetIn)
     }
 }
@@ -106,15 +107,17 @@ pub(super) fn throttled(r: &Request, turn: &Turn, retry_ms: u64, queue_len: u64)
 /// "admitted" answer).
 pub(super) fn admitted(turn: &Turn, sid: u64, outcome: Outcome) -> Fate {
     turn.zone.count_let_in(turn.held, turn.now);
+    let ticket = Ticket {
+        sid,
+        qnum: 0,
+        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+        accepted_at: turn.now,
+        last_seen: turn.now,
+    };
     Fate {
-        ticket: Some(Ticket {
-            sid,
-            qnum: 0,
-            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
-            accepted_at: turn.now,
-            last_seen: turn.now,
-        }),
+        ticket: Some(ticket),
         sid: Some(sid),
+        admitted: Some(ticket),
         ..Fate::of(outcome, Reply::LetIn)
     }
 }

@@ -13,8 +13,10 @@ pub(super) struct Fate {
     pub outcome: Outcome,
     /// The waiting position shown (`$smart_limit_position`).
     pub position: Option<u64>,
-    /// The admitted session (`$smart_limit_sid`).
+    /// The admitted session (what a revoke ends).
     pub sid: Option<u64>,
+    /// The admitted ticket it goes on with (what `$smart_limit_token` says, [S28]).
+    pub admitted: Option<Ticket>,
     pub reply: Reply,
 }
 
@@ -35,6 +37,8 @@ pub(super) enum Reply {
     TooMany { retry_secs: u64 },
     /// [S29] A page's asset from a client that is not admitted: the bare waiting status.
     AssetRefused,
+    /// [S28] An invite-only line without a valid enqueue token: the "invite only" answer.
+    InviteOnly,
     /// The room could not decide and the request is refused (500).
     Fail,
 }
@@ -47,6 +51,7 @@ impl Fate {
             outcome,
             position: None,
             sid: None,
+            admitted: None,
             reply,
         }
     }
@@ -64,7 +69,16 @@ pub(super) fn deliver(
     if let Some(t) = fate.ticket {
         cookie::set_ticket(r, zone, &t);
     }
-    record(r, zone, fate.outcome, fate.position, fate.sid);
+    record(
+        r,
+        Decided {
+            zone,
+            outcome: fate.outcome,
+            position: fate.position,
+            sid: fate.sid,
+            admitted: fate.admitted,
+        },
+    );
     match fate.reply {
         Reply::GoOn => DECLINED,
         Reply::LetIn if lcf.poll => {
@@ -89,6 +103,10 @@ pub(super) fn deliver(
             let rc = answer::asset_refused(r, lcf);
             finish(r, rc)
         }
+        Reply::InviteOnly => {
+            let rc = answer::invite_only(r, &zone.params.name, zone.params.invite_status);
+            finish(r, rc)
+        }
         Reply::Fail => INTERNAL_ERROR,
     }
 }
@@ -108,19 +126,8 @@ fn finish(r: &mut Request, rc: ngx_int_t) -> ngx_int_t {
 }
 
 /// Records the decision in the request's context (for `$smart_limit_*` and the filter).
-fn record(
-    r: &mut Request,
-    zone: &'static Zone,
-    outcome: Outcome,
-    position: Option<u64>,
-    sid: Option<u64>,
-) {
+fn record(r: &mut Request, decided: Decided) {
     if let Some(ctx) = RequestCtx::get_or_insert(r) {
-        ctx.decided = Some(Decided {
-            zone,
-            outcome,
-            position,
-            sid,
-        });
+        ctx.decided = Some(decided);
     }
 }

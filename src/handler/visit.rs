@@ -4,6 +4,7 @@
 use super::keys::user_sid;
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::token::{self, NoInvite};
 
 /// The visit this request makes, or the answer it gets without one (a proof of work to
 /// solve, the cookie check). Writes the waiting ticket it holds (as its user key's session
@@ -44,9 +45,17 @@ pub(super) fn visit_of(
         // First contact (no ticket, or a stale, forged or foreign one): the client gets a
         // ticket and comes back with it before the room gives it anything ([S15]), unless the
         // room is closed (refused) or lets everyone in.
+        // An invite-only line: the enqueue token's session, or the "invite only" answer.
         (None, None) => {
-            let Ok(sid) = user.map_or_else(ticket::random_sid, Ok) else {
-                return Err(INTERNAL_ERROR);
+            let sid = match zone.invite {
+                Some(_) => match token::invite_sid(r, zone, now) {
+                    Ok(sid) => sid,
+                    Err(why) => return Err(turn.deliver(r, invite_only(r, turn, why))),
+                },
+                None => match user.map_or_else(ticket::random_sid, Ok) {
+                    Ok(sid) => sid,
+                    Err(_) => return Err(INTERNAL_ERROR),
+                },
             };
             match zone.arrival(now) {
                 Mode::Reject | Mode::Passthrough => Ok(visit(sid, 0, draw(now, 0), None, now)),
@@ -60,6 +69,21 @@ pub(super) fn visit_of(
             }
         }
     }
+}
+
+/// [S28] No valid enqueue token: no place, and the "invite only" answer (a broken or forged
+/// token is logged at `info`, like a refused request of `limit_req`'s).
+fn invite_only(r: &Request, turn: &Turn, why: NoInvite) -> Fate {
+    if let NoInvite::Refused(e) = why {
+        ngx_log_error!(
+            NGX_LOG_INFO,
+            r.log(),
+            "smart_limit zone \"{}\": enqueue token refused: {}",
+            turn.room(),
+            e
+        );
+    }
+    Fate::of(Outcome::InviteOnly, Reply::InviteOnly)
 }
 
 fn visit(sid: u64, qnum: u64, draw: u32, flood_key: Option<u64>, arrival: u64) -> Visit {

@@ -21,6 +21,7 @@ use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{self, Admission, Limits, Mode};
 use smart_limit_core::room::{EventNow, PassVerdict, Place, Room, Snapshot, Verdict, Visit};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
+use smart_limit_core::token::{InviteKey, Tokens};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
 use crate::log::LogThrottle;
@@ -50,6 +51,10 @@ pub struct Zone {
     pub admission: Admission,
     /// Ticket keys: from `smart_limit_secret`, or the zone's random key (set at zone init).
     pub keys: Option<Keyring>,
+    /// `smart_limit_token_key` ([S28]): admission tokens issued and accepted as bearer.
+    pub tokens: Option<Tokens>,
+    /// `invite=` ([S28]): the key enqueue tokens are checked with (None: anyone takes a place).
+    pub invite: Option<InviteKey>,
     pub shm: shm::ShmRoom,
     /// Per worker: when a store problem was last logged, so a burst logs once.
     pub problems: LogThrottle,
@@ -163,6 +168,8 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         limits,
         admission,
         keys: None,
+        tokens: None,
+        invite: None,
         shm: shm::ShmRoom::default(),
         problems: LogThrottle::default(),
         floods: LogThrottle::default(),

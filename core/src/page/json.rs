@@ -13,7 +13,8 @@ fn put_json_opt(out: &mut impl Out, n: Option<u64>) {
 /// The JSON answer: `{"status":"waiting","room":..,"position":N|null,"eta_seconds":N|null,
 /// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`, and
 /// `"starts_at":N` (unix seconds) while an event's pre-queue is open, and
-/// `"challenge":{"alg":"sha256","seed":"..","bits":N}` with `"status":"challenge"`.
+/// `"challenge":{"alg":"sha256","seed":"..","bits":N}` with `"status":"challenge"`, and
+/// `"token":".."` (an admission token, [S28]) with `"status":"admitted"`.
 pub fn write_json(v: &WaitView, out: &mut impl Out) {
     out.put(b"{\"status\":\"");
     out.put(v.status.as_str().as_bytes());
@@ -45,12 +46,20 @@ pub fn write_json(v: &WaitView, out: &mut impl Out) {
         out.put_u64(u64::from(*bits));
         out.put(b"}");
     }
+    if let Some(token) = v.token {
+        // (A compact JWS is base64url and dots: nothing in it needs escaping.)
+        out.put(b",\"token\":\"");
+        out.put(token.as_bytes());
+        out.put(b"\"");
+    }
     out.put(b"}");
 }
 
 /// The most bytes [`write_json`] writes for `v`.
 pub fn json_max_len(v: &WaitView) -> usize {
-    256usize.saturating_add(v.room.len().saturating_mul(6))
+    256usize
+        .saturating_add(v.room.len().saturating_mul(6))
+        .saturating_add(v.token.map_or(0, |t| t.len() + 12))
 }
 
 /// [`write_json`] into a new string.

@@ -15,6 +15,7 @@
 mod accept;
 mod builtin;
 mod fetch;
+mod invite;
 mod json;
 mod solver;
 mod template;
@@ -26,6 +27,7 @@ mod tests;
 pub use accept::{pick_lang, wants_json};
 pub use builtin::{html_max_len, prepare_builtin, render_html, write_html};
 pub use fetch::Fetch;
+pub use invite::{invite_max_len, write_invite_html, write_invite_json};
 pub use json::{json_max_len, render_json, write_json};
 pub use template::{check_template, Template};
 pub use text::eta_text;
@@ -84,6 +86,8 @@ pub struct WaitView<'a> {
     pub starts_at: Option<u64>,
     /// `challenge=pow`: the seed to solve (base64url) and its difficulty in bits.
     pub challenge: Option<([u8; crate::challenge::SEED_CHARS], u8)>,
+    /// [S28] The admission token of an admitted answer (`smart_limit_token_key`).
+    pub token: Option<&'a str>,
 }
 
 /// Language of the HTML page.

@@ -16,6 +16,7 @@ fn view(status: ViewStatus) -> WaitView<'static> {
         updated_at: 1_694_432_754,
         starts_at: None,
         challenge: None,
+        token: None,
     }
 }
 

@@ -164,14 +164,19 @@ pub fn ticket_state(t: &Ticket, admission: Admission, now: u64) -> TicketState {
         }
         return TicketState::Waiting;
     }
-    let ends = match admission {
-        Admission::Grant { ms } => t.accepted_at.saturating_add(ms),
-        Admission::Session { ms } => t.last_seen.max(t.accepted_at).saturating_add(ms),
-    };
-    if now < ends {
+    if now < admission_ends(t, admission) {
         TicketState::Admitted
     } else {
         TicketState::Stale
+    }
+}
+
+/// When an admitted ticket's admission ends: its grant from admission, or its session from
+/// the last renewal (an admission token's `exp` is this too).
+pub fn admission_ends(t: &Ticket, admission: Admission) -> u64 {
+    match admission {
+        Admission::Grant { ms } => t.accepted_at.saturating_add(ms),
+        Admission::Session { ms } => t.last_seen.max(t.accepted_at).saturating_add(ms),
     }
 }
 

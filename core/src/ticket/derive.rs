@@ -29,9 +29,19 @@ impl Keyring {
         self.derive_bytes(&what, room.as_bytes()).max(1)
     }
 
+    /// The session id of the holders of the enqueue token `id` in `room` (`invite=`): one
+    /// place per token id, the same on every node with the same key file, never 0.
+    pub fn invite_sid(&self, room: &str, id: &[u8]) -> u64 {
+        let mut what = Vec::with_capacity(id.len() + 1);
+        what.push(3);
+        what.extend_from_slice(id);
+        self.derive_bytes(&what, room.as_bytes()).max(1)
+    }
+
     /// [`Keyring::derive_u64`] over bytes: `what` (not text: a byte no text purpose starts
     /// with goes first, so it never derives what a text purpose does) and the room. Callers
-    /// start `what` with a byte of their own (a challenge's seed 1, a user key's session 2).
+    /// start `what` with a byte of their own (a challenge's seed 1, a user key's session 2,
+    /// an enqueue token's session 3).
     pub fn derive_bytes(&self, what: &[u8], room: &[u8]) -> u64 {
         let mut tagged = Vec::with_capacity(what.len() + 1);
         tagged.push(0xc5);

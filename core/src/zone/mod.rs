@@ -77,6 +77,8 @@ pub const DEFAULT_POLL: RateParam = RateParam {
 };
 /// Default cap of a Redis line.
 pub const DEFAULT_MAX_LINE: u64 = 1_000_000;
+/// Default status of the "invite only" answer (`invite_status=`).
+pub const DEFAULT_INVITE_STATUS: u16 = 403;
 /// Default store timeout: 200 ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 200;
 /// The parsed `smart_limit_zone` directive.
@@ -139,6 +141,12 @@ pub struct ZoneParams {
     /// one place in the line and one admitted session (nginx text, usually a variable such as
     /// `$cookie_account`; compiled by the module).
     pub one_place_per: Option<String>,
+    /// `invite=FILE` ([S28]): the line is invite-only; a place takes an enqueue token signed
+    /// with the key in FILE (an Ed25519 public key in PEM: EdDSA; anything else: an HS256
+    /// secret), one place per token id. The module reads the file.
+    pub invite: Option<String>,
+    /// `invite_status=CODE`: the status of the "invite only" answer (default 403).
+    pub invite_status: u16,
 }
 
 /// A rate with a burst, as written: `rate=10r/s` (or `r/m`) and `..._burst=N`.
@@ -185,6 +193,8 @@ const PARAMS: &[(&str, &str)] = &[
     ("challenge_bits", "challenge_bits=auto"),
     ("challenge_noscript", "challenge_noscript=off"),
     ("one_place_per", "one_place_per=$cookie_account"),
+    ("invite", "invite=/etc/nginx/presale.pub"),
+    ("invite_status", "invite_status=403"),
 ];
 
 impl ZoneParams {
@@ -213,6 +223,8 @@ impl ZoneParams {
             challenge: None,
             challenge_noscript: true,
             one_place_per: None,
+            invite: None,
+            invite_status: DEFAULT_INVITE_STATUS,
         }
     }
 
@@ -280,6 +292,9 @@ impl ZoneParams {
                 }
             }
             "one_place_per" => self.one_place_per = Some(flood_key(value)?),
+            "invite" if value.is_empty() => return Err(ParseError::Syntax("expected a file")),
+            "invite" => self.invite = Some(value.to_string()),
+            "invite_status" => self.invite_status = refusal_status(value)?,
             "challenge_bits" => {
                 let bits = parse_bits(value)?;
                 self.challenge = Some(bits);
@@ -332,6 +347,14 @@ impl ZoneParams {
                 Some(c) => return Err(ConfError::Conflict(c.to_string(), b.to_string())),
                 None => return Err(ConfError::Requires(b.to_string(), "challenge=pow")),
             }
+        }
+        if let (Some(s), None) = (arg_of("invite_status"), arg_of("invite")) {
+            return Err(ConfError::Requires(s.to_string(), "invite=FILE"));
+        }
+        // An invite-only line keys its sessions by the enqueue token's id; a user key would
+        // be a second, contradicting one.
+        if let (Some(i), Some(o)) = (arg_of("invite"), arg_of("one_place_per")) {
+            return Err(ConfError::Conflict(i.to_string(), o.to_string()));
         }
         // A burst or key for a limit that is off is a contradiction, whatever the order.
         for (burst, limit, on) in [
@@ -471,6 +494,14 @@ fn flood_key(value: &str) -> Result<String, ParseError> {
         ));
     }
     Ok(value.to_string())
+}
+
+/// `invite_status=`: a client or server error status, 400 to 599.
+fn refusal_status(value: &str) -> Result<u16, ParseError> {
+    match parse_digits(value)? {
+        n @ 400..=599 => u16::try_from(n).map_err(|_| ParseError::Status),
+        _ => Err(ParseError::Syntax("expected a status code from 400 to 599")),
+    }
 }
 
 /// `page_pass=`: 1s to 1m.

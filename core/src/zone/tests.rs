@@ -341,6 +341,8 @@ fn challenge_and_one_place_per_parse() {
     let z = ZoneParams::parse(&["shop", "challenge=pow", "one_place_per=$cookie_account"]).unwrap();
     assert_eq!(z.challenge, Some(crate::challenge::Bits::Auto));
     assert_eq!(z.one_place_per.as_deref(), Some("$cookie_account"));
+    let z = ZoneParams::parse(&["shop", "invite=/k", "invite_status=404"]).unwrap();
+    assert_eq!((z.invite.as_deref(), z.invite_status), (Some("/k"), 404));
     let z = ZoneParams::parse(&["shop", "challenge_bits=20", "challenge=pow"]).unwrap();
     assert_eq!(z.challenge, Some(crate::challenge::Bits::Fixed(20)));
     assert_eq!(ZoneParams::parse(&["shop"]).unwrap().challenge, None);
@@ -353,6 +355,11 @@ fn challenge_and_one_place_per_parse() {
         &["shop", "challenge_noscript=off"],
         &["shop", "challenge=off", "challenge_noscript=on"],
         &["shop", "challenge=pow", "challenge_noscript=no"],
+        &["shop", "invite="],
+        &["shop", "invite_status=403"],
+        &["shop", "invite=/k", "invite_status=302"],
+        &["shop", "invite=/k", "invite_status=4033"],
+        &["shop", "invite=/k", "one_place_per=$cookie_a"],
     ] {
         assert!(ZoneParams::parse(bad).is_err(), "{bad:?}");
     }

@@ -1,0 +1,180 @@
+//! Admission tokens: what an admitted client can show instead of its ticket cookie.
+
+use ed25519_dalek::{Signature, Signer};
+use serde::{Deserialize, Serialize};
+
+use super::jws::{self, Alg};
+use super::keys::SigningKey;
+use super::TokenError;
+use crate::room::rules::MAX_CLOCK_SKEW_MS;
+
+/// The room's token keys and the issuer it names.
+#[derive(Clone)]
+pub struct Issuer {
+    /// The first signs; all verify.
+    keys: Vec<SigningKey>,
+    issuer: String,
+}
+
+/// What a verified admission token says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    pub sid: u64,
+    /// When the token was issued (the session's last renewal), unix milliseconds.
+    pub issued_at: u64,
+    /// When the session was admitted, unix milliseconds.
+    pub admitted_at: u64,
+    /// The grant's end, unix milliseconds.
+    pub expires_at: u64,
+}
+
+/// The token's claims: registered ones (RFC 7519 4.1) and the room's own. Times are seconds
+/// (NumericDate), what every JWT library checks `exp` against.
+#[derive(Serialize, Deserialize)]
+struct Claims<'a> {
+    iss: &'a str,
+    /// The session id, 16 hex digits (what `$smart_limit_sid` shows).
+    sub: &'a str,
+    room: &'a str,
+    iat: u64,
+    /// When the session was admitted.
+    adm: u64,
+    exp: u64,
+    jti: &'a str,
+}
+
+/// The same claims read from untrusted JSON: owned strings (escapes cannot borrow).
+#[derive(Deserialize)]
+struct ClaimsIn {
+    iss: String,
+    sub: String,
+    room: String,
+    iat: u64,
+    adm: u64,
+    exp: u64,
+}
+
+impl Issuer {
+    /// Keys in the order given (at least one: the first signs) and the `iss` to write.
+    pub fn new(keys: Vec<SigningKey>, issuer: String) -> Option<Issuer> {
+        (!keys.is_empty()).then_some(Issuer { keys, issuer })
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// A token for session `sid` of `room`, admitted at `admitted_at`, issued `now`, valid
+    /// until `expires_at` (unix milliseconds).
+    pub fn issue(
+        &self,
+        room: &str,
+        sid: u64,
+        admitted_at: u64,
+        now: u64,
+        expires_at: u64,
+    ) -> Result<String, TokenError> {
+        let key = self.keys.first().ok_or(TokenError::UnknownKey)?;
+        let mut id = [0u8; 16];
+        crate::util::random::fill(&mut id).map_err(|_| TokenError::Random)?;
+        let sub = format!("{sid:016x}");
+        let jti = hex(&id);
+        let claims = Claims {
+            iss: &self.issuer,
+            sub: &sub,
+            room,
+            iat: now / 1000,
+            adm: admitted_at / 1000,
+            exp: expires_at.div_ceil(1000),
+            jti: &jti,
+        };
+        let payload = serde_json::to_vec(&claims).map_err(|_| TokenError::Claims("encode"))?;
+        let header = format!(r#"{{"alg":"EdDSA","typ":"JWT","kid":"{}"}}"#, key.kid);
+        let input = jws::signing_input(header.as_bytes(), &payload);
+        let signature = key.key.sign(input.as_bytes());
+        Ok(jws::finish(input, &signature.to_bytes()))
+    }
+
+    /// Checks a token shown for `room` at `now`: one of this room's keys signed it, for this
+    /// issuer and room, and it has not expired.
+    pub fn verify(&self, room: &str, token: &[u8], now: u64) -> Result<Admission, TokenError> {
+        let parts = jws::split(token, Alg::EdDsa)?;
+        let kid = parts.kid.as_deref().ok_or(TokenError::UnknownKey)?;
+        let key = self
+            .keys
+            .iter()
+            .find(|k| k.kid == kid)
+            .ok_or(TokenError::UnknownKey)?;
+        let signature =
+            Signature::from_slice(&parts.signature).map_err(|_| TokenError::Signature)?;
+        key.key
+            .verifying_key()
+            .verify_strict(parts.signed, &signature)
+            .map_err(|_| TokenError::Signature)?;
+        let c: ClaimsIn =
+            serde_json::from_slice(&parts.payload).map_err(|_| TokenError::Claims("shape"))?;
+        if c.iss != self.issuer || c.room != room {
+            return Err(TokenError::Foreign);
+        }
+        let now_s = now / 1000;
+        if now_s >= c.exp {
+            return Err(TokenError::Expired);
+        }
+        let skew = MAX_CLOCK_SKEW_MS / 1000;
+        if c.iat > now_s.saturating_add(skew) || c.adm > c.iat {
+            return Err(TokenError::NotYetValid);
+        }
+        Ok(Admission {
+            sid: parse_sid(&c.sub)?,
+            issued_at: c.iat.saturating_mul(1000),
+            admitted_at: c.adm.saturating_mul(1000),
+            expires_at: c.exp.saturating_mul(1000),
+        })
+    }
+
+    /// The public keys as a JWK Set (RFC 7517 section 5), the signing key first.
+    pub fn jwks(&self) -> String {
+        #[derive(Serialize)]
+        struct Jwk<'a> {
+            kty: &'static str,
+            crv: &'static str,
+            x: &'a str,
+            kid: &'a str,
+            alg: &'static str,
+            #[serde(rename = "use")]
+            use_: &'static str,
+        }
+        #[derive(Serialize)]
+        struct Set<'a> {
+            keys: Vec<Jwk<'a>>,
+        }
+        let set = Set {
+            keys: self
+                .keys
+                .iter()
+                .map(|k| Jwk {
+                    kty: "OKP",
+                    crv: "Ed25519",
+                    x: &k.x,
+                    kid: &k.kid,
+                    alg: "EdDSA",
+                    use_: "sig",
+                })
+                .collect(),
+        };
+        serde_json::to_string(&set).unwrap_or_default()
+    }
+}
+
+/// A session id as `sub` spells it: 16 lower-case hex digits, not zero.
+fn parse_sid(sub: &str) -> Result<u64, TokenError> {
+    let ok = sub.len() == 16 && sub.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    match u64::from_str_radix(sub, 16) {
+        Ok(sid) if ok && sid != 0 => Ok(sid),
+        _ => Err(TokenError::Claims("sub")),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

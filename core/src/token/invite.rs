@@ -1,0 +1,120 @@
+//! Enqueue tokens (`invite=`): an invite-only line takes a place only for a token signed by
+//! the operator's own backend, one place per token id.
+
+use ed25519_dalek::pkcs8::DecodePublicKey;
+use ed25519_dalek::{Signature, VerifyingKey};
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::Sha256;
+
+use super::jws::{self, Alg};
+use super::{TokenError, TokenKeyError};
+use crate::room::rules::MAX_CLOCK_SKEW_MS;
+
+/// Shortest HS256 secret accepted: RFC 7518 section 3.2 asks for a key at least as long as
+/// the hash's output.
+pub const MIN_SECRET_LEN: usize = 32;
+
+/// Longest token id kept (it becomes the session's key, so a place per id).
+const MAX_ID_LEN: usize = 128;
+
+/// How the operator's backend signs enqueue tokens.
+#[derive(Clone)]
+pub enum InviteKey {
+    /// HS256 with a shared secret (the file's bytes, surrounding whitespace removed).
+    Secret(Vec<u8>),
+    /// EdDSA with the backend's Ed25519 key; the room holds only the public half.
+    Ed25519(VerifyingKey),
+}
+
+/// What a verified enqueue token grants: one place, for its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invite {
+    pub id: String,
+    /// unix milliseconds
+    pub expires_at: u64,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    jti: String,
+    exp: u64,
+    #[serde(default)]
+    nbf: Option<u64>,
+    /// When present, the room the token is for.
+    #[serde(default)]
+    room: Option<String>,
+}
+
+impl InviteKey {
+    /// Reads an `invite=` file: an Ed25519 public key in PEM, or an HS256 secret.
+    pub fn parse(file: &[u8]) -> Result<InviteKey, TokenKeyError> {
+        let text = core::str::from_utf8(file).unwrap_or_default();
+        if text.contains("PRIVATE KEY-----") {
+            return Err(TokenKeyError::PrivateInviteKey);
+        }
+        if text.contains("-----BEGIN PUBLIC KEY-----") {
+            return VerifyingKey::from_public_key_pem(text)
+                .map(InviteKey::Ed25519)
+                .map_err(|_| TokenKeyError::NotInviteKey);
+        }
+        let secret = file.trim_ascii();
+        if secret.len() < MIN_SECRET_LEN {
+            return Err(TokenKeyError::NotInviteKey);
+        }
+        Ok(InviteKey::Secret(secret.to_vec()))
+    }
+
+    /// The algorithm tokens must name (shown in the reference and in `nginx -t`'s log).
+    pub fn alg(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    fn kind(&self) -> Alg {
+        match self {
+            InviteKey::Secret(_) => Alg::Hs256,
+            InviteKey::Ed25519(_) => Alg::EdDsa,
+        }
+    }
+
+    /// Checks an enqueue token shown for `room` at `now` (unix milliseconds).
+    pub fn verify(&self, room: &str, token: &[u8], now: u64) -> Result<Invite, TokenError> {
+        let parts = jws::split(token, self.kind())?;
+        match self {
+            InviteKey::Secret(secret) => {
+                let mut mac = Hmac::<Sha256>::new_from_slice(secret)
+                    .map_err(|_| TokenError::Signature)?;
+                mac.update(parts.signed);
+                // Constant-time comparison (the crate's).
+                mac.verify_slice(&parts.signature)
+                    .map_err(|_| TokenError::Signature)?;
+            }
+            InviteKey::Ed25519(key) => {
+                let signature =
+                    Signature::from_slice(&parts.signature).map_err(|_| TokenError::Signature)?;
+                key.verify_strict(parts.signed, &signature)
+                    .map_err(|_| TokenError::Signature)?;
+            }
+        }
+        let c: Claims =
+            serde_json::from_slice(&parts.payload).map_err(|_| TokenError::Claims("shape"))?;
+        if c.jti.is_empty() || c.jti.len() > MAX_ID_LEN {
+            return Err(TokenError::Claims("jti"));
+        }
+        if c.room.as_deref().is_some_and(|r| r != room) {
+            return Err(TokenError::Foreign);
+        }
+        let now_s = now / 1000;
+        if now_s >= c.exp {
+            return Err(TokenError::Expired);
+        }
+        let skew = MAX_CLOCK_SKEW_MS / 1000;
+        if c.nbf.is_some_and(|nbf| nbf > now_s.saturating_add(skew)) {
+            return Err(TokenError::NotYetValid);
+        }
+        Ok(Invite {
+            id: c.jti,
+            expires_at: c.exp.saturating_mul(1000),
+        })
+    }
+}
