@@ -5,7 +5,7 @@
 use ngx::http::Request;
 use smart_limit_core::room::rules::{self, TicketState};
 use smart_limit_core::ticket::Ticket;
-use smart_limit_core::token::{TokenError, MAX_TOKEN_LEN};
+use smart_limit_core::token::{TokenCache, TokenError, MAX_TOKEN_LEN};
 
 use crate::clock::now_ms;
 use crate::ctx::RequestCtx;
@@ -23,17 +23,14 @@ pub fn of_request(r: &mut Request) -> Option<String> {
     let d = ctx.decided?;
     let (ticket, tokens) = (d.admitted?, d.zone.tokens.as_ref()?);
     let now = now_ms();
-    let expires = rules::admission_ends(&ticket, d.zone.admission);
-    let token = tokens
-        .issuer
-        .issue(
-            &d.zone.params.name,
-            ticket.sid,
-            ticket.accepted_at,
-            ticket.last_seen.max(ticket.accepted_at).min(now),
-            expires,
-        )
-        .ok()?;
+    let basis = (
+        ticket.sid,
+        ticket.accepted_at,
+        ticket.last_seen.max(ticket.accepted_at).min(now),
+        rules::admission_ends(&ticket, d.zone.admission),
+    );
+    let room = &d.zone.params.name;
+    let token = with_cache(d.zone, |c| c.issue(&tokens.issuer, room, basis))?.ok()?;
     ctx.token = Some(token.clone());
     Some(token)
 }
@@ -53,6 +50,17 @@ pub fn bearer_ticket(r: &Request, zone: &Zone, now: u64) -> Option<Ticket> {
         last_seen: a.issued_at,
     };
     (rules::ticket_state(&t, zone.admission, now) == TicketState::Admitted).then_some(t)
+}
+
+/// Slots of each side of a worker's [`TokenCache`], per zone: about 1,024 apps calling at once
+/// keep their tokens verified.
+const TOKEN_CACHE_SLOTS: usize = 1024;
+
+fn with_cache<T>(zone: &Zone, f: impl FnOnce(&mut TokenCache) -> T) -> Option<T> {
+    let mut cache = zone.token_cache.try_borrow_mut().ok()?;
+    Some(f(
+        cache.get_or_insert_with(|| TokenCache::new(TOKEN_CACHE_SLOTS))
+    ))
 }
 
 /// Why an invite-only line gives no place.

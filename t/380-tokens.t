@@ -114,7 +114,28 @@ sh 60: target/py/bin/python t/lib/token_probe.py fleet $TEST_NGINX_PORT_N1 $TEST
 --- no_error_log
 [error]
 
-=== TEST 4: shared memory, invite-only (HS256): no token, no place; one place per token id, a replay gets the same place
+=== TEST 4: a P-256 key and audience=: an ES256 token with aud, verified by PyJWT and jose, passes as a bearer
+--- http_config
+    smart_limit_token_key $TEST_NGINX_HTML_DIR/ec.pem audience=checkout-api;
+    smart_limit_zone shop size=1m max_active=5 flood=off;
+--- config
+    add_header X-SL-Status $smart_limit_status always;
+    location = /.well-known/jwks.json { smart_limit_jwks; }
+    location = /poll { smart_limit shop; smart_limit_poll; }
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> ec.pem
+-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIJX3g/pbNUYS/NG9+T8wp1ucQ1OtUaP8LhTWLAA+1xhjoAoGCCqGSM49
+AwEHoUQDQgAEQZoArqi6lZmF7Acceyccy6n7LgP2KMF8mhOw2FEk0s47g8QsMeFC
+Ioa0trNxPlX7nFWrecRtJkN2L2xwwsu7gg==
+-----END EC PRIVATE KEY-----
+>>> index.html
+origin
+--- steps
+sh 30: target/py/bin/python t/lib/token_probe.py es256 $TEST_NGINX_PORT checkout-api => /es256: all checks passed/
+
+=== TEST 5: shared memory, invite-only (HS256): no token, no place; one place per token id, a replay gets the same place
 --- http_config
     smart_limit_zone presale size=1m max_active=1 flood=off invite=$TEST_NGINX_HTML_DIR/presale.secret;
 --- config
@@ -144,7 +165,7 @@ B GET / Accept: application/json => 503; json.position == 1; json.queue_length =
 C GET / Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMiIsImV4cCI6NDEwMjQ0NDgwMH0.ruQZIiLVEgwClgd7EmFsh_XivQ7F4Cvsb7kUD2eD1Do | Accept: application/json => 503; json.position == 1; json.queue_length == 1
 D GET /?invite=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMyIsImV4cCI6NDEwMjQ0NDgwMH0.XISghqIPj4LbNRsMwGO9uXZPD59z7eCx6oqi8xTjljI Accept: application/json => 503; json.position == 2; json.queue_length == 2
 
-=== TEST 5: invite-only with the backend's Ed25519 public key (EdDSA), and a status of the operator's choosing
+=== TEST 6: invite-only with the backend's Ed25519 public key (EdDSA), and a status of the operator's choosing
 --- http_config
     smart_limit_zone presale size=1m max_active=1 flood=off invite=$TEST_NGINX_HTML_DIR/backend.pub invite_status=401;
 --- config
@@ -163,7 +184,7 @@ X GET /?invite=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMSIsImV4
 A GET /?invite=eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJmYW4tMSIsImV4cCI6NDEwMjQ0NDgwMH0.So6zgUtttKqso4m0UYsOu-Uit2ATnAb1Pe_B5hqLDAFtGjBIW2OC35uM114X4wCE8Z_Z2nr7xEy0vUhyt_GcBg => 200; body =~ /origin/
 B GET /?invite=eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJmYW4tMiIsImV4cCI6NDEwMjQ0NDgwMH0.SYFMytLtR7vNgJt0pAbp2kV8xHQqBmXj4qvzyiFgX3DMcIvyCZKVaVRodwTsF90CnNgHA9EmciGDiUj8YvdjBA Accept: application/json => 503; json.position == 1
 
-=== TEST 6: central Redis, two nodes: one place per token id across the fleet
+=== TEST 7: central Redis, two nodes: one place per token id across the fleet
 --- instances: 2
 --- redis
 --- http_config
@@ -187,7 +208,7 @@ D GET /?invite=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMyIsImV4
 --- no_error_log
 [error]
 
-=== TEST 7: sync=, two nodes: one place per token id across the fleet
+=== TEST 8: sync=, two nodes: one place per token id across the fleet
 --- instances: 2
 --- redis
 --- http_config
@@ -218,7 +239,7 @@ until 5: D GET / @1 Accept: application/json => 503; json.position == 2; json.qu
 --- no_error_log
 [error]
 
-=== TEST 8: a private key as invite= is refused by nginx -t
+=== TEST 9: a private key as invite= is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite=$TEST_NGINX_HTML_DIR/token.pem;
 --- config
@@ -232,7 +253,7 @@ MC4CAQAwBQYDK2VwBCIEIGGhmN6fylv95lS/cTIKP+rTji3b8+xHn0RH0PoCkz8k
 --- error_log
 "smart_limit_zone" invite=".*token.pem": holds a private key
 
-=== TEST 9: a secret shorter than 32 bytes is refused by nginx -t
+=== TEST 10: a secret shorter than 32 bytes is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite=$TEST_NGINX_HTML_DIR/short.secret;
 --- config
@@ -242,9 +263,9 @@ MC4CAQAwBQYDK2VwBCIEIGGhmN6fylv95lS/cTIKP+rTji3b8+xHn0RH0PoCkz8k
 too-short
 --- must_fail
 --- error_log
-"smart_limit_zone" invite=".*short.secret": neither an Ed25519 public key
+"smart_limit_zone" invite=".*short.secret": neither an Ed25519 or P-256 public key
 
-=== TEST 10: a missing invite file is refused by nginx -t
+=== TEST 11: a missing invite file is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite=$TEST_NGINX_HTML_DIR/none.secret;
 --- config
@@ -253,7 +274,7 @@ too-short
 --- error_log
 "smart_limit_zone" invite=: cannot read ".*none.secret"
 
-=== TEST 11: invite_status= without invite= is refused by nginx -t
+=== TEST 12: invite_status= without invite= is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite_status=403;
 --- config
@@ -262,7 +283,7 @@ too-short
 --- error_log
 invite_status=403.*invite=FILE
 
-=== TEST 12: smart_limit_token_key with a public key, or with none, is refused by nginx -t
+=== TEST 13: smart_limit_token_key with a public key, or with none, is refused by nginx -t
 --- http_config
     smart_limit_token_key $TEST_NGINX_HTML_DIR/backend.pub;
 --- config
@@ -274,9 +295,9 @@ MCowBQYDK2VwAyEA/uZvMK5nnrm7qx3seHM+r4TFYHr/8UfwFVTjT+Wb5FE=
 -----END PUBLIC KEY-----
 --- must_fail
 --- error_log
-"smart_limit_token_key" ".*backend.pub": not an Ed25519 private key
+"smart_limit_token_key" ".*backend.pub": not an Ed25519 or P-256 private key
 
-=== TEST 13: smart_limit_token_key with only parameters is refused by nginx -t
+=== TEST 14: smart_limit_token_key with only parameters is refused by nginx -t
 --- http_config
     smart_limit_token_key issuer=https://shop.example;
 --- config
@@ -285,14 +306,14 @@ MCowBQYDK2VwAyEA/uZvMK5nnrm7qx3seHM+r4TFYHr/8UfwFVTjT+Wb5FE=
 --- error_log
 "smart_limit_token_key" needs a key file
 
-=== TEST 14: smart_limit_jwks without smart_limit_token_key is refused by nginx -t
+=== TEST 15: smart_limit_jwks without smart_limit_token_key is refused by nginx -t
 --- config
     location = /jwks { smart_limit_jwks; }
 --- must_fail
 --- error_log
 "smart_limit_jwks" needs smart_limit_token_key
 
-=== TEST 15: issuer= and bearer= are used: another issuer's tokens, and the header the operator names
+=== TEST 16: issuer= and bearer= are used: another issuer's tokens, and the header the operator names
 --- http_config
     smart_limit_token_key $TEST_NGINX_HTML_DIR/token.pem issuer=https://shop.example bearer=X-Admission;
     smart_limit_zone shop size=1m max_active=5 flood=off;

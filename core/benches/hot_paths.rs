@@ -14,8 +14,20 @@ use smart_limit_core::page::{self, Lang, Template, ViewStatus, WaitView};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Room, Visit};
 use smart_limit_core::ticket::{self, Keyring, OpenCache, Ticket};
+use smart_limit_core::token;
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+/// Token keys made for this benchmark (`openssl genpkey`).
+const ED_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIGGhmN6fylv95lS/cTIKP+rTji3b8+xHn0RH0PoCkz8k
+-----END PRIVATE KEY-----
+";
+const EC_PEM: &str = "-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIJX3g/pbNUYS/NG9+T8wp1ucQ1OtUaP8LhTWLAA+1xhjoAoGCCqGSM49
+AwEHoUQDQgAEQZoArqi6lZmF7Acceyccy6n7LgP2KMF8mhOw2FEk0s47g8QsMeFC
+Ioa0trNxPlX7nFWrecRtJkN2L2xwwsu7gg==
+-----END EC PRIVATE KEY-----
+";
 
 fn measure(name: &str, n: u32, mut f: impl FnMut(u32)) {
     // `cargo bench --bench hot_paths -- WORD`: only the measurements whose name has WORD.
@@ -281,4 +293,41 @@ fn main() {
             ));
         },
     );
+
+    // [S28] Admission tokens: signing one (a poll's admitted answer, `$smart_limit_token`) and
+    // verifying a bearer token, with an Ed25519 and a P-256 key.
+    for (alg, pem) in [("EdDSA", ED_PEM), ("ES256", EC_PEM)] {
+        let key = token::SigningKey::from_pem(pem).expect("key");
+        let issuer = token::Issuer::new(vec![key], "smart_limit".into(), None).expect("issuer");
+        let now = 1_795_332_865_123;
+        let t = issuer
+            .issue("shop", 5, now, now, now + 600_000)
+            .expect("token");
+        measure(&format!("token: issue ({alg})"), 20_000, |i| {
+            black_box(
+                issuer
+                    .issue("shop", u64::from(i) + 1, now, now, now + 600_000)
+                    .ok(),
+            );
+        });
+        measure(
+            &format!("token: verify a bearer token ({alg})"),
+            20_000,
+            |_| {
+                black_box(issuer.verify("shop", black_box(t.as_bytes()), now).ok());
+            },
+        );
+        let mut cache = token::TokenCache::new(1024);
+        measure(
+            &format!("token: verify again, cached ({alg})"),
+            200_000,
+            |_| {
+                black_box(
+                    cache
+                        .verify(&issuer, "shop", black_box(t.as_bytes()), now)
+                        .ok(),
+                );
+            },
+        );
+    }
 }

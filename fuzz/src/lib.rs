@@ -85,6 +85,59 @@ pub fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
             .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
+/// The fuzz token key's seed (an Ed25519 private key): bytes 20 21 .. 3f.
+pub fn token_seed() -> [u8; 32] {
+    core::array::from_fn(|i| 0x20 + i as u8)
+}
+
+/// The fuzz invite secret (HS256).
+pub const INVITE_SECRET: &[u8] = b"fuzz-invite-secret-0123456789abcdef";
+
+/// [`token_seed`] as `openssl genpkey -algorithm ed25519` writes a key (PKCS#8 v1, PEM).
+pub fn token_pem() -> String {
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(&token_seed());
+    format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(der)
+    )
+}
+
+/// Signs `payload` as a token's claims under `header`, the way an issuer would, with the fuzz
+/// keys: (EdDSA under [`token_seed`], HS256 under [`INVITE_SECRET`]).
+///
+/// Why: a fuzzer cannot forge a signature, so fed raw tokens it never gets past verification
+/// and the claims reading behind it would never be fuzzed (the ticket target's reason too).
+pub fn sign_token(header_eddsa: &str, header_hs256: &str, payload: &[u8]) -> (String, String) {
+    use ed25519_dalek::Signer;
+    use hmac::Mac;
+    let input = |header: &str| {
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header),
+            URL_SAFE_NO_PAD.encode(payload)
+        )
+    };
+    let ed_input = input(header_eddsa);
+    let key = ed25519_dalek::SigningKey::from_bytes(&token_seed());
+    let ed = key.sign(ed_input.as_bytes()).to_bytes();
+    let hs_input = input(header_hs256);
+    let mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(INVITE_SECRET).map(|mut m| {
+        m.update(hs_input.as_bytes());
+        m.finalize().into_bytes().to_vec()
+    });
+    (
+        format!("{ed_input}.{}", URL_SAFE_NO_PAD.encode(ed)),
+        format!(
+            "{hs_input}.{}",
+            URL_SAFE_NO_PAD.encode(mac.unwrap_or_default())
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

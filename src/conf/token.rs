@@ -1,5 +1,5 @@
-//! `smart_limit_token_key FILE... [issuer=NAME] [bearer=HEADER]` (http level): the keys that
-//! sign admission tokens ([S28]); the first signs, all verify (rotation).
+//! `smart_limit_token_key FILE... [issuer=NAME] [audience=NAME] [bearer=HEADER]` (http level):
+//! the keys that sign admission tokens ([S28]); the first signs, all verify (rotation).
 
 use ngx::ffi::ngx_conf_t;
 use smart_limit_core::token::{Issuer, SigningKey, Tokens, DEFAULT_ISSUER};
@@ -15,13 +15,13 @@ fn token_key(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
     }
     let mut keys = Vec::new();
     let mut issuer = DEFAULT_ISSUER.to_string();
+    let mut audience = None;
     let mut bearer = "authorization".to_string();
     for arg in directive::args(cf)? {
         if let Some(v) = arg.strip_prefix("issuer=") {
-            if v.is_empty() || v.len() > 256 || v.bytes().any(|b| b.is_ascii_control()) {
-                return Err(refuse(cf, format_args!("has a bad issuer: \"{arg}\"")));
-            }
-            issuer = v.to_string();
+            issuer = claim_text(cf, &arg, v)?;
+        } else if let Some(v) = arg.strip_prefix("audience=") {
+            audience = Some(claim_text(cf, &arg, v)?);
         } else if let Some(v) = arg.strip_prefix("bearer=") {
             let token_char = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
             if v.is_empty() || !v.bytes().all(token_char) {
@@ -37,7 +37,16 @@ fn token_key(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
             keys.push(key);
         }
     }
-    let issuer = Issuer::new(keys, issuer).ok_or_else(|| refuse(cf, "needs a key file"))?;
+    let issuer =
+        Issuer::new(keys, issuer, audience).ok_or_else(|| refuse(cf, "needs a key file"))?;
     mcf.tokens = Some(Tokens { issuer, bearer });
     Ok(())
+}
+
+/// `issuer=` and `audience=`: a claim's text, 1 to 256 bytes, no control characters.
+fn claim_text(cf: &mut ngx_conf_t, arg: &str, v: &str) -> Result<String, Refused> {
+    if v.is_empty() || v.len() > 256 || v.bytes().any(|b| b.is_ascii_control()) {
+        return Err(refuse(cf, format_args!("has a bad value: \"{arg}\"")));
+    }
+    Ok(v.to_string())
 }

@@ -21,7 +21,7 @@ use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{self, Admission, Limits, Mode};
 use smart_limit_core::room::{EventNow, PassVerdict, Place, Room, Snapshot, Verdict, Visit};
 use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
-use smart_limit_core::token::{InviteKey, Tokens};
+use smart_limit_core::token::{InviteKey, TokenCache, Tokens};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
 use crate::log::LogThrottle;
@@ -55,6 +55,8 @@ pub struct Zone {
     pub tokens: Option<Tokens>,
     /// `invite=` ([S28]): the key enqueue tokens are checked with (None: anyone takes a place).
     pub invite: Option<InviteKey>,
+    /// Per worker: admission tokens signed and verified recently (`crate::token`).
+    pub token_cache: RefCell<Option<TokenCache>>,
     pub shm: shm::ShmRoom,
     /// Per worker: when a store problem was last logged, so a burst logs once.
     pub problems: LogThrottle,
@@ -170,6 +172,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         keys: None,
         tokens: None,
         invite: None,
+        token_cache: RefCell::new(None),
         shm: shm::ShmRoom::default(),
         problems: LogThrottle::default(),
         floods: LogThrottle::default(),

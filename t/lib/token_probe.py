@@ -8,6 +8,9 @@
                                             admits on node 2; both serve the same key set
     token_probe.py named PORT ISSUER HEADER `issuer=` and `bearer=`: the token names ISSUER
                                             and passes in HEADER, not in Authorization
+    token_probe.py es256 PORT AUDIENCE      a P-256 key and `audience=`: an ES256 token with
+                                            `aud` that PyJWT and jose verify (what an API
+                                            gateway without EdDSA needs)
 
 The front under test (see t/380-tokens.t): `/poll` is a smart_limit_poll location, `/` goes to
 an origin that echoes the `X-Token-Seen` header the front sets from `$smart_limit_token`, and
@@ -97,7 +100,7 @@ def jwks_of(port):
     return json.loads(body)
 
 
-def pyjwt_verify(token, jwks):
+def pyjwt_verify(token, jwks, audience=None):
     """Verifies with PyJWT, the key chosen by the token's kid from the served set."""
     kid = jwt.get_unverified_header(token).get("kid")
     keys = {k["kid"]: jwt.PyJWK(k) for k in jwks["keys"]}
@@ -106,19 +109,19 @@ def pyjwt_verify(token, jwks):
     return jwt.decode(
         token,
         keys[kid].key,
-        algorithms=["EdDSA"],
+        algorithms=["EdDSA", "ES256"],
         issuer=ISSUER,
+        audience=audience,
         options={"require": ["exp", "iat", "iss", "sub", "jti"]},
     )
 
 
-def jose_verify(token, port):
+def jose_verify(token, port, audience=None):
     """Verifies with jose (npm) against the JWKS URL: a second, independent library."""
     script = os.path.join(ROOT, "t", "browser", "verify-token.mjs")
     url = f"http://127.0.0.1:{port}/.well-known/jwks.json"
-    p = subprocess.run(
-        ["node", script, url, token, ISSUER], capture_output=True, text=True, timeout=30
-    )
+    args = ["node", script, url, token, ISSUER] + ([audience] if audience else [])
+    p = subprocess.run(args, capture_output=True, text=True, timeout=30)
     if p.returncode != 0:
         fail(f"jose refused the token: {p.stdout}{p.stderr}")
     return json.loads(p.stdout)
@@ -254,6 +257,30 @@ def fleet(port1, port2):
     print("fleet: all checks passed")
 
 
+def es256(port, audience):
+    jwks = jwks_of(port)
+    if [(k["kty"], k["crv"], k["alg"]) for k in jwks["keys"]] != [("EC", "P-256", "ES256")]:
+        fail(f"JWKS: expected one P-256 key: {jwks}")
+    status, _, doc = poll_json(Client(port))
+    if status != 200 or "token" not in doc:
+        fail(f"expected admitted with a token, got {status} {doc}")
+    token = doc["token"]
+    if jwt.get_unverified_header(token)["alg"] != "ES256":
+        fail(f"not ES256: {jwt.get_unverified_header(token)}")
+    claims = pyjwt_verify(token, jwks, audience)
+    if claims.get("aud") != audience:
+        fail(f"aud is {claims.get('aud')}")
+    ok(f"PyJWT verifies the ES256 token with aud {audience}")
+    if jose_verify(token, port, audience).get("sub") != claims["sub"]:
+        fail("jose: another sub")
+    ok("jose verifies it too")
+    status, headers, _ = Client(port).get("/", {"Authorization": "Bearer " + token}, follow=False)
+    if status != 200 or headers.get("x-sl-status") != "PASSED":
+        fail(f"the ES256 token did not pass ({status} {headers.get('x-sl-status')})")
+    ok("it passes as a bearer token")
+    print("es256: all checks passed")
+
+
 def named(port, issuer, header):
     status, _, doc = poll_json(Client(port))
     if status != 200 or "token" not in doc:
@@ -279,6 +306,8 @@ if __name__ == "__main__":
         flow(int(sys.argv[2]), sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "fleet":
         fleet(int(sys.argv[2]), int(sys.argv[3]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "es256":
+        es256(int(sys.argv[2]), sys.argv[3])
     elif len(sys.argv) == 5 and sys.argv[1] == "named":
         named(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     else:

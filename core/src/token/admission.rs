@@ -1,9 +1,8 @@
 //! Admission tokens: what an admitted client can show instead of its ticket cookie.
 
-use ed25519_dalek::{Signature, Signer};
 use serde::{Deserialize, Serialize};
 
-use super::jws::{self, Alg};
+use super::jws;
 use super::keys::SigningKey;
 use super::TokenError;
 use crate::room::rules::MAX_CLOCK_SKEW_MS;
@@ -14,6 +13,8 @@ pub struct Issuer {
     /// The first signs; all verify.
     keys: Vec<SigningKey>,
     issuer: String,
+    /// `aud`, when set: written and required (verifiers such as API gateways ask for one).
+    audience: Option<String>,
 }
 
 /// What a verified admission token says.
@@ -33,6 +34,8 @@ pub struct Admission {
 #[derive(Serialize, Deserialize)]
 struct Claims<'a> {
     iss: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aud: Option<&'a str>,
     /// The session id, 16 hex digits (what `$smart_limit_sid` shows).
     sub: &'a str,
     room: &'a str,
@@ -47,6 +50,8 @@ struct Claims<'a> {
 #[derive(Deserialize)]
 struct ClaimsIn {
     iss: String,
+    #[serde(default)]
+    aud: Option<String>,
     sub: String,
     room: String,
     iat: u64,
@@ -55,9 +60,14 @@ struct ClaimsIn {
 }
 
 impl Issuer {
-    /// Keys in the order given (at least one: the first signs) and the `iss` to write.
-    pub fn new(keys: Vec<SigningKey>, issuer: String) -> Option<Issuer> {
-        (!keys.is_empty()).then_some(Issuer { keys, issuer })
+    /// Keys in the order given (at least one: the first signs), the `iss` to write, and the
+    /// `aud` if any.
+    pub fn new(keys: Vec<SigningKey>, issuer: String, audience: Option<String>) -> Option<Issuer> {
+        (!keys.is_empty()).then_some(Issuer {
+            keys,
+            issuer,
+            audience,
+        })
     }
 
     pub fn issuer(&self) -> &str {
@@ -81,6 +91,7 @@ impl Issuer {
         let jti = hex(&id);
         let claims = Claims {
             iss: &self.issuer,
+            aud: self.audience.as_deref(),
             sub: &sub,
             room,
             iat: now / 1000,
@@ -89,31 +100,31 @@ impl Issuer {
             jti: &jti,
         };
         let payload = serde_json::to_vec(&claims).map_err(|_| TokenError::Claims("encode"))?;
-        let header = format!(r#"{{"alg":"EdDSA","typ":"JWT","kid":"{}"}}"#, key.kid);
+        let header = format!(
+            r#"{{"alg":"{}","typ":"JWT","kid":"{}"}}"#,
+            key.alg().name(),
+            key.kid()
+        );
         let input = jws::signing_input(header.as_bytes(), &payload);
-        let signature = key.key.sign(input.as_bytes());
-        Ok(jws::finish(input, &signature.to_bytes()))
+        let signature = key.sign(input.as_bytes());
+        Ok(jws::finish(input, &signature))
     }
 
     /// Checks a token shown for `room` at `now`: one of this room's keys signed it, for this
     /// issuer and room, and it has not expired.
     pub fn verify(&self, room: &str, token: &[u8], now: u64) -> Result<Admission, TokenError> {
-        let parts = jws::split(token, Alg::EdDsa)?;
+        let parts = jws::split(token)?;
         let kid = parts.kid.as_deref().ok_or(TokenError::UnknownKey)?;
         let key = self
             .keys
             .iter()
-            .find(|k| k.kid == kid)
+            .find(|k| k.kid() == kid)
             .ok_or(TokenError::UnknownKey)?;
-        let signature =
-            Signature::from_slice(&parts.signature).map_err(|_| TokenError::Signature)?;
-        key.key
-            .verifying_key()
-            .verify_strict(parts.signed, &signature)
-            .map_err(|_| TokenError::Signature)?;
+        parts.expect(key.alg())?;
+        key.verify(parts.signed, &parts.signature)?;
         let c: ClaimsIn =
             serde_json::from_slice(&parts.payload).map_err(|_| TokenError::Claims("shape"))?;
-        if c.iss != self.issuer || c.room != room {
+        if c.iss != self.issuer || c.room != room || c.aud != self.audience {
             return Err(TokenError::Foreign);
         }
         let now_s = now / 1000;
@@ -135,32 +146,11 @@ impl Issuer {
     /// The public keys as a JWK Set (RFC 7517 section 5), the signing key first.
     pub fn jwks(&self) -> String {
         #[derive(Serialize)]
-        struct Jwk<'a> {
-            kty: &'static str,
-            crv: &'static str,
-            x: &'a str,
-            kid: &'a str,
-            alg: &'static str,
-            #[serde(rename = "use")]
-            use_: &'static str,
-        }
-        #[derive(Serialize)]
         struct Set<'a> {
-            keys: Vec<Jwk<'a>>,
+            keys: Vec<super::keys::Jwk<'a>>,
         }
         let set = Set {
-            keys: self
-                .keys
-                .iter()
-                .map(|k| Jwk {
-                    kty: "OKP",
-                    crv: "Ed25519",
-                    x: &k.x,
-                    kid: &k.kid,
-                    alg: "EdDSA",
-                    use_: "sig",
-                })
-                .collect(),
+            keys: self.keys.iter().map(SigningKey::jwk).collect(),
         };
         serde_json::to_string(&set).unwrap_or_default()
     }

@@ -1,5 +1,6 @@
 //! Enqueue tokens (`invite=`): an invite-only line takes a place only for a token signed by
-//! the operator's own backend, one place per token id.
+//! the operator's own backend (HS256 with a shared secret, or EdDSA / ES256 with the backend's
+//! public key), one place per token id.
 
 use ed25519_dalek::pkcs8::DecodePublicKey;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -25,6 +26,8 @@ pub enum InviteKey {
     Secret(Vec<u8>),
     /// EdDSA with the backend's Ed25519 key; the room holds only the public half.
     Ed25519(VerifyingKey),
+    /// ES256 with the backend's P-256 key; the room holds only the public half.
+    P256(p256::ecdsa::VerifyingKey),
 }
 
 /// What a verified enqueue token grants: one place, for its id.
@@ -56,6 +59,9 @@ impl InviteKey {
         if text.contains("-----BEGIN PUBLIC KEY-----") {
             return VerifyingKey::from_public_key_pem(text)
                 .map(InviteKey::Ed25519)
+                .or_else(|_| {
+                    p256::ecdsa::VerifyingKey::from_public_key_pem(text).map(InviteKey::P256)
+                })
                 .map_err(|_| TokenKeyError::NotInviteKey);
         }
         let secret = file.trim_ascii();
@@ -74,16 +80,18 @@ impl InviteKey {
         match self {
             InviteKey::Secret(_) => Alg::Hs256,
             InviteKey::Ed25519(_) => Alg::EdDsa,
+            InviteKey::P256(_) => Alg::Es256,
         }
     }
 
     /// Checks an enqueue token shown for `room` at `now` (unix milliseconds).
     pub fn verify(&self, room: &str, token: &[u8], now: u64) -> Result<Invite, TokenError> {
-        let parts = jws::split(token, self.kind())?;
+        let parts = jws::split(token)?;
+        parts.expect(self.kind())?;
         match self {
             InviteKey::Secret(secret) => {
-                let mut mac = Hmac::<Sha256>::new_from_slice(secret)
-                    .map_err(|_| TokenError::Signature)?;
+                let mut mac =
+                    Hmac::<Sha256>::new_from_slice(secret).map_err(|_| TokenError::Signature)?;
                 mac.update(parts.signed);
                 // Constant-time comparison (the crate's).
                 mac.verify_slice(&parts.signature)
@@ -93,6 +101,13 @@ impl InviteKey {
                 let signature =
                     Signature::from_slice(&parts.signature).map_err(|_| TokenError::Signature)?;
                 key.verify_strict(parts.signed, &signature)
+                    .map_err(|_| TokenError::Signature)?;
+            }
+            InviteKey::P256(key) => {
+                use signature::Verifier;
+                let signature = p256::ecdsa::Signature::from_slice(&parts.signature)
+                    .map_err(|_| TokenError::Signature)?;
+                key.verify(parts.signed, &signature)
                     .map_err(|_| TokenError::Signature)?;
             }
         }

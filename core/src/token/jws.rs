@@ -12,6 +12,7 @@ use super::{TokenError, MAX_TOKEN_LEN};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Alg {
     EdDsa,
+    Es256,
     Hs256,
 }
 
@@ -19,6 +20,7 @@ impl Alg {
     pub(super) fn name(self) -> &'static str {
         match self {
             Alg::EdDsa => "EdDSA",
+            Alg::Es256 => "ES256",
             Alg::Hs256 => "HS256",
         }
     }
@@ -37,6 +39,7 @@ struct Header {
 
 /// A token cut into its parts, its header read, its signature not yet checked.
 pub(super) struct Parts<'a> {
+    alg: String,
     pub kid: Option<String>,
     /// `header . payload`, the bytes the signature covers.
     pub signed: &'a [u8],
@@ -44,9 +47,20 @@ pub(super) struct Parts<'a> {
     pub signature: Vec<u8>,
 }
 
-/// Cuts `token` into its parts and reads its header; refuses any algorithm but `alg` before
-/// the signature is looked at.
-pub(super) fn split(token: &[u8], alg: Alg) -> Result<Parts<'_>, TokenError> {
+impl Parts<'_> {
+    /// Refuses a header naming any algorithm but `alg`, the key's: called before the
+    /// signature is looked at.
+    pub fn expect(&self, alg: Alg) -> Result<(), TokenError> {
+        if self.alg == alg.name() {
+            Ok(())
+        } else {
+            Err(TokenError::Algorithm(alg.name()))
+        }
+    }
+}
+
+/// Cuts `token` into its parts and reads its header.
+pub(super) fn split(token: &[u8]) -> Result<Parts<'_>, TokenError> {
     if token.len() > MAX_TOKEN_LEN {
         return Err(TokenError::TooLong);
     }
@@ -64,13 +78,11 @@ pub(super) fn split(token: &[u8], alg: Alg) -> Result<Parts<'_>, TokenError> {
     let header = decode(header)?;
     let header: Header =
         serde_json::from_slice(&header).map_err(|_| TokenError::Malformed("header"))?;
-    if header.alg != alg.name() {
-        return Err(TokenError::Algorithm(alg.name()));
-    }
     if header.crit.is_some() {
         return Err(TokenError::Malformed("critical header extension"));
     }
     Ok(Parts {
+        alg: header.alg,
         kid: header.kid,
         signed: token.get(..second).unwrap_or_default(),
         payload: decode(payload)?,

@@ -1,13 +1,13 @@
 //! Signed tokens (SPEC [S28]): admission travels as a JWS, and a line can be invite-only.
 //!
 //! - An **admission token** ([`Issuer`]) is a compact JWS (RFC 7515) signed with Ed25519
-//!   (`EdDSA`, RFC 8037), issued when a client is admitted and renewed with its ticket. Any
+//!   (`EdDSA`, RFC 8037) or P-256 (`ES256`), issued when a client is admitted and renewed with its ticket. Any
 //!   service verifies it with the public keys the room serves as a JWKS ([`Issuer::jwks`]),
 //!   and `Authorization: Bearer <token>` passes a location of the room as an admitted ticket
 //!   does. Keys come from PEM files; the first signs, all verify (rotation); each key's `kid`
 //!   is its RFC 7638 thumbprint, so a verifier finds the key without a shared naming scheme.
 //! - An **enqueue token** ([`InviteKey`]) comes from the operator's own backend (HS256 with a
-//!   secret file, or EdDSA with a public key file): without one no place is taken, and one
+//!   secret file, or EdDSA / ES256 with a public key file): without one no place is taken, and one
 //!   place is kept per token id.
 //!
 //! The algorithm is the key's, never the token header's: a header that names another
@@ -15,9 +15,10 @@
 //! (so `alg: none` and an HS256 token "signed" with a public key both fail). Tokens are
 //! untrusted input read inside nginx workers: sizes are checked first, nothing panics, and
 //! every failure is a [`TokenError`] that makes the caller treat the client as a new user.
-//! The signatures are ed25519-dalek's and the RustCrypto `hmac` crate's, not hand-made.
+//! The signatures are ed25519-dalek's, the RustCrypto `p256` and `hmac` crates', not hand-made.
 
 mod admission;
+mod cache;
 mod invite;
 mod jws;
 mod keys;
@@ -28,6 +29,7 @@ mod tests;
 use thiserror::Error;
 
 pub use admission::{Admission, Issuer};
+pub use cache::TokenCache;
 pub use invite::{Invite, InviteKey};
 pub use keys::SigningKey;
 
@@ -77,13 +79,14 @@ pub enum TokenError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum TokenKeyError {
     #[error(
-        "not an Ed25519 private key in PEM (PKCS#8, \"BEGIN PRIVATE KEY\"): make one with \
-         \"openssl genpkey -algorithm ed25519\""
+        "not an Ed25519 or P-256 private key in PEM: make one with \
+         \"openssl genpkey -algorithm ed25519\" (EdDSA) or \
+         \"openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256\" (ES256)"
     )]
-    NotEd25519Private,
+    NotPrivateKey,
     #[error(
-        "neither an Ed25519 public key in PEM (\"BEGIN PUBLIC KEY\") nor a secret of at \
-         least {min} bytes for HS256",
+        "neither an Ed25519 or P-256 public key in PEM (\"BEGIN PUBLIC KEY\") nor a secret \
+         of at least {min} bytes for HS256",
         min = invite::MIN_SECRET_LEN
     )]
     NotInviteKey,

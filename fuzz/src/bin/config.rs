@@ -102,6 +102,7 @@ fn main() {
             updated_at: u64::MAX,
             starts_at: Some(u64::MAX),
             challenge: Some(([b'A'; 12], 32)),
+            token: Some("eyJ.eyJ.sig"),
         };
         let mut out = Vec::new();
         for lang in [Lang::En, Lang::Ja] {
