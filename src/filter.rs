@@ -12,8 +12,9 @@
 //! Requests with neither are left alone, header included: they are not ours (e.g. the origin
 //! `server` of a test, whose response the front then sees).
 //!
-//! Note: tickets are stateless; a client that ignores the deleted cookie and replays its old
-//! ticket passes again until the ticket's grant or session runs out.
+//! A client that ignores the deleted cookie and replays its old ticket (or admission token) is
+//! refused on this node, as a new user, until the ticket would have run out anyway; on the
+//! fleet's other nodes it passes until then (tickets and tokens are stateless).
 
 use core::ptr::addr_of_mut;
 
@@ -114,9 +115,9 @@ fn filter(r: &mut Request) {
     }
     let decided = RequestCtx::find(r)
         .and_then(|c| c.decided.as_ref())
-        .map(|d| (d.zone, d.sid));
+        .map(|d| (d.zone, d.sid, d.admitted.map(|t| t.accepted_at)));
     let sessions = match decided {
-        Some((zone, Some(sid))) => vec![(zone, sid)],
+        Some((zone, Some(sid), admitted_at)) => vec![(zone, sid, admitted_at)],
         _ => sessions_from_cookies(r, mcf),
     };
     if decided.is_none() && sessions.is_empty() {
@@ -154,9 +155,10 @@ fn page_pass(r: &mut Request) {
 }
 
 /// Ends the sessions, and replaces any ticket this response sets by a deleted cookie.
-fn revoke_sessions(r: &mut Request, sessions: &[(&'static Zone, u64)]) {
-    for &(zone, sid) in sessions {
-        zone.revoke(sid);
+fn revoke_sessions(r: &mut Request, sessions: &[Session]) {
+    let now = now_ms();
+    for &(zone, sid, admitted_at) in sessions {
+        zone.revoke(sid, admitted_at, now);
         ngx_log_error!(
             NGX_LOG_INFO,
             r.log(),
@@ -181,8 +183,12 @@ fn revoke_sessions(r: &mut Request, sessions: &[(&'static Zone, u64)]) {
 
 /// Sessions of valid tickets the request carries, one per room (for requests the module did
 /// not decide).
-fn sessions_from_cookies(r: &Request, mcf: &MainConf) -> Vec<(&'static Zone, u64)> {
+fn sessions_from_cookies(r: &Request, mcf: &MainConf) -> Vec<Session> {
     mcf.zones()
-        .filter_map(|zone| cookie::read_ticket(r, zone).map(|t| (zone, t.sid)))
+        .filter_map(|zone| cookie::read_ticket(r, zone).map(|t| (zone, t.sid, Some(t.accepted_at))))
         .collect()
 }
+
+/// A session a revoke ends: its room, its id, and when the ticket or token the request came
+/// with was admitted (none, or 0: not admitted).
+type Session = (&'static Zone, u64, Option<u64>);

@@ -113,7 +113,9 @@ fn handle(r: &mut Request) -> ngx_int_t {
     match (ticket, state) {
         (Some(t), Some(TicketState::Admitted)) => match admitted_ticket(r, lcf, zone, t, now) {
             Ok(rc) => return rc,
-            Err(Closed) => closed_to_admitted = Some(t.sid),
+            Err(NotPassed::Closed) => closed_to_admitted = Some(t.sid),
+            // A revoked admission replayed: a new user (the first contact below).
+            Err(NotPassed::Revoked) => {}
         },
         _ => match sub_resource(r, lcf, zone, fetch, holds_place, now) {
             SubResource::Done(rc) => return rc,
@@ -134,9 +136,14 @@ fn handle(r: &mut Request) -> ngx_int_t {
     }
 }
 
-/// A closed room turns an admitted ticket away: it goes to the room like any visitor (which
-/// refuses and counts it) and is left as it is.
-struct Closed;
+/// Why an admitted ticket does not pass.
+enum NotPassed {
+    /// A closed room turns it away: it goes to the room like any visitor (which refuses and
+    /// counts it) and is left as it is.
+    Closed,
+    /// [S28] The origin revoked this admission on this node: the client is a new user.
+    Revoked,
+}
 
 /// [S5]: a valid admitted ticket passes, counted as active (or is limited to its session's
 /// request rate). A store that cannot count it still lets it pass, and says so.
@@ -146,10 +153,11 @@ fn admitted_ticket(
     zone: &'static Zone,
     t: Ticket,
     now: u64,
-) -> Result<ngx_int_t, Closed> {
-    let fate = match zone.pass(t.sid, now) {
+) -> Result<ngx_int_t, NotPassed> {
+    let fate = match zone.pass(&t, now) {
         Ok(Passed { verdict, seen_at }) => match verdict {
-            PassVerdict::Closed => return Err(Closed),
+            PassVerdict::Closed => return Err(NotPassed::Closed),
+            PassVerdict::Revoked => return Err(NotPassed::Revoked),
             PassVerdict::Limited { retry_ms } => limited(t.sid, retry_ms),
             v => pass_admitted(r, zone, t, v == PassVerdict::Counted, (seen_at, now)),
         },

@@ -135,7 +135,42 @@ origin
 --- steps
 sh 30: target/py/bin/python t/lib/token_probe.py es256 $TEST_NGINX_PORT checkout-api => /es256: all checks passed/
 
-=== TEST 5: shared memory, invite-only (HS256): no token, no place; one place per token id, a replay gets the same place
+=== TEST 5: the origin revokes a session: its ticket and its token, replayed, make new users on shared memory, central Redis and sync=
+--- redis
+--- http_config
+    smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
+    smart_limit_token_key $TEST_NGINX_HTML_DIR/token.pem;
+    smart_limit_zone shm size=1m max_active=1 flood=off;
+    smart_limit_zone central size=1m max_active=1 flood=off store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT prefix=c;
+    smart_limit_zone synced size=4m max_active=1 flood=off store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT prefix=s sync=200ms;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_PORT2;
+        location / { return 200 "origin\n"; }
+        location = /logout { add_header X-Smart-Limit revoke; return 200 "bye\n"; }
+    }
+--- config
+    add_header X-SL-Status $smart_limit_status always;
+    location = /shm/poll { smart_limit shm; smart_limit_poll; }
+    location /shm/ { smart_limit shm; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2/; }
+    location = /central/poll { smart_limit central; smart_limit_poll; }
+    location /central/ { smart_limit central; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2/; }
+    location = /synced/poll { smart_limit synced; smart_limit_poll; }
+    location /synced/ { smart_limit synced; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2/; }
+--- user_files
+>>> keys.txt
+0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+>>> token.pem
+-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIGGhmN6fylv95lS/cTIKP+rTji3b8+xHn0RH0PoCkz8k
+-----END PRIVATE KEY-----
+--- steps
+sh 60: target/py/bin/python t/lib/token_probe.py revoke $TEST_NGINX_PORT /shm => /revoke: all checks passed/
+sh 60: target/py/bin/python t/lib/token_probe.py revoke $TEST_NGINX_PORT /central => /revoke: all checks passed/
+sh 60: target/py/bin/python t/lib/token_probe.py revoke $TEST_NGINX_PORT /synced => /revoke: all checks passed/
+--- no_error_log
+[error]
+
+=== TEST 6: shared memory, invite-only (HS256): no token, no place; one place per token id, a replay gets the same place
 --- http_config
     smart_limit_zone presale size=1m max_active=1 flood=off invite=$TEST_NGINX_HTML_DIR/presale.secret;
 --- config
@@ -165,7 +200,7 @@ B GET / Accept: application/json => 503; json.position == 1; json.queue_length =
 C GET / Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMiIsImV4cCI6NDEwMjQ0NDgwMH0.ruQZIiLVEgwClgd7EmFsh_XivQ7F4Cvsb7kUD2eD1Do | Accept: application/json => 503; json.position == 1; json.queue_length == 1
 D GET /?invite=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMyIsImV4cCI6NDEwMjQ0NDgwMH0.XISghqIPj4LbNRsMwGO9uXZPD59z7eCx6oqi8xTjljI Accept: application/json => 503; json.position == 2; json.queue_length == 2
 
-=== TEST 6: invite-only with the backend's Ed25519 public key (EdDSA), and a status of the operator's choosing
+=== TEST 7: invite-only with the backend's Ed25519 public key (EdDSA), and a status of the operator's choosing
 --- http_config
     smart_limit_zone presale size=1m max_active=1 flood=off invite=$TEST_NGINX_HTML_DIR/backend.pub invite_status=401;
 --- config
@@ -184,7 +219,7 @@ X GET /?invite=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMSIsImV4
 A GET /?invite=eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJmYW4tMSIsImV4cCI6NDEwMjQ0NDgwMH0.So6zgUtttKqso4m0UYsOu-Uit2ATnAb1Pe_B5hqLDAFtGjBIW2OC35uM114X4wCE8Z_Z2nr7xEy0vUhyt_GcBg => 200; body =~ /origin/
 B GET /?invite=eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJmYW4tMiIsImV4cCI6NDEwMjQ0NDgwMH0.SYFMytLtR7vNgJt0pAbp2kV8xHQqBmXj4qvzyiFgX3DMcIvyCZKVaVRodwTsF90CnNgHA9EmciGDiUj8YvdjBA Accept: application/json => 503; json.position == 1
 
-=== TEST 7: central Redis, two nodes: one place per token id across the fleet
+=== TEST 8: central Redis, two nodes: one place per token id across the fleet
 --- instances: 2
 --- redis
 --- http_config
@@ -208,7 +243,7 @@ D GET /?invite=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJqdGkiOiJtZW1iZXItMyIsImV4
 --- no_error_log
 [error]
 
-=== TEST 8: sync=, two nodes: one place per token id across the fleet
+=== TEST 9: sync=, two nodes: one place per token id across the fleet
 --- instances: 2
 --- redis
 --- http_config
@@ -239,7 +274,7 @@ until 5: D GET / @1 Accept: application/json => 503; json.position == 2; json.qu
 --- no_error_log
 [error]
 
-=== TEST 9: a private key as invite= is refused by nginx -t
+=== TEST 10: a private key as invite= is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite=$TEST_NGINX_HTML_DIR/token.pem;
 --- config
@@ -253,7 +288,7 @@ MC4CAQAwBQYDK2VwBCIEIGGhmN6fylv95lS/cTIKP+rTji3b8+xHn0RH0PoCkz8k
 --- error_log
 "smart_limit_zone" invite=".*token.pem": holds a private key
 
-=== TEST 10: a secret shorter than 32 bytes is refused by nginx -t
+=== TEST 11: a secret shorter than 32 bytes is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite=$TEST_NGINX_HTML_DIR/short.secret;
 --- config
@@ -265,7 +300,7 @@ too-short
 --- error_log
 "smart_limit_zone" invite=".*short.secret": neither an Ed25519 or P-256 public key
 
-=== TEST 11: a missing invite file is refused by nginx -t
+=== TEST 12: a missing invite file is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite=$TEST_NGINX_HTML_DIR/none.secret;
 --- config
@@ -274,7 +309,7 @@ too-short
 --- error_log
 "smart_limit_zone" invite=: cannot read ".*none.secret"
 
-=== TEST 12: invite_status= without invite= is refused by nginx -t
+=== TEST 13: invite_status= without invite= is refused by nginx -t
 --- http_config
     smart_limit_zone presale size=1m invite_status=403;
 --- config
@@ -283,7 +318,7 @@ too-short
 --- error_log
 invite_status=403.*invite=FILE
 
-=== TEST 13: smart_limit_token_key with a public key, or with none, is refused by nginx -t
+=== TEST 14: smart_limit_token_key with a public key, or with none, is refused by nginx -t
 --- http_config
     smart_limit_token_key $TEST_NGINX_HTML_DIR/backend.pub;
 --- config
@@ -297,7 +332,7 @@ MCowBQYDK2VwAyEA/uZvMK5nnrm7qx3seHM+r4TFYHr/8UfwFVTjT+Wb5FE=
 --- error_log
 "smart_limit_token_key" ".*backend.pub": not an Ed25519 or P-256 private key
 
-=== TEST 14: smart_limit_token_key with only parameters is refused by nginx -t
+=== TEST 15: smart_limit_token_key with only parameters is refused by nginx -t
 --- http_config
     smart_limit_token_key issuer=https://shop.example;
 --- config
@@ -306,14 +341,14 @@ MCowBQYDK2VwAyEA/uZvMK5nnrm7qx3seHM+r4TFYHr/8UfwFVTjT+Wb5FE=
 --- error_log
 "smart_limit_token_key" needs a key file
 
-=== TEST 15: smart_limit_jwks without smart_limit_token_key is refused by nginx -t
+=== TEST 16: smart_limit_jwks without smart_limit_token_key is refused by nginx -t
 --- config
     location = /jwks { smart_limit_jwks; }
 --- must_fail
 --- error_log
 "smart_limit_jwks" needs smart_limit_token_key
 
-=== TEST 16: issuer= and bearer= are used: another issuer's tokens, and the header the operator names
+=== TEST 17: issuer= and bearer= are used: another issuer's tokens, and the header the operator names
 --- http_config
     smart_limit_token_key $TEST_NGINX_HTML_DIR/token.pem issuer=https://shop.example bearer=X-Admission;
     smart_limit_zone shop size=1m max_active=5 flood=off;

@@ -103,7 +103,7 @@ impl Twin<'_> {
 
     fn pass(&mut self, sid: u64, now: u64) {
         assert_eq!(
-            self.room.pass(sid, now, &self.limits),
+            self.room.pass(sid, 0, now, &self.limits),
             smart_limit_core::room::PassVerdict::Counted
         );
         let reply = self.redis.cmd(&self.script.touch(Form::Text, sid, now));

@@ -45,6 +45,7 @@ use smart_limit_core::redis::{Form, ReplyError, SpentProof};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
+use smart_limit_core::ticket::Ticket;
 use smart_limit_core::util::time::window_end;
 use smart_limit_core::zone::{OnError, ZoneParams};
 
@@ -426,12 +427,13 @@ impl Zone {
     pub(super) fn fleet_pass(
         &self,
         fs: &FleetStore,
-        sid: u64,
+        t: &Ticket,
         now: u64,
     ) -> Result<PassVerdict, StoreError> {
         let limits = self.limits_at(now);
+        let sid = t.sid;
         self.shm.with_fleet(|room, node| {
-            let pass = room.pass(sid, now, &limits);
+            let pass = room.pass(sid, t.accepted_at, now, &limits);
             if matches!(pass, PassVerdict::Counted | PassVerdict::Uncounted) {
                 node.saw_admitted(sid, now, &fs.cfg);
             }

@@ -494,15 +494,17 @@ impl Zone {
 
     /// A valid admitted ticket: one look at the room (under one lock) for its mode and the
     /// session's request rate, and the session counted as active.
-    pub fn pass(&'static self, sid: u64, now: u64) -> Result<Passed, StoreError> {
+    pub fn pass(&'static self, t: &Ticket, now: u64) -> Result<Passed, StoreError> {
         self.refresh_events(now);
         self.keep_events_fresh(now);
+        let (sid, admitted_at) = (t.sid, t.accepted_at);
         let on_this_node = || {
             let limits = self.limits_at(now);
-            self.shm.with_room(|room| room.pass(sid, now, &limits))
+            self.shm
+                .with_room(|room| room.pass(sid, admitted_at, now, &limits))
         };
         let (verdict, seen_at) = match &self.store {
-            Store::Synced(fs) => (self.fleet_pass(fs, sid, now)?, now),
+            Store::Synced(fs) => (self.fleet_pass(fs, t, now)?, now),
             Store::Central(rs) => match on_this_node()? {
                 v @ (PassVerdict::Counted | PassVerdict::Uncounted) => {
                     (v, self.redis_pass(rs, sid, now))
@@ -519,7 +521,9 @@ impl Zone {
     }
 
     /// Ends an admitted session at once (the origin said so); its place frees immediately.
-    pub fn revoke(&'static self, sid: u64) {
+    /// With the admission's time (the ticket or token the request came with), that ticket
+    /// or token is refused on this node if replayed, until it would have ended anyway.
+    pub fn revoke(&'static self, sid: u64, admitted_at: Option<u64>, now: u64) {
         match &self.store {
             Store::Central(rs) => self.redis_revoke(rs, sid),
             // The next sync takes it off the fleet's active sessions.
@@ -528,7 +532,20 @@ impl Zone {
             }
             Store::Shm => {}
         }
-        let _ = self.shm.with_room(|room| room.revoke(sid));
+        // (An event's grant may be longer than the room's own: the longer one holds.)
+        let hold = [self.admission, self.admission_at(now)]
+            .map(|a| match a {
+                Admission::Grant { ms } | Admission::Session { ms } => ms,
+            })
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let _ = self.shm.with_room(|room| {
+            room.revoke(sid);
+            if let Some(at) = admitted_at.filter(|&at| at != 0) {
+                room.refuse_replays(sid, at, now.saturating_add(hold), now);
+            }
+        });
     }
 
     /// Switches the room's mode at run time (None: back to the configured one).

@@ -154,6 +154,9 @@ pub enum PassVerdict {
     Limited { retry_ms: u64 },
     /// The room is closed (mode `reject`): admitted tickets are turned away too.
     Closed,
+    /// [S28] The origin revoked this admission on this node: the ticket or token is replayed;
+    /// its client is a new user.
+    Revoked,
 }
 
 /// Figures from a Redis reply, for [`Room::mirror_remote`]; None leaves one as it was.

@@ -130,12 +130,16 @@ impl<'m> Room<'m> {
         }
     }
 
-    /// A request on a valid admitted ticket: counted as active, within the session's request
-    /// rate (when one is set), unless the room is closed.
-    pub fn pass(&mut self, sid: u64, now: u64, limits: &Limits) -> PassVerdict {
+    /// A request on a valid admitted ticket (or admission token) of the session `sid`,
+    /// admitted at `admitted_at`: counted as active, within the session's request rate (when
+    /// one is set), unless the room is closed or the origin revoked that admission here.
+    pub fn pass(&mut self, sid: u64, admitted_at: u64, now: u64, limits: &Limits) -> PassVerdict {
         self.tidy(now, limits);
         if self.mode(limits) == Mode::Reject {
             return PassVerdict::Closed;
+        }
+        if self.revoked(sid, admitted_at, now) {
+            return PassVerdict::Revoked;
         }
         let Some(i) = self.touch_entry(sid, now) else {
             self.hdr.counters.passed += 1;

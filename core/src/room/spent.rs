@@ -1,4 +1,5 @@
-//! Proofs of work spent ([S19], `challenge=pow`): a proof is accepted once. The node records
+//! Proofs of work spent ([S19], `challenge=pow`): a proof is accepted once; and admissions
+//! the origin revoked ([S28]), whose tickets and tokens are refused when replayed. The node records
 //! each proof it accepts, by its ticket (`challenge::spent_key`), until the ticket could take
 //! its place without one (`challenge::spent_until`); the same proof again is then refused.
 //!
@@ -10,7 +11,7 @@
 
 use super::layout::{SpentEntry, FLOOD_WAYS};
 use super::Room;
-use crate::util::hash::set_of;
+use crate::util::hash::{mix64, set_of};
 
 /// Entries per set (the flood table's sets: the two tables are the same size).
 const SPENT_WAYS: usize = FLOOD_WAYS;
@@ -46,8 +47,32 @@ impl<'m> Room<'m> {
         }
     }
 
+    /// [S28] An admission the origin revoked (`X-Smart-Limit: revoke`): its ticket or token,
+    /// replayed, is refused on this node until `until` (when it would have ended anyway). The
+    /// record sits in this table beside the spent proofs, under a key no proof has.
+    pub fn refuse_replays(&mut self, sid: u64, admitted_at: u64, until: u64, now: u64) {
+        self.spend_proof(replay_key(sid, admitted_at), until, now);
+    }
+
+    /// Whether the admission of `sid` at `admitted_at` was revoked on this node.
+    pub fn revoked(&mut self, sid: u64, admitted_at: u64, now: u64) -> bool {
+        let key = replay_key(sid, admitted_at).max(1);
+        self.spent_set(key)
+            .iter()
+            .any(|e| e.key == key && e.until > now)
+    }
+
     /// The set of entries `key` is kept in.
     fn spent_set(&mut self, key: u64) -> &mut [SpentEntry] {
         set_of(self.spent, key, SPENT_WAYS)
     }
+}
+
+/// An admission's key among the spent proofs: the session and its admission time in seconds
+/// (what a ticket and an admission token both say), mixed under a tag of its own. A session
+/// let in again later (one place per user or invitation) has another admission time: its new
+/// ticket passes.
+fn replay_key(sid: u64, admitted_at: u64) -> u64 {
+    const TAG: u64 = 0x7265_766f_6b65_6421; // "revoked!"
+    mix64(sid ^ mix64((admitted_at / 1000) ^ TAG))
 }

@@ -250,7 +250,10 @@ fn absent_sessions_beyond_max_active_do_not_hold_the_room_full() {
     }
     // Nine stay (seen at 30 s); the room is full until the others are gone.
     for sid in 0..9u64 {
-        assert_eq!(room.pass(1_000 + sid, 30_000, &fifo), PassVerdict::Counted);
+        assert_eq!(
+            room.pass(1_000 + sid, 0, 30_000, &fifo),
+            PassVerdict::Counted
+        );
     }
     let w = place(visit(&mut room, 7, 0, 30_000, &fifo));
     let x = place(visit(&mut room, 8, 0, 30_000, &fifo));
@@ -466,7 +469,7 @@ fn the_line_and_the_sessions_agree_with_plain_scans() {
                 }
                 65..=84 if !admitted.is_empty() => {
                     let sid = admitted[rng.next(admitted.len() as u64) as usize];
-                    room.pass(sid, now, &l);
+                    room.pass(sid, 0, now, &l);
                 }
                 85..=87 if !admitted.is_empty() => {
                     let i = rng.next(admitted.len() as u64) as usize;

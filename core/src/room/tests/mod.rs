@@ -157,7 +157,7 @@ fn head_is_admitted_when_capacity_frees_after_active_window() {
         ));
     }
     // Admitted 1 stays active by being seen; 2 is not seen again.
-    assert_eq!(room.pass(1, 30_000, &l), PassVerdict::Counted);
+    assert_eq!(room.pass(1, 0, 30_000, &l), PassVerdict::Counted);
     assert!(matches!(
         visit(&mut room, 3, c.qnum, 59_999, &l),
         Verdict::Wait(_)
@@ -327,6 +327,24 @@ fn revoke_frees_a_place_at_once() {
         visit(&mut room, 2, b.qnum, 10, &l),
         Verdict::Admit { sid: 2 }
     );
+}
+
+#[test]
+fn a_revoked_admission_replayed_is_refused_until_it_would_have_ended() {
+    let mut mem = Mem::new(64 * 1024);
+    let l = limits();
+    let mut room = Room::format(mem.bytes(), 1).unwrap();
+    assert_eq!(room.pass(1, 5_000, 6_000, &l), PassVerdict::Counted);
+    assert!(room.revoke(1));
+    room.refuse_replays(1, 5_000, 66_000, 6_000);
+    // The same admission (a ticket's milliseconds or a token's seconds alike): refused.
+    assert_eq!(room.pass(1, 5_000, 7_000, &l), PassVerdict::Revoked);
+    assert_eq!(room.pass(1, 5_999, 7_000, &l), PassVerdict::Revoked);
+    // Another session, or the same one admitted again later: they pass.
+    assert_eq!(room.pass(2, 5_000, 7_000, &l), PassVerdict::Counted);
+    assert_eq!(room.pass(1, 9_000, 9_000, &l), PassVerdict::Counted);
+    // Once the admission would have ended, the record is gone.
+    assert_eq!(room.pass(1, 5_000, 66_000, &l), PassVerdict::Counted);
 }
 
 #[test]
@@ -515,15 +533,15 @@ fn a_session_over_its_request_rate_is_limited() {
     let mut room = Room::format(mem.bytes(), 1).unwrap();
     visit(&mut room, 1, 0, 0, &l);
     for _ in 0..20 {
-        assert_eq!(room.pass(1, 1000, &l), PassVerdict::Counted);
+        assert_eq!(room.pass(1, 0, 1000, &l), PassVerdict::Counted);
     }
     assert_eq!(
-        room.pass(1, 1000, &l),
+        room.pass(1, 0, 1000, &l),
         PassVerdict::Limited { retry_ms: 100 }
     );
-    assert_eq!(room.pass(1, 1100, &l), PassVerdict::Counted);
+    assert_eq!(room.pass(1, 0, 1100, &l), PassVerdict::Counted);
     // Another session has its own budget.
-    assert_eq!(room.pass(2, 1100, &l), PassVerdict::Counted);
+    assert_eq!(room.pass(2, 0, 1100, &l), PassVerdict::Counted);
     assert_eq!(room.snapshot(1100, &l).counters.session_limited, 1);
 }
 
