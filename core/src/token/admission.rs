@@ -121,7 +121,7 @@ impl Issuer {
             .find(|k| k.kid() == kid)
             .ok_or(TokenError::UnknownKey)?;
         parts.expect(key.alg())?;
-        key.verify(parts.signed, &parts.signature)?;
+        key.public().verify(parts.signed, &parts.signature)?;
         let c: ClaimsIn =
             serde_json::from_slice(&parts.payload).map_err(|_| TokenError::Claims("shape"))?;
         if c.iss != self.issuer || c.room != room || c.aud != self.audience {

@@ -2,13 +2,12 @@
 //! the operator's own backend (HS256 with a shared secret, or EdDSA / ES256 with the backend's
 //! public key), one place per token id.
 
-use ed25519_dalek::pkcs8::DecodePublicKey;
-use ed25519_dalek::{Signature, VerifyingKey};
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 
 use super::jws::{self, Alg};
+use super::keys::PublicKey;
 use super::{TokenError, TokenKeyError};
 use crate::room::rules::MAX_CLOCK_SKEW_MS;
 
@@ -24,10 +23,9 @@ const MAX_ID_LEN: usize = 128;
 pub enum InviteKey {
     /// HS256 with a shared secret (the file's bytes, surrounding whitespace removed).
     Secret(Vec<u8>),
-    /// EdDSA with the backend's Ed25519 key; the room holds only the public half.
-    Ed25519(VerifyingKey),
-    /// ES256 with the backend's P-256 key; the room holds only the public half.
-    P256(p256::ecdsa::VerifyingKey),
+    /// EdDSA or ES256 with the backend's Ed25519 or P-256 key; the room holds only the
+    /// public half.
+    Public(PublicKey),
 }
 
 /// What a verified enqueue token grants: one place, for its id.
@@ -57,12 +55,9 @@ impl InviteKey {
             return Err(TokenKeyError::PrivateInviteKey);
         }
         if text.contains("-----BEGIN PUBLIC KEY-----") {
-            return VerifyingKey::from_public_key_pem(text)
-                .map(InviteKey::Ed25519)
-                .or_else(|_| {
-                    p256::ecdsa::VerifyingKey::from_public_key_pem(text).map(InviteKey::P256)
-                })
-                .map_err(|_| TokenKeyError::NotInviteKey);
+            return PublicKey::from_pem(text)
+                .map(InviteKey::Public)
+                .ok_or(TokenKeyError::NotInviteKey);
         }
         let secret = file.trim_ascii();
         if secret.len() < MIN_SECRET_LEN {
@@ -79,8 +74,7 @@ impl InviteKey {
     fn kind(&self) -> Alg {
         match self {
             InviteKey::Secret(_) => Alg::Hs256,
-            InviteKey::Ed25519(_) => Alg::EdDsa,
-            InviteKey::P256(_) => Alg::Es256,
+            InviteKey::Public(key) => key.alg(),
         }
     }
 
@@ -97,19 +91,7 @@ impl InviteKey {
                 mac.verify_slice(&parts.signature)
                     .map_err(|_| TokenError::Signature)?;
             }
-            InviteKey::Ed25519(key) => {
-                let signature =
-                    Signature::from_slice(&parts.signature).map_err(|_| TokenError::Signature)?;
-                key.verify_strict(parts.signed, &signature)
-                    .map_err(|_| TokenError::Signature)?;
-            }
-            InviteKey::P256(key) => {
-                use signature::Verifier;
-                let signature = p256::ecdsa::Signature::from_slice(&parts.signature)
-                    .map_err(|_| TokenError::Signature)?;
-                key.verify(parts.signed, &signature)
-                    .map_err(|_| TokenError::Signature)?;
-            }
+            InviteKey::Public(key) => key.verify(parts.signed, &parts.signature)?,
         }
         let c: Claims =
             serde_json::from_slice(&parts.payload).map_err(|_| TokenError::Claims("shape"))?;

@@ -91,21 +91,12 @@ impl SigningKey {
         }
     }
 
-    pub(super) fn verify(&self, input: &[u8], signature: &[u8]) -> Result<(), TokenError> {
+    /// Its public half (what verifies its tokens).
+    pub(super) fn public(&self) -> PublicKey {
         match &self.key {
-            Key::Ed25519(k) => {
-                let s = ed25519_dalek::Signature::from_slice(signature)
-                    .map_err(|_| TokenError::Signature)?;
-                k.verifying_key().verify_strict(input, &s)
-            }
-            Key::P256(k) => {
-                use signature::Verifier;
-                let s = p256::ecdsa::Signature::from_slice(signature)
-                    .map_err(|_| TokenError::Signature)?;
-                k.verifying_key().verify(input, &s)
-            }
+            Key::Ed25519(k) => PublicKey::Ed25519(k.verifying_key()),
+            Key::P256(k) => PublicKey::P256(*k.verifying_key()),
         }
-        .map_err(|_| TokenError::Signature)
     }
 
     pub(super) fn jwk(&self) -> Jwk<'_> {
@@ -119,6 +110,46 @@ impl SigningKey {
             alg: self.alg().name(),
             use_: "sig",
         }
+    }
+}
+
+/// A public key that verifies JWS signatures: a signing key's half, or an `invite=` file's.
+#[derive(Clone)]
+pub enum PublicKey {
+    Ed25519(ed25519_dalek::VerifyingKey),
+    P256(p256::ecdsa::VerifyingKey),
+}
+
+impl PublicKey {
+    /// Reads a public key in PEM (`BEGIN PUBLIC KEY`, SubjectPublicKeyInfo): Ed25519 or P-256.
+    pub(super) fn from_pem(text: &str) -> Option<PublicKey> {
+        use ed25519_dalek::pkcs8::DecodePublicKey;
+        ed25519_dalek::VerifyingKey::from_public_key_pem(text)
+            .map(PublicKey::Ed25519)
+            .or_else(|_| p256::ecdsa::VerifyingKey::from_public_key_pem(text).map(PublicKey::P256))
+            .ok()
+    }
+
+    /// The algorithm its tokens must name.
+    pub(super) fn alg(&self) -> Alg {
+        match self {
+            PublicKey::Ed25519(_) => Alg::EdDsa,
+            PublicKey::P256(_) => Alg::Es256,
+        }
+    }
+
+    /// Checks a JWS signature over `input` (EdDSA: RFC 8032's strict verification, which
+    /// refuses small-order keys and non-canonical signatures; ES256: r || s, RFC 7518 3.4).
+    pub(super) fn verify(&self, input: &[u8], signature: &[u8]) -> Result<(), TokenError> {
+        use signature::Verifier;
+        let checked = match self {
+            PublicKey::Ed25519(k) => ed25519_dalek::Signature::from_slice(signature)
+                .and_then(|s| k.verify_strict(input, &s)),
+            PublicKey::P256(k) => {
+                p256::ecdsa::Signature::from_slice(signature).and_then(|s| k.verify(input, &s))
+            }
+        };
+        checked.map_err(|_| TokenError::Signature)
     }
 }
 

@@ -406,12 +406,23 @@ fn the_cache_answers_only_what_verification_would() {
     let mut cache = TokenCache::new(4);
     let basis = (5, NOW, NOW, NOW + 60_000);
     let t = cache.issue(&iss, "shop", basis).unwrap();
-    assert_eq!(cache.issue(&iss, "shop", basis).unwrap(), t, "one token per admission");
-    let renewed = cache.issue(&iss, "shop", (5, NOW, NOW + 1000, NOW + 61_000)).unwrap();
+    assert_eq!(
+        cache.issue(&iss, "shop", basis).unwrap(),
+        t,
+        "one token per admission"
+    );
+    let renewed = cache
+        .issue(&iss, "shop", (5, NOW, NOW + 1000, NOW + 61_000))
+        .unwrap();
     assert_ne!(renewed, t);
-    assert_eq!(cache.verify(&iss, "shop", t.as_bytes(), NOW).unwrap().sid, 5);
+    assert_eq!(
+        cache.verify(&iss, "shop", t.as_bytes(), NOW).unwrap().sid,
+        5
+    );
     // Answered again from the cache, with its expiry checked every time.
-    assert!(cache.verify(&iss, "shop", t.as_bytes(), NOW + 59_999).is_ok());
+    assert!(cache
+        .verify(&iss, "shop", t.as_bytes(), NOW + 59_999)
+        .is_ok());
     assert_eq!(
         cache.verify(&iss, "shop", t.as_bytes(), NOW + 60_000),
         Err(TokenError::Expired)
