@@ -41,7 +41,8 @@ pub fn of_request(r: &mut Request) -> Option<String> {
 pub fn bearer_ticket(r: &Request, zone: &Zone, now: u64) -> Option<Ticket> {
     let tokens = zone.tokens.as_ref()?;
     let token = bearer(r, &tokens.bearer)?;
-    let a = tokens.issuer.verify(&zone.params.name, token, now).ok()?;
+    let room = &zone.params.name;
+    let a = with_cache(zone, |c| c.verify(&tokens.issuer, room, token, now))?.ok()?;
     let t = Ticket {
         sid: a.sid,
         qnum: 0,

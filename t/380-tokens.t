@@ -156,6 +156,7 @@ sh 30: target/py/bin/python t/lib/token_probe.py es256 $TEST_NGINX_PORT checkout
     location /central/ { smart_limit central; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2/; }
     location = /synced/poll { smart_limit synced; smart_limit_poll; }
     location /synced/ { smart_limit synced; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2/; }
+    location = /m { smart_limit_metrics; }
 --- user_files
 >>> keys.txt
 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
@@ -164,6 +165,8 @@ sh 30: target/py/bin/python t/lib/token_probe.py es256 $TEST_NGINX_PORT checkout
 MC4CAQAwBQYDK2VwBCIEIGGhmN6fylv95lS/cTIKP+rTji3b8+xHn0RH0PoCkz8k
 -----END PRIVATE KEY-----
 --- steps
+# The synced node meets the fleet first (a place taken before that is the node's own).
+until 3: M GET /m => 200; body =~ /smart_limit_fleet_nodes\{room="synced"\} 1\n/
 sh 60: target/py/bin/python t/lib/token_probe.py revoke $TEST_NGINX_PORT /shm => /revoke: all checks passed/
 sh 60: target/py/bin/python t/lib/token_probe.py revoke $TEST_NGINX_PORT /central => /revoke: all checks passed/
 sh 60: target/py/bin/python t/lib/token_probe.py revoke $TEST_NGINX_PORT /synced => /revoke: all checks passed/

@@ -658,3 +658,25 @@ fn a_revoked_session_leaves_the_fleet_with_the_next_sync() {
     let p = t.sync(1, now + 1000, &revoked);
     assert_eq!((p.fleet_active, p.free), (0, 1));
 }
+
+/// A session admitted, seen waiting and revoked within one interval (a client let in at its
+/// first poll, whose origin ends the session at once): its waiting sighting does not bring it
+/// back into the line, where it would stand ahead of everyone until presence. Found by
+/// t/380-tokens.t (the client behind it waited ~20 s at position 2 of 2); on both twins.
+#[test]
+fn a_session_revoked_in_the_report_that_saw_it_waiting_does_not_join_the_line() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "revoke-waiting", cfg(1));
+    let now = BASE + 10_000;
+    let p = t.sync(
+        1,
+        now + 200,
+        &Report {
+            waiters: vec![waiter(11, now, now), waiter(12, now + 50, now + 50)],
+            admitted: vec![sighting(11, now + 10)],
+            revoked: vec![11],
+            ..Report::default()
+        },
+    );
+    assert_eq!((p.fleet_active, p.queue_len), (0, 1), "{p:?}");
+}

@@ -18,6 +18,12 @@
 #                   contact: a ticket sealed, and the cookie check, 307 back to the same URL)
 #   plain_proxy     proxy_pass to an origin server block in the same nginx (`return 200`)
 #   admitted_pass   the same location gated by `smart_limit`, with an admitted ticket
+#   plain_bearer    plain_proxy again, each request with an `Authorization: Bearer` admission
+#                   token (the token variants' baseline: the same headers)
+#   token_pass      the room's location with that token and no ticket ([S28]): the bearer path,
+#                   the token verified once by the worker and then matched in its cache
+#   token_var       admitted_pass with `proxy_set_header Smart-Limit-Token $smart_limit_token`:
+#                   the admission token of every request (signed once per admission, cached)
 #   wait_json_redis, new_arrival_redis
 #                   wait_json and new_arrival on a room in Redis (store=redis: every decision
 #                   is one script call to a redis-server the bench starts on loopback)
@@ -54,8 +60,10 @@
 # Accept-Language, and a Cookie of the same length): a ratio compares handling, not request
 # size. Every variant runs once per round, rounds alternate (R rounds of V variants, in order), and
 # the figure per variant is the median of its rounds. Ratios: wait_html, wait_json and
-# new_arrival against limit_req_503; admitted_pass against plain_proxy; place_taken* against
-# place_503, and again against place_floor.
+# new_arrival against limit_req_503; admitted_pass and token_var against plain_proxy;
+# token_pass against plain_bearer; place_taken* against place_503, and again against
+# place_floor. The http block has smart_limit_token_key (an Ed25519 key made for the run), so
+# every room issues and accepts tokens.
 
 cost_usage() {
     cat <<EOF
@@ -100,13 +108,14 @@ cost_main() {
     local gen="$root/target/release/smart-limit-bench"
 
     local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass
+                    plain_bearer token_pass token_var
                     wait_json_redis new_arrival_redis wait_json_sync new_arrival_sync
                     place_503 place_floor place_taken place_taken_redis place_taken_sync
                     under_limit documents_idle)
     if [ -n "$only" ]; then
         local keep_v=() v
         for v in "${variants[@]}"; do
-            case ",$only,limit_req_503,page_floor,plain_proxy,place_503,place_floor,under_limit," in *",$v,"*) keep_v+=("$v") ;; esac
+            case ",$only,limit_req_503,page_floor,plain_proxy,plain_bearer,place_503,place_floor,under_limit," in *",$v,"*) keep_v+=("$v") ;; esac
         done
         variants=("${keep_v[@]}")
     fi
@@ -145,6 +154,8 @@ cost_main() {
     # The rooms' ticket key, so that the bench can mint first-return tickets (place_taken*).
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$prefix/conf/keys"
     echo >>"$prefix/conf/keys"
+    # The admission tokens' key (token_pass, token_var).
+    openssl genpkey -algorithm ed25519 -out "$prefix/conf/token.pem" 2>/dev/null || return 1
     cat >"$prefix/conf/nginx.conf" <<EOF
 load_module $prefix/modules/ngx_http_smart_limit_module.so;
 worker_processes 1;
@@ -163,6 +174,7 @@ http {
     limit_req_zone "\$binary_remote_addr\$uri" zone=roomy:1m rate=1000000r/s;
     geo \$sl_dollar { default "\$"; }
     smart_limit_secret $prefix/conf/keys;
+    smart_limit_token_key $prefix/conf/token.pem;
 
     server { listen 127.0.0.1:$origin; location / { return 200 "origin\n"; } }
     upstream origin { server 127.0.0.1:$origin; keepalive 32; }
@@ -213,6 +225,13 @@ http {
 $(overflow_into wait arrive wait_r arrive_r wait_s arrive_s pl_m pl_r pl_s)
         location = /plain { proxy_pass http://origin; }
         location = /adm { smart_limit adm; proxy_pass http://origin; }
+        location = /adm_poll { smart_limit adm; smart_limit_poll; }
+        location = /adm_token {
+            smart_limit adm; proxy_set_header Smart-Limit-Token \$smart_limit_token;
+            # (A proxy_set_header here replaces the http level's: keepalive needs it again.)
+            proxy_set_header Connection "";
+            proxy_pass http://origin;
+        }
         location = /place_503 { limit_req zone=lr; proxy_pass http://origin; }
         # The same overflow answered by nginx with a place taken's bytes (see place_floor.conf).
         location = /place_floor {
@@ -327,6 +346,14 @@ EOF
     grep -qi '^set-cookie: smart_limit_idle_page=' "$prefix/idle.headers" \
         || { echo "bench --cost: /documents_idle: no page pass" >&2; return 1; }
     check 200 -H "Cookie: $cookie_adm" "$base/adm" || return 1
+    # The admitted session's token (the poll's admitted answer): it alone passes /adm.
+    local token
+    token="$(curl -s -H "Cookie: $cookie_adm" -H 'Accept: application/json' "$base/adm_poll" \
+        | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
+    [ -n "$token" ] || { echo "bench --cost: no admission token" >&2; return 1; }
+    check 307 "$base/adm" || return 1
+    check 200 -H "Authorization: Bearer $token" "$base/adm" || return 1
+    check 200 -H "Cookie: $cookie_adm" "$base/adm_token" || return 1
     # The place variants: a ticket of the cookie check's, minted here, takes a place (the first
     # one of each room fills it; every later one waits).
     mint() { "$gen" mint --secret "$prefix/conf/keys" --room "$1" --count "$2"; }
@@ -397,6 +424,9 @@ LUA
             new_arrival) url="$base/arrive"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             plain_proxy) url="$base/plain"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             admitted_pass) url="$base/adm"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            plain_bearer) url="$base/plain"; args=(-H "Authorization: Bearer $token" -H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            token_pass) url="$base/adm"; args=(-H "Authorization: Bearer $token" -H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
+            token_var) url="$base/adm_token"; args=(-H "Cookie: $cookie_adm" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
             wait_json_redis) url="$base/wait_r"; args=(-H "Cookie: $cookie_br" -H 'Accept: application/json;q=1.0, text/plain;q=0.5, */*;q=0.1' -H "Accept-Language: $lang") ;;
             wait_json_sync) url="$base/wait_s"; args=(-H "Cookie: $cookie_bs" -H 'Accept: application/json;q=1.0, text/plain;q=0.5, */*;q=0.1' -H "Accept-Language: $lang") ;;
             new_arrival_redis) url="$base/arrive_r"; args=(-H "Cookie: $other_cookie" -H "Accept: $browser" -H "Accept-Language: $lang") ;;
@@ -489,7 +519,8 @@ LUA
         case "$v" in
             wait_html|wait_json|new_arrival|wait_json_*|new_arrival_*) b=limit_req_503 ;;
             place_taken*) b=place_503 ;;
-            admitted_pass) b=plain_proxy ;;
+            admitted_pass|token_var) b=plain_proxy ;;
+            token_pass) b=plain_bearer ;;
             documents_idle) b=under_limit ;;
             *) b="" ;;
         esac

@@ -10,7 +10,7 @@
                                             and passes in HEADER, not in Authorization
     token_probe.py revoke PORT PREFIX       under PREFIX (/poll, /api, /logout), the origin revokes a session: its ticket cookie and
                                             its token, replayed, make new users on this node;
-                                            the next admission passes
+                                            the client waiting is let in and passes
     token_probe.py es256 PORT AUDIENCE      a P-256 key and `audience=`: an ES256 token with
                                             `aud` that PyJWT and jose verify (what an API
                                             gateway without EdDSA needs)
@@ -270,6 +270,14 @@ def revoke(port, prefix):
     status, headers, _ = Client(port).get(api, {"Authorization": "Bearer " + token}, follow=False)
     if status != 200:
         fail(f"the token did not pass before the revoke ({status} {headers.get('x-sl-status')})")
+    # The next client waits for the one place (it is taken).
+    b = Client(port)
+    status, _, doc = poll_json(b, prefix + "/poll")
+    if status != 503 or doc.get("status") != "waiting":
+        fail(f"the next client did not wait: {status} {doc}")
+    ok(f"the next client waits: {doc}")
+    # (At once: on a synced node the admission, the waiting sighting before it and the revoke
+    # then go in one report, which once brought the session back into the fleet's line.)
     status, headers, _ = a.get(logout)
     if status != 200 or headers.get("x-sl-status") != "REVOKED":
         fail(f"logout: {status} {headers.get('x-sl-status')}")
@@ -287,15 +295,14 @@ def revoke(port, prefix):
         fail(f"the old token, replayed: {status} {headers.get('x-sl-status')}")
     ok("the old token, replayed, makes a new user (307, NEW)")
     # The place is free on this node at once; on a synced fleet, from the next share-out:
-    # the next client polls as told until it is let in (bounded).
-    b = Client(port)
+    # the waiting client polls as told until it is let in (bounded).
     for _ in range(20):
         status, _, doc = poll_json(b, prefix + "/poll")
         if status == 200 or doc.get("status") != "waiting":
             break
         time.sleep(min(doc.get("refresh_seconds", 1), 1))
     if status != 200 or "token" not in doc:
-        fail(f"the next client was not admitted: {status} {doc}")
+        fail(f"the waiting client was not let in: {status} {doc}")
     status, headers, _ = b.get(api, follow=False)
     if status != 200 or headers.get("x-sl-status") != "PASSED":
         fail(f"the next admission does not pass: {status} {headers.get('x-sl-status')}")

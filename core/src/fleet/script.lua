@@ -76,7 +76,7 @@
 -- names in the same order, in core/src/fleet/model/share.rs):
 --    1 fence           a stale sync changes nothing; else the node's entry is fenced
 --    2 take_sightings  admissions and active sessions reported, revoked sessions removed
---    3 take_waiters    waiters reported join the line (look_up_waiters)
+--    3 take_waiters    waiters reported join the line (look_up_waiters), but no revoked one
 --    4 expire          waiters unseen for presence and sessions whose window ended leave
 --    5 census          the other live nodes' places, polls and held places (`fleet`)
 --    6 count_sessions  active, line, expiring, leaving (`counts`)
@@ -424,7 +424,7 @@ local function seen_at(age)
 end
 
 -- 2. take_sightings: what the node reports. Admissions first: they leave the line for the
--- active set. Returns the admitted sessions.
+-- active set. Returns the admitted sessions, and the revoked ones (a set, for take_waiters).
 local function take_sightings()
   local admitted, adm_args = {}, {}
   for sid, age in string.gmatch(ARGV[A_ADMITTED] or '', '(%d+):(%d+)') do
@@ -445,13 +445,14 @@ local function take_sightings()
   variadic('ZADD', K_ACTIVE, act_args, 'GT')
   -- Sessions the origin revoked on the node: off the active sessions, after this report's own
   -- sightings of them (a place the origin frees is free on every node from the next share-out).
-  local revoked = {}
+  local revoked, was_revoked = {}, {}
   for sid in string.gmatch(ARGV[A_REVOKED] or '', '%d+') do
     if #revoked >= REVOKED_REPORT then break end
     revoked[#revoked + 1] = sid
+    was_revoked[sid] = true
   end
   variadic('ZREM', K_ACTIVE, revoked)
-  return admitted
+  return admitted, was_revoked
 end
 
 -- Of the waiters `sids`: the arrival of those in the line (false: not in it) and, of those not
@@ -475,10 +476,12 @@ local function look_up_waiters(sids)
 end
 
 -- 3. take_waiters: a session already active (admitted here or on another node since it was
--- seen waiting) never joins the line again. A waiter's arrival only moves later (rewritten
+-- seen waiting) never joins the line again, nor does one this report revoked (its sighting
+-- waiting, from before its admission in the same interval, would bring it back as a waiter
+-- ahead of everyone until presence). A waiter's arrival only moves later (rewritten
 -- only if it moved): a client whose place had gone (unseen for presence) comes back with a new
 -- one, at the tail. Returns how many waiters the node reported.
-local function take_waiters()
+local function take_waiters(revoked)
   local w_sid, w_arrival, w_at = {}, {}, {}
   for sid, arrival, age in string.gmatch(ARGV[A_WAITERS] or '', '(%d+):(%d+):(%d+)') do
     w_sid[#w_sid + 1] = sid
@@ -491,7 +494,9 @@ local function take_waiters()
   local pres_args, line_args = {}, {}
   for i = 1, #w_sid do
     local keep
-    if in_line[i] then
+    if revoked[w_sid[i]] then
+      keep = false
+    elseif in_line[i] then
       keep = true
       if tonumber(in_line[i]) < tonumber(w_arrival[i]) then
         line_args[#line_args + 1] = w_arrival[i]
@@ -898,8 +903,8 @@ end
 if not fence(me) then
   return {-1}
 end
-local admitted = take_sightings()
-expire(take_waiters())
+local admitted, revoked = take_sightings()
+expire(take_waiters(revoked))
 local fleet = census()
 local counts = count_sessions()
 local allocation, free = free_places(fleet, counts)

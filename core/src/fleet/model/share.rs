@@ -84,12 +84,13 @@ impl FleetModel {
         }
     }
 
-    /// 3. Waiters: an active session never joins the line again; arrivals only move later.
-    ///    How many waiters the node reported.
+    /// 3. Waiters: an active session never joins the line again, nor one this report revoked;
+    ///    arrivals only move later. How many waiters the node reported.
     pub(super) fn take_waiters(&mut self, r: &Report, now: u64) -> usize {
         let mut queue_len = self.queue_len;
+        let revoked = r.revoked.iter().take(super::super::REVOKE_REPORT_CAP);
         for w in &r.waiters {
-            if self.active.score.contains_key(&w.sid) {
+            if self.active.score.contains_key(&w.sid) || revoked.clone().any(|&s| s == w.sid) {
                 continue;
             }
             let in_line = self.arrival.contains_key(&w.sid);
