@@ -5,7 +5,7 @@
 use ngx::http::Request;
 use smart_limit_core::room::rules::{self, TicketState};
 use smart_limit_core::ticket::Ticket;
-use smart_limit_core::token::{TokenCache, TokenError, MAX_TOKEN_LEN};
+use smart_limit_core::token::{TokenCache, TokenError, DEFAULT_BEARER, MAX_TOKEN_LEN};
 
 use crate::clock::now_ms;
 use crate::ctx::RequestCtx;
@@ -78,7 +78,7 @@ pub fn invite_sid(r: &Request, zone: &Zone, now: u64) -> Result<u64, NoInvite> {
     let Some(key) = zone.invite.as_ref() else {
         return Err(NoInvite::Missing);
     };
-    let bearer_header = zone.tokens.as_ref().map_or("authorization", |t| &t.bearer);
+    let bearer_header = zone.tokens.as_ref().map_or(DEFAULT_BEARER, |t| &t.bearer);
     let token = query_arg(r, b"invite")
         .or_else(|| bearer(r, bearer_header))
         .ok_or(NoInvite::Missing)?;

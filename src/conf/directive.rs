@@ -121,11 +121,36 @@ pub fn full_name(cf: &mut ngx_conf_t, path: &str) -> Result<String, Refused> {
 /// The first argument as a file name (relative to the configuration prefix, as for other
 /// nginx files) and the file's text.
 pub fn file_arg(cf: &mut ngx_conf_t) -> Result<(String, String), Refused> {
-    let name = *raw_args(cf).get(1).ok_or(Refused)?;
-    let path = full_name(cf, &name.to_string())?;
-    match std::fs::read_to_string(&path) {
+    let name = raw_args(cf).get(1).ok_or(Refused)?.to_string();
+    read_text(cf, &name, "")
+}
+
+/// The file `name` names (relative to the configuration prefix): its full name and bytes. A
+/// refusal names the file after `what` (a parameter's `"invite=: "`, or nothing).
+pub fn read_file(
+    cf: &mut ngx_conf_t,
+    name: &str,
+    what: &str,
+) -> Result<(String, Vec<u8>), Refused> {
+    let path = full_name(cf, name)?;
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok((path, bytes)),
+        Err(e) => Err(refuse(
+            cf,
+            format_args!("{what}cannot read \"{path}\": {e}"),
+        )),
+    }
+}
+
+/// [`read_file`] for a text file (UTF-8).
+pub fn read_text(cf: &mut ngx_conf_t, name: &str, what: &str) -> Result<(String, String), Refused> {
+    let (path, bytes) = read_file(cf, name, what)?;
+    match String::from_utf8(bytes) {
         Ok(text) => Ok((path, text)),
-        Err(e) => Err(refuse(cf, format_args!("cannot read \"{path}\": {e}"))),
+        Err(_) => Err(refuse(
+            cf,
+            format_args!("{what}cannot read \"{path}\": stream did not contain valid UTF-8"),
+        )),
     }
 }
 

@@ -2,9 +2,9 @@
 //! the keys that sign admission tokens ([S28]); the first signs, all verify (rotation).
 
 use ngx::ffi::ngx_conf_t;
-use smart_limit_core::token::{Issuer, SigningKey, Tokens, DEFAULT_ISSUER};
+use smart_limit_core::token::{Issuer, SigningKey, Tokens, DEFAULT_BEARER, DEFAULT_ISSUER};
 
-use super::directive::{self, full_name, refuse, setter, Refused};
+use super::directive::{self, read_text, refuse, setter, Refused};
 use super::MainConf;
 
 setter!(set_token_key, MainConf, token_key);
@@ -16,7 +16,7 @@ fn token_key(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
     let mut keys = Vec::new();
     let mut issuer = DEFAULT_ISSUER.to_string();
     let mut audience = None;
-    let mut bearer = "authorization".to_string();
+    let mut bearer = DEFAULT_BEARER.to_string();
     for arg in directive::args(cf)? {
         if let Some(v) = arg.strip_prefix("issuer=") {
             issuer = claim_text(cf, &arg, v)?;
@@ -29,9 +29,7 @@ fn token_key(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
             }
             bearer = v.to_ascii_lowercase();
         } else {
-            let path = full_name(cf, &arg)?;
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| refuse(cf, format_args!("cannot read \"{path}\": {e}")))?;
+            let (path, text) = read_text(cf, &arg, "")?;
             let key = SigningKey::from_pem(&text)
                 .map_err(|e| refuse(cf, format_args!("\"{path}\": {e}")))?;
             keys.push(key);

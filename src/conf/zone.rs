@@ -6,7 +6,7 @@ use smart_limit_core::zone::{AdmitMode, ZoneParams};
 
 use smart_limit_core::token::InviteKey;
 
-use super::directive::{self, file_arg, full_name, refuse, setter, Refused};
+use super::directive::{self, file_arg, read_file, refuse, setter, Refused};
 use super::MainConf;
 
 setter!(set_zone, MainConf, zone);
@@ -54,9 +54,7 @@ fn zone(cf: &mut ngx_conf_t, mcf: &mut MainConf) -> Result<(), Refused> {
 
 /// `invite=FILE`: the key the operator's backend signs enqueue tokens with.
 fn invite_key(cf: &mut ngx_conf_t, file: &str) -> Result<InviteKey, Refused> {
-    let path = full_name(cf, file)?;
-    let bytes = std::fs::read(&path)
-        .map_err(|e| refuse(cf, format_args!("invite=: cannot read \"{path}\": {e}")))?;
+    let (path, bytes) = read_file(cf, file, "invite=: ")?;
     InviteKey::parse(&bytes).map_err(|e| refuse(cf, format_args!("invite=\"{path}\": {e}")))
 }
 

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use super::jws;
 use super::keys::SigningKey;
 use super::TokenError;
-use crate::room::rules::MAX_CLOCK_SKEW_MS;
 
 /// The room's token keys and the issuer it names.
 #[derive(Clone)]
@@ -15,6 +14,8 @@ pub struct Issuer {
     issuer: String,
     /// `aud`, when set: written and required (verifiers such as API gateways ask for one).
     audience: Option<String>,
+    /// The public keys as a JWK Set, made once with the keys.
+    jwks: String,
 }
 
 /// What a verified admission token says.
@@ -63,10 +64,15 @@ impl Issuer {
     /// Keys in the order given (at least one: the first signs), the `iss` to write, and the
     /// `aud` if any.
     pub fn new(keys: Vec<SigningKey>, issuer: String, audience: Option<String>) -> Option<Issuer> {
-        (!keys.is_empty()).then_some(Issuer {
+        if keys.is_empty() {
+            return None;
+        }
+        let jwks = jwk_set(&keys);
+        Some(Issuer {
             keys,
             issuer,
             audience,
+            jwks,
         })
     }
 
@@ -127,12 +133,8 @@ impl Issuer {
         if c.iss != self.issuer || c.room != room || c.aud != self.audience {
             return Err(TokenError::Foreign);
         }
-        let now_s = now / 1000;
-        if now_s >= c.exp {
-            return Err(TokenError::Expired);
-        }
-        let skew = MAX_CLOCK_SKEW_MS / 1000;
-        if c.iat > now_s.saturating_add(skew) || c.adm > c.iat {
+        jws::check_times(c.exp, Some(c.iat), now)?;
+        if c.adm > c.iat {
             return Err(TokenError::NotYetValid);
         }
         Ok(Admission {
@@ -144,16 +146,20 @@ impl Issuer {
     }
 
     /// The public keys as a JWK Set (RFC 7517 section 5), the signing key first.
-    pub fn jwks(&self) -> String {
-        #[derive(Serialize)]
-        struct Set<'a> {
-            keys: Vec<super::keys::Jwk<'a>>,
-        }
-        let set = Set {
-            keys: self.keys.iter().map(SigningKey::jwk).collect(),
-        };
-        serde_json::to_string(&set).unwrap_or_default()
+    pub fn jwks(&self) -> &str {
+        &self.jwks
     }
+}
+
+fn jwk_set(keys: &[SigningKey]) -> String {
+    #[derive(Serialize)]
+    struct Set<'a> {
+        keys: Vec<super::keys::Jwk<'a>>,
+    }
+    let set = Set {
+        keys: keys.iter().map(SigningKey::jwk).collect(),
+    };
+    serde_json::to_string(&set).unwrap_or_default()
 }
 
 /// A session id as `sub` spells it: 16 lower-case hex digits, not zero.

@@ -7,6 +7,7 @@ use base64::Engine;
 use serde::Deserialize;
 
 use super::{TokenError, MAX_TOKEN_LEN};
+use crate::room::rules::MAX_CLOCK_SKEW_MS;
 
 /// The algorithms this module verifies. Which one applies is the key's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,20 @@ fn decode(part: &[u8]) -> Result<Vec<u8>, TokenError> {
     URL_SAFE_NO_PAD
         .decode(part)
         .map_err(|_| TokenError::Malformed("not base64url"))
+}
+
+/// A token's times against `now` (unix ms): refused from `exp` (seconds) on, and when it
+/// claims to start (`iat`, `nbf`) further ahead than the clock skew a fleet may have.
+pub(super) fn check_times(exp: u64, starts: Option<u64>, now: u64) -> Result<(), TokenError> {
+    let now_s = now / 1000;
+    if now_s >= exp {
+        return Err(TokenError::Expired);
+    }
+    let skew = MAX_CLOCK_SKEW_MS / 1000;
+    if starts.is_some_and(|t| t > now_s.saturating_add(skew)) {
+        return Err(TokenError::NotYetValid);
+    }
+    Ok(())
 }
 
 /// `header . payload` of a new token, to be signed and completed with [`finish`].

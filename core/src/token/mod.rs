@@ -47,6 +47,9 @@ pub struct Tokens {
     pub bearer: String,
 }
 
+/// The default request header of bearer tokens (`bearer=`), lower case.
+pub const DEFAULT_BEARER: &str = "authorization";
+
 /// The default issuer (`iss`) of admission tokens.
 pub const DEFAULT_ISSUER: &str = "smart_limit";
 

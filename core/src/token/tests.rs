@@ -103,7 +103,7 @@ fn rotation_every_key_verifies_the_first_signs() {
         old.verify("shop", new.as_bytes(), NOW),
         Err(TokenError::UnknownKey)
     );
-    let jwks: serde_json::Value = serde_json::from_str(&rotated.jwks()).unwrap();
+    let jwks: serde_json::Value = serde_json::from_str(rotated.jwks()).unwrap();
     let kids: Vec<&str> = jwks["keys"]
         .as_array()
         .unwrap()
@@ -375,7 +375,7 @@ fn es256_keys_sign_verify_and_publish() {
         iss.verify("shop", relabelled.as_bytes(), NOW),
         Err(TokenError::Algorithm("ES256"))
     );
-    let jwks: serde_json::Value = serde_json::from_str(&iss.jwks()).unwrap();
+    let jwks: serde_json::Value = serde_json::from_str(iss.jwks()).unwrap();
     let k = &jwks["keys"][0];
     assert_eq!(
         (k["kty"].as_str(), k["crv"].as_str(), k["alg"].as_str()),
