@@ -67,9 +67,9 @@ C GET / Accept: application/json => 503; json.position == 2; json.queue_length =
 repeat 5: B GET / Accept: application/json => 503; json.position == 1
 repeat 5: C GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
 
-=== TEST 4: a waiting head that is not seen for `presence` loses its place; the queue moves on
+=== TEST 4: keep=off: a waiting head that is not seen for `presence` loses its place; the queue moves on
 --- http_config
-    smart_limit_zone shop size=1m max_active=1 presence=2s $TEST_NGINX_STORE;
+    smart_limit_zone shop size=1m max_active=1 presence=2s keep=off $TEST_NGINX_STORE;
 --- config
     location / { smart_limit shop; root html; }
 --- user_files
@@ -178,3 +178,90 @@ E GET / => 200
 G GET / Accept: application/json => 503; json.position == 2
 D GET / => 200
 G GET / Accept: application/json => 503; json.position == 1
+
+=== TEST 10: [S27] a waiter away past `presence` but within `keep` resumes its place; nobody behind it is moved back
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 presence=1s keep=5s $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3; json.queue_length == 3
+# B steps away for 2.4 s (a locked phone: past presence, within keep); C and D poll as asked
+# and are told the same positions throughout (B still counts ahead of them).
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3
+# B is back: its own place at the head, and its first answer says it resumed it.
+B GET / Accept: application/json => 503; json.position == 1; json.queue_length == 3; json.resumed == true
+B GET / Accept: application/json => 503; json.position == 1; body !~ /resumed/
+C GET / Accept: application/json => 503; json.position == 2
+
+=== TEST 11: [S27] a waiter whose turn came while it was away goes in at the next free place when it is back, never above max_active
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 presence=1s keep=5s active_window=1s $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3
+# B steps away. A is not seen again: its place frees after active_window, and C, the first
+# present client, takes it (nobody waits for an absent head).
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2
+D GET / Accept: application/json => 503; json.position == 3
+until 4: C GET / => 200; body =~ /origin page/
+# D still counts B ahead of it: its position did not grow when B stepped away, only fell
+# when C went in.
+D GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
+# B is back within keep: first in line, but C holds the one place.
+C GET / => 200
+B GET / Accept: application/json => 503; json.position == 1; json.resumed == true
+# C leaves: the next free place is B's, not D's, though D polls all along.
+sleep 0.4
+D GET / Accept: application/json => 503; json.position == 2
+B GET / Accept: application/json => 503|200
+sleep 0.4
+D GET / Accept: application/json => 503; json.position == 2
+B GET / Accept: application/json => 503|200
+sleep 0.4
+D GET / Accept: application/json => 503
+until 3: B GET / => 200; body =~ /origin page/
+D GET / Accept: application/json => 503; json.position == 1; json.queue_length == 1
+
+=== TEST 12: [S27] a waiter away past `keep` has lost its place: back, it starts at the tail
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 presence=1s keep=3s $TEST_NGINX_STORE;
+--- config
+    location / { smart_limit shop; root html; }
+--- user_files
+>>> index.html
+origin page
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+C GET / Accept: application/json => 503; json.position == 2
+# C polls; B is kept (C second) until keep ends, then C is first and the line is C alone.
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2
+until 6: C GET / Accept: application/json => 503; json.position == 1; json.queue_length == 1
+B GET / Accept: application/json => 503; json.position == 2; json.queue_length == 2; body !~ /resumed/; cookie smart_limit_shop set

@@ -97,9 +97,9 @@ H GET / from 127.0.0.31 Accept: application/json => 503; json.status == "waiting
 --- error_log
 flood control: a client address takes places faster than flood= allows
 
-=== TEST 4: abandoned places stop counting at once and free the line, wherever they stand; a client polling keeps its place
+=== TEST 4: keep=off: abandoned places stop counting at once and free the line, wherever they stand; a client polling keeps its place
 --- http_config
-    smart_limit_zone shop size=1m max_active=1 grant=1h active_window=1h presence=4s flood=off $TEST_NGINX_STORE;
+    smart_limit_zone shop size=1m max_active=1 grant=1h active_window=1h presence=4s keep=off flood=off $TEST_NGINX_STORE;
     server { listen 127.0.0.1:$TEST_NGINX_PORT2; location / { return 200 "origin\n"; } }
 --- config
     location / { smart_limit shop; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2; }
@@ -172,3 +172,21 @@ A GET / => 200; header X-SL-Status =~ /^PASSED$/; cookie smart_limit_shop absent
 jar B prepend smart_limit_shop=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
 B GET / Accept: application/json => 503; json.position == 1; cookie smart_limit_shop absent; redirects == 0
 C GET / Accept: application/json => 503; json.position == 2
+
+=== TEST 8: [S27] places kept for clients who never come back hold no free place: the next present client goes in
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 grant=1h active_window=1s presence=1s keep=1h flood=off $TEST_NGINX_STORE;
+    server { listen 127.0.0.1:$TEST_NGINX_PORT2; location / { return 200 "origin\n"; } }
+--- config
+    location / { smart_limit shop; proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2; }
+--- steps
+A GET / => 200
+B GET / Accept: application/json => 503; json.position == 1
+parallel 30 p GET / Accept: application/json => 503; json.status == "waiting"
+C GET / Accept: application/json => 503; json.position == 32; json.queue_length == 32
+# The thirty never come back: kept for an hour, they still count in C's position (an upper
+# bound), but A's place goes to B, and B's, once B leaves, to C: nobody waits for them.
+sleep 0.6
+C GET / Accept: application/json => 503; json.position == 32
+until 4: B GET / => 200
+until 4: C GET / => 200

@@ -90,13 +90,15 @@ origin
 --- steps
 A GET / => 200
 B GET / => 503
-# The room's four keys, and the flood budget of the address A and B came from (flood=1r/m:
-# its TTL, two minutes after two places, outlives the test).
-redis --scan => /\A(?:eu-1:sl:\{shop\}:(?:active|line|seen|state|flood:[0-9a-f]{16})\n){5}\z/
+# The room's five keys (its sixth, `away`, holds absent kept places: none here), and the flood
+# budget of the address A and B came from (flood=1r/m: its TTL, two minutes after two places,
+# outlives the test).
+redis --scan => /\A(?:eu-1:sl:\{shop\}:(?:active|line|seen|here|state|flood:[0-9a-f]{16})\n){6}\z/
 redis --scan --pattern eu-1:sl:{shop}:flood:* => /\Aeu-1:sl:\{shop\}:flood:[0-9a-f]{16}\n\z/
 redis PTTL eu-1:sl:{shop}:state => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:line => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:seen => /^[1-9]\d*$/
+redis PTTL eu-1:sl:{shop}:here => /^[1-9]\d*$/
 redis PTTL eu-1:sl:{shop}:active => /^[1-9]\d*$/
 sh redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'eu-1:sl:{shop}:flood:*' | xargs redis-cli -p $TEST_NGINX_REDIS_PORT PTTL => /\A[1-9]\d{4,}\n\z/
 --- error_log

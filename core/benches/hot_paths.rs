@@ -147,6 +147,7 @@ fn main() {
         starts_at: None,
         challenge: None,
         token: None,
+        resumed: false,
     };
     page::prepare_builtin();
     let mut out = Vec::with_capacity(8192);
@@ -177,6 +178,7 @@ fn main() {
         max_active: 1,
         new_per_minute: None,
         presence_ms: 20_000,
+        keep_ms: 20_000,
         active_window_ms: 3_600_000,
         mode: Mode::Fifo,
         flood: None,

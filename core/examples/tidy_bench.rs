@@ -100,6 +100,7 @@ fn limits(max_active: u64) -> Limits {
         max_active,
         new_per_minute: None,
         presence_ms: PRESENCE_MS,
+        keep_ms: PRESENCE_MS,
         active_window_ms: WINDOW_MS,
         mode: Mode::Fifo,
         flood: None,

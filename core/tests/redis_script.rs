@@ -31,6 +31,7 @@ fn limits(max_active: u64, npm: Option<u64>) -> Limits {
         max_active,
         new_per_minute: npm,
         presence_ms: 20_000,
+        keep_ms: 20_000,
         active_window_ms: 60_000,
         mode: Mode::Fifo,
         flood: None,
@@ -245,11 +246,26 @@ fn new_per_minute_counts_calendar_minutes() {
 /// and then. Every verdict must be the same in both stores. With `flood`, clients come from
 /// three addresses and pay for their places from their address's budget.
 fn random_run(mode: Mode, seed: u64, steps: usize, port: u16, flood: Option<Rate>) {
+    random_run_keeping(mode, seed, steps, port, flood, 0);
+}
+
+/// A random run whose room keeps absent places for `keep_ms` ([S27]; 0: keep=off). Clients
+/// that stop polling ("gone") may come back later, to a kept place or as newcomers.
+fn random_run_keeping(
+    mode: Mode,
+    seed: u64,
+    steps: usize,
+    port: u16,
+    flood: Option<Rate>,
+    keep_ms: u64,
+) {
     let mut mem = Mem::new(1 << 20);
+    let base = limits(3, Some(8));
     let l = Limits {
         mode,
         flood,
-        ..limits(3, Some(8))
+        keep_ms: keep_ms.max(base.presence_ms),
+        ..base
     };
     let mut t = twin(&mut mem, port, &format!("rnd{seed}"), l, T0);
     #[derive(Clone, Copy)]
@@ -268,7 +284,7 @@ fn random_run(mode: Mode, seed: u64, steps: usize, port: u16, flood: Option<Rate
         x % n
     };
     let mut now = T0;
-    let (mut admits, mut waits, mut throttled) = (0, 0, 0);
+    let (mut admits, mut waits, mut throttled, mut resumed) = (0, 0, 0, 0u64);
     for _ in 0..steps {
         now += rnd(2500);
         let i = rnd(clients.len() as u64) as usize;
@@ -307,13 +323,17 @@ fn random_run(mode: Mode, seed: u64, steps: usize, port: u16, flood: Option<Rate
                 }
                 Verdict::Wait(p) => {
                     waits += 1;
+                    resumed += u64::from(p.resumed);
                     S::Waiting(p.qnum)
                 }
                 Verdict::Refuse(_) | Verdict::Throttled { .. } => S::Waiting(q),
             },
             _ => match t.visit_from(sid, 0, draw, Some(sid % 3 + 1), now) {
                 Verdict::Admit { .. } => S::Admitted(now),
-                Verdict::Wait(p) => S::Waiting(p.qnum),
+                Verdict::Wait(p) => {
+                    resumed += u64::from(p.resumed);
+                    S::Waiting(p.qnum)
+                }
                 Verdict::Refuse(_) => S::New,
                 Verdict::Throttled { .. } => {
                     throttled += 1;
@@ -326,6 +346,8 @@ fn random_run(mode: Mode, seed: u64, steps: usize, port: u16, flood: Option<Rate
     assert!(admits > 20 && waits > 200, "admits {admits}, waits {waits}");
     // With flood control, the budgets were exhausted and refilled many times.
     assert_eq!(flood.is_some(), throttled > 20, "throttled {throttled}");
+    // Kept places were resumed many times; with keep=off, never.
+    assert_eq!(keep_ms > 0, resumed > 20, "resumed {resumed}");
 }
 
 #[test]
@@ -335,6 +357,20 @@ fn random_runs_match_the_shm_room() {
         random_run(Mode::Fifo, seed, 3000, srv.port, None);
     }
     random_run(Mode::Random, 7, 3000, srv.port, None);
+}
+
+/// [S27] With places kept past their presence, the script and the room still agree on every
+/// verdict: positions over kept places, turns from the head, a return within keep resuming
+/// its place (and saying so), one after keep starting again.
+#[test]
+fn random_runs_keeping_places_match_the_shm_room() {
+    let Some(srv) = start() else { return };
+    for seed in 21..=24 {
+        random_run_keeping(Mode::Fifo, seed, 3000, srv.port, None, 60_000);
+    }
+    let flood = Some(Rate::per_sec(1.0 / 60.0, 2));
+    random_run_keeping(Mode::Fifo, 25, 3000, srv.port, flood, 45_000);
+    random_run_keeping(Mode::Random, 27, 3000, srv.port, None, 60_000);
 }
 
 #[test]
@@ -401,18 +437,25 @@ fn flood_control_matches_the_shm_room() {
 fn every_key_has_a_ttl_and_one_hash_tag() {
     let Some(srv) = start() else { return };
     let mut mem = Mem::new(256 * 1024);
-    let mut t = twin(&mut mem, srv.port, "ttl", limits(1, None), T0);
+    let kept = Limits {
+        keep_ms: 300_000,
+        ..limits(1, None)
+    };
+    let mut t = twin(&mut mem, srv.port, "ttl", kept, T0);
     t.visit(1, 0, 0, T0);
     t.visit(2, 0, 0, T0);
+    // 2 steps away (past presence): the `away` set; 4 stays present (`here`, `seen`).
+    t.visit(4, 0, 0, T0 + 10_000);
+    t.visit(4, 0, 0, T0 + 25_000);
     t.set_mode(Some(Mode::Fifo));
     t.pass(1, T0 + 1);
     // A flood bucket is one more key (the twin's limits have no flood control: set it here).
     t.script.limits.flood = Some(Rate::per_sec(1.0, 5));
     t.limits.flood = t.script.limits.flood;
-    t.visit_from(3, 0, 0, Some(42), T0 + 2);
+    t.visit_from(3, 0, 0, Some(42), T0 + 25_002);
     let keys = t.redis.cmd(&packed(&["KEYS", "test:*"]));
     let Value::Array(keys) = keys else { panic!() };
-    assert_eq!(keys.len(), 5, "{keys:?}");
+    assert_eq!(keys.len(), 7, "{keys:?}");
     for k in keys {
         let Value::Bulk(k) = k else { panic!() };
         let name = String::from_utf8(k).unwrap();

@@ -38,6 +38,7 @@ pub fn admitted_answer(r: &mut Request, lcf: &LocConf, zone: &Zone, now: u64) ->
         starts_at: None,
         challenge: None,
         token: token.as_deref(),
+        resumed: false,
     };
     let event_page = zone.event_now(now).and_then(|(e, _)| e.page.clone());
     answer::waiting(r, lcf, event_page.as_deref(), &view)

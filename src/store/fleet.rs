@@ -552,6 +552,8 @@ fn waiting(
         position,
         queue_len,
         eta_secs,
+        // (The synced room does not keep places yet: `keep=` is refused with `sync=`.)
+        resumed: false,
     })
 }
 

@@ -141,6 +141,7 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         max_active: params.max_active,
         new_per_minute: params.new_per_minute,
         presence_ms: params.presence_ms,
+        keep_ms: params.effective_keep_ms(),
         active_window_ms: params.active_window_ms,
         mode: Mode::Fifo,
         flood: params.flood.map(|f| f.rate()),

@@ -216,6 +216,7 @@ impl Zone {
                         position: 0,
                         queue_len: 0,
                         eta_secs: None,
+                        resumed: false,
                     }),
                     by_policy: true,
                 })

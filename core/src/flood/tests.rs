@@ -36,6 +36,7 @@ fn the_central_room_pays_in_its_own_call() {
         max_active: 5,
         new_per_minute: None,
         presence_ms: 20_000,
+        keep_ms: 20_000,
         active_window_ms: 60_000,
         mode: Mode::Fifo,
         flood: Some(Rate::per_sec(1.0, 60)),
@@ -51,12 +52,12 @@ fn the_central_room_pays_in_its_own_call() {
     };
     let s = Script::new("p", "r", limits, 0);
     let w = words(&s.visit(Form::Sha, &v, 0));
-    // Five keys, the fifth the client's bucket, and the rate at the end.
-    assert_eq!(w[2], "5");
-    assert_eq!(w[7], "p:{r}:flood:0000000000000abc");
-    assert_eq!(w[8], "visit");
+    // Seven keys, the seventh the client's bucket, and the rate at the end.
+    assert_eq!(w[2], "7");
+    assert_eq!(w[9], "p:{r}:flood:0000000000000abc");
+    assert_eq!(w[10], "visit");
     assert_eq!(&w[w.len() - 2..], ["1000000", "60"]);
-    // No flood key (a client holding a place), or no flood control: four keys, rate 0.
+    // No flood key (a client holding a place), or no flood control: six keys, rate 0.
     for (v, l) in [
         (
             Visit {
@@ -74,12 +75,12 @@ fn the_central_room_pays_in_its_own_call() {
         ),
     ] {
         let w = words(&Script::new("p", "r", l, 0).visit(Form::Sha, &v, 0));
-        assert_eq!(w[2], "4");
-        assert_eq!(w[7], "visit");
+        assert_eq!(w[2], "6");
+        assert_eq!(w[9], "visit");
         assert_eq!(&w[w.len() - 2..], ["0", "0"]);
         assert!(!w.iter().any(|x| x.contains(":flood:")));
     }
     // Touches never carry a bucket.
     let w = words(&s.touch(Form::Sha, 9, 0));
-    assert_eq!(w[2], "4");
+    assert_eq!(w[2], "6");
 }

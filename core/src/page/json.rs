@@ -14,7 +14,8 @@ fn put_json_opt(out: &mut impl Out, n: Option<u64>) {
 /// "eta_known":bool,"refresh_seconds":N,"queue_length":N,"updated_at":N}`, and
 /// `"starts_at":N` (unix seconds) while an event's pre-queue is open, and
 /// `"challenge":{"alg":"sha256","seed":"..","bits":N}` with `"status":"challenge"`, and
-/// `"token":".."` (an admission token, [S28]) with `"status":"admitted"`.
+/// `"token":".."` (an admission token, [S28]) with `"status":"admitted"`, and `"resumed":true`
+/// in the first answer to a client back at its kept place after an absence ([S27]).
 pub fn write_json(v: &WaitView, out: &mut impl Out) {
     out.put(b"{\"status\":\"");
     out.put(v.status.as_str().as_bytes());
@@ -45,6 +46,9 @@ pub fn write_json(v: &WaitView, out: &mut impl Out) {
         out.put(b"\",\"bits\":");
         out.put_u64(u64::from(*bits));
         out.put(b"}");
+    }
+    if v.resumed {
+        out.put(b",\"resumed\":true");
     }
     if let Some(token) = v.token {
         // (A compact JWS is base64url and dots: nothing in it needs escaping.)

@@ -88,6 +88,8 @@ pub struct WaitView<'a> {
     pub challenge: Option<([u8; crate::challenge::SEED_CHARS], u8)>,
     /// [S28] The admission token of an admitted answer (`smart_limit_token_key`).
     pub token: Option<&'a str>,
+    /// [S27] The client came back to its kept place after an absence (its first answer since).
+    pub resumed: bool,
 }
 
 /// Language of the HTML page.

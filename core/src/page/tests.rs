@@ -17,7 +17,22 @@ fn view(status: ViewStatus) -> WaitView<'static> {
         starts_at: None,
         challenge: None,
         token: None,
+        resumed: false,
     }
+}
+
+/// [S27] The first answer after an absence says the place was resumed; others say nothing.
+#[test]
+fn json_says_resumed_only_when_it_was() {
+    let s = render_json(&view(ViewStatus::Waiting));
+    assert!(!s.contains("resumed"), "{s}");
+    let v = WaitView {
+        resumed: true,
+        ..view(ViewStatus::Waiting)
+    };
+    let s = render_json(&v);
+    assert!(s.contains(",\"resumed\":true"), "{s}");
+    assert!(s.len() <= json_max_len(&v));
 }
 
 #[test]

@@ -6,17 +6,22 @@
 -- this script (EVALSHA). core/tests/redis_script.rs runs both side by side and compares
 -- every verdict.
 --
--- Keys (all four share the room's {hash tag}, so the script also runs on Redis Cluster):
+-- Keys (all share the room's {hash tag}, so the script also runs on Redis Cluster):
 --   KEYS[1] PREFIX:{ROOM}:state   hash: tail (next queue number), minute, adm, last_admit,
 --                                 interval, active (last count), ttl_at, mode (override code)
---   KEYS[2] PREFIX:{ROOM}:line    sorted set: waiting SID scored by its queue number
---   KEYS[3] PREFIX:{ROOM}:seen    sorted set: waiting SID scored by its last sight (ms)
+--   KEYS[2] PREFIX:{ROOM}:line    sorted set: kept waiting SID (present, or absent within
+--                                 keep) scored by its queue number
+--   KEYS[3] PREFIX:{ROOM}:seen    sorted set: present waiting SID scored by its last sight (ms)
 --   KEYS[4] PREFIX:{ROOM}:active  sorted set: admitted SID scored by its last sight (ms)
---   KEYS[#KEYS] PREFIX:{ROOM}:spent:HASH  visit only, with ARGV[17] (challenge=pow, [S19]): the
+--   KEYS[5] PREFIX:{ROOM}:here    sorted set: present waiting SID scored by its queue number
+--                                 (the head is its first)
+--   KEYS[6] PREFIX:{ROOM}:away    sorted set: absent kept waiting SID scored by its last sight
+--                                 (ms); empty with keep=off
+--   KEYS[#KEYS] PREFIX:{ROOM}:spent:HASH  visit only, with ARGV[18] (challenge=pow, [S19]): the
 --                                 proof the client spends to take a new place, recorded here
---                                 (SET NX, PX ARGV[17]) in the same call, so a proof takes one
+--                                 (SET NX, PX ARGV[18]) in the same call, so a proof takes one
 --                                 place on the whole fleet; a proof found spent gets no place.
---   KEYS[5] PREFIX:{ROOM}:flood:HASH  visit only, when the client pays for its place from its
+--   KEYS[7] PREFIX:{ROOM}:flood:HASH  visit only, when the client pays for its place from its
 --                                 address's budget (flood control, [S15]): a string holding
 --                                 the GCRA bucket's theoretical arrival time (us). HASH is the
 --                                 client key hashed with a seed every node derives from the
@@ -26,11 +31,15 @@
 -- again (a missing bucket is a full one): at most (1 + burst) intervals after its address
 -- last took a place.
 --
--- True positions ([S16]): a place unseen for `presence` is removed from `line` and `seen`
--- (the oldest by last sight first, wherever it stands in the line), so a position is
--- ZRANK(line) + 1 over present places only, in O(log n). Bounded work ([S15]): one call removes
--- at most EXPIRE_STEP absent places and EXPIRE_STEP stale sessions (a backlog goes over the next
--- calls, each of which adds at most one place), and the line holds at most `max_line` places.
+-- True positions ([S16], [S27]): a place unseen for `presence` steps away (from `seen` and
+-- `here` to `away`, the oldest by last sight first, wherever it stands in the line), and one
+-- unseen for `keep` leaves `line` (with keep=off, the same call: at once). A position is
+-- ZRANK(line) + 1 over kept places, in O(log n): a place ahead that steps away or comes back
+-- moves nobody back. Turns count from the head (the first of `here`): nobody waits for an
+-- absent place, and a kept one back in time is the head again. Bounded work ([S15]): one call
+-- moves at most EXPIRE_STEP places away, removes at most EXPIRE_STEP gone places and
+-- EXPIRE_STEP stale sessions (a backlog goes over the next calls, each of which adds at most
+-- one place), and the line holds at most `max_line` places.
 -- Flood control costs one GET and at most one SET of KEYS[5].
 --
 -- ARGV:
@@ -38,24 +47,24 @@
 --       "revoke" | "mode"
 --   [2] now in unix ms; "0" = use the Redis server's clock (what nginx sends: one clock for
 --       the whole fleet). Tests pass explicit times.
---   [3] max_active  [4] new_per_minute (0 = unset)  [5] presence ms  [6] active_window ms
---   [7] configured mode code
---   [8] sid (decimal string: session ids are 64-bit and Lua numbers are doubles, so they are
+--   [3] max_active  [4] new_per_minute (0 = unset)  [5] presence ms  [6] keep ms (never
+--       below presence; equal: keep=off)  [7] active_window ms  [8] configured mode code
+--   [9] sid (decimal string: session ids are 64-bit and Lua numbers are doubles, so they are
 --       never converted to numbers)
---   [9] visit: the ticket's qnum (0 = none; informational: a place is found by its sid);
+--   [10] visit: the ticket's qnum (0 = none; informational: a place is found by its sid);
 --       mode: the new override code (0 = clear)
---   [10] visit: the lottery draw (0 .. 2^32-1)
---   [11] max_line: most places in the line (0 = no cap)
---   [12] visit with KEYS[5]: the flood rate's interval in us (1 / rate)  [13] its burst
+--   [11] visit: the lottery draw (0 .. 2^32-1)
+--   [12] max_line: most places in the line (0 = no cap)
+--   [13] visit with KEYS[7]: the flood rate's interval in us (1 / rate)  [14] its burst
 --       (the arithmetic of room::gcra::Rate::take: 1 + burst places at once, then one per
 --       interval)
---   [14] visit: the scheduled event in force (its id, decimal; "0" = none)
---   [15] its phase: 0 none, 1 pre-queue open, 2 running  [16] pre-queue: this client's
+--   [15] visit: the scheduled event in force (its id, decimal; "0" = none)
+--   [16] its phase: 0 none, 1 pre-queue open, 2 running  [17] pre-queue: this client's
 --       lottery key (1 .. LOTTERY_SPAN - 1, drawn by the node from the operating system's
 --       randomness; 0 = arrival order, shuffle=off)
---   [17] visit with a spent proof: its TTL in ms (the last key is then the proof's; ARGV 14
---       to 16 are sent, "0" 0 0 without an event); "0" when only ARGV[18] follows
---   [18] visit: when the zone's challenge_bits is auto (the node asks for the fleet's
+--   [18] visit with a spent proof: its TTL in ms (the last key is then the proof's; ARGV 15
+--       to 17 are sent, "0" 0 0 without an event); "0" when only ARGV[19] follows
+--   [19] visit: when the zone's challenge_bits is auto (the node asks for the fleet's
 --       pressure, below), 1 + the challenges the node's worker gave since its last visit
 --
 -- Events ([S18]): the first visit of an event's pre-queue notes where the pre-queue begins
@@ -76,9 +85,9 @@
 --            version, pressure}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
 --            5 = throttled (flood control: no place; the second element is then the ms until
 --            the address may take one), 6 = the proof brought was spent already (no place);
---            pressure: 0 without ARGV[18], else 1 + the fleet's doublings (below)
+--            pressure: 0 without ARGV[19], else 1 + the fleet's doublings (below)
 --
--- The fleet's pressure (challenge_bits=auto, [S19]): visits with ARGV[18] count, in the state,
+-- The fleet's pressure (challenge_bits=auto, [S19]): visits with ARGV[19] count, in the state,
 -- the newcomers that took a place or walked in (pr_in), the challenges the nodes gave (pr_ch)
 -- and the admissions (pr_out). Once a second (LOOK_MS), the first such visit looks: the ratio
 -- (asked + 1) / (pr_out + 1), asked the larger of pr_in and pr_ch (a newcomer is challenged
@@ -95,6 +104,7 @@ if redis.replicate_commands then
 end
 
 local K_STATE, K_LINE, K_SEEN, K_ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_HERE, K_AWAY = KEYS[5], KEYS[6]
 local op = ARGV[1]
 -- [S29] "page": a visit of a page's sub-resource on its page pass (Visit::page).
 local page = op == 'page'
@@ -114,18 +124,19 @@ end
 local max_active = tonumber(ARGV[3]) or 0
 local per_minute = tonumber(ARGV[4]) or 0
 local presence = tonumber(ARGV[5]) or 0
-local window = tonumber(ARGV[6]) or 0
-local conf_mode = tonumber(ARGV[7]) or 1
-local sid = ARGV[8] or ''
+local keep = math.max(tonumber(ARGV[6]) or 0, presence)
+local window = tonumber(ARGV[7]) or 0
+local conf_mode = tonumber(ARGV[8]) or 1
+local sid = ARGV[9] or ''
 if not string.match(sid, '^%d+$') then
   return redis.error_reply('smart_limit: bad session id')
 end
-local max_line = tonumber(ARGV[11]) or 0
+local max_line = tonumber(ARGV[12]) or 0
 
 -- TTLs: the line and its state outlive every client's presence, the admitted window and the
 -- calendar minute that new_per_minute counts. A mode override keeps the state for a day
 -- after the room's last visit (it is an operator's switch, not traffic).
-local ROOM_TTL = 2 * math.max(presence, window, KEY_TTL_FLOOR_MS)
+local ROOM_TTL = 2 * math.max(keep, window, KEY_TTL_FLOOR_MS)
 local ACTIVE_TTL = 2 * window
 local MODE_TTL = math.max(MODE_KEEP_MS, ROOM_TTL)
 -- From Rust, in the preamble above this file's text (ROOM_SCRIPT in core/src/redis/room.rs):
@@ -180,7 +191,7 @@ elseif op == 'revoke' then
   r[R_REMOVED], r[R_ACTIVE], r[R_VERSION] = removed, note_active(count_active()), version
   return r
 elseif op == 'mode' then
-  local code = valid_mode(ARGV[9])
+  local code = valid_mode(ARGV[10])
   if code == 0 then
     redis.call('HDEL', K_STATE, 'mode')
     if redis.call('PTTL', K_STATE) > ROOM_TTL then
@@ -196,18 +207,18 @@ elseif op ~= 'visit' then
 end
 
 -- ---------------------------------------------------------------- visit (Room::visit)
-local qnum_s = ARGV[9] or '0'
+local qnum_s = ARGV[10] or '0'
 local qnum = tonumber(qnum_s) or 0
 if not string.match(qnum_s, '^[1-9]%d*$') then
   qnum = 0
 end
-local draw = tonumber(ARGV[10]) or 0
-local flood_key = KEYS[5]
-local flood_interval = tonumber(ARGV[12]) or 0
-local flood_burst = tonumber(ARGV[13]) or 0
-local spent_ttl = tonumber(ARGV[17]) or 0
+local draw = tonumber(ARGV[11]) or 0
+local flood_key = KEYS[7]
+local flood_interval = tonumber(ARGV[13]) or 0
+local flood_burst = tonumber(ARGV[14]) or 0
+local spent_ttl = tonumber(ARGV[18]) or 0
 local spent_key = nil
-if spent_ttl > 0 and #KEYS > 4 then
+if spent_ttl > 0 and #KEYS > 6 then
   spent_key = KEYS[#KEYS]
 end
 
@@ -227,25 +238,48 @@ if not tail then
   -- A new room (or one that expired). Queue numbers start at the clock, so tickets from an
   -- earlier life of the room do not name places in this one; stray places are dropped.
   tail = now
-  redis.call('DEL', K_LINE, K_SEEN)
+  redis.call('DEL', K_LINE, K_SEEN, K_HERE, K_AWAY)
   dirty = true
   ttl_at = 0
 end
 
--- Room::tidy: places unseen for presence leave the line, wherever they stand (at most
--- EXPIRE_STEP per call); the minute counter turns over.
+-- Room::tidy: places unseen for presence step away, those unseen for keep leave the line,
+-- wherever they stand (at most EXPIRE_STEP of each per call); the minute counter turns over.
 local expired = 0
-local gone = redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', ntos(now - presence), 'LIMIT', 0,
-  EXPIRE_STEP)
-if #gone > 0 then
-  redis.call('ZREM', K_LINE, unpack(gone))
-  redis.call('ZREM', K_SEEN, unpack(gone))
-  expired = #gone
+-- The visiting client came back to its kept place (below, Room::place_of).
+local resumed = 0
+local absent = redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', ntos(now - presence), 'WITHSCORES',
+  'LIMIT', 0, EXPIRE_STEP)
+if #absent > 0 then
+  local ids, away = {}, {}
+  for i = 1, #absent, 2 do
+    ids[#ids + 1] = absent[i]
+    away[#away + 1] = absent[i + 1]
+    away[#away + 1] = absent[i]
+  end
+  redis.call('ZREM', K_SEEN, unpack(ids))
+  redis.call('ZREM', K_HERE, unpack(ids))
+  if keep > presence then
+    redis.call('ZADD', K_AWAY, unpack(away))
+    redis.call('PEXPIRE', K_AWAY, ROOM_TTL)
+  else
+    redis.call('ZREM', K_LINE, unpack(ids))
+    expired = #ids
+  end
+end
+if keep > presence then
+  local gone = redis.call('ZRANGEBYSCORE', K_AWAY, '-inf', ntos(now - keep), 'LIMIT', 0,
+    EXPIRE_STEP)
+  if #gone > 0 then
+    redis.call('ZREM', K_LINE, unpack(gone))
+    redis.call('ZREM', K_AWAY, unpack(gone))
+    expired = expired + #gone
+  end
 end
 -- A scheduled event's first visit here (see the header): its pre-queue's places.
-local ev_id = ARGV[14] or '0'
-local ev_phase = tonumber(ARGV[15]) or 0
-local ev_key = tonumber(ARGV[16]) or 0
+local ev_id = ARGV[15] or '0'
+local ev_phase = tonumber(ARGV[16]) or 0
+local ev_key = tonumber(ARGV[17]) or 0
 local ev_base = tonumber(st[10]) or 0
 if ev_phase ~= 0 and string.match(ev_id, '^[1-9]%d*$') and st[9] ~= ev_id then
   ev_base = 0
@@ -259,7 +293,7 @@ end
 local lottery = ev_phase == 1 and ev_base > 0 and ev_key >= 1 and ev_key < LOTTERY_SPAN
 
 -- The fleet's pressure (see the header): a look at most once a LOOK_MS.
-local asking = tonumber(ARGV[18]) or 0
+local asking = tonumber(ARGV[19]) or 0
 local pressure = asking >= 1
 local pr_at, pr_in, pr_out = tonumber(st[11]) or 0, tonumber(st[12]) or 0, tonumber(st[13]) or 0
 local pr_r, pr_d = tonumber(st[14]) or PPM, tonumber(st[15]) or 0
@@ -299,6 +333,7 @@ local function visit_reply(kind, second, position, queue_len, active_count, join
   r[V_INTERVAL], r[V_ACTIVE], r[V_JOINED], r[V_EXPIRED] = interval, active_count, joined_flag,
     expired
   r[V_MODE], r[V_VERSION], r[V_PRESSURE] = override, version, pressure_figure()
+  r[V_RESUMED] = resumed
   return r
 end
 
@@ -329,13 +364,35 @@ local function active_now()
 end
 
 -- Room::place_of: this session's place, whatever queue number its ticket shows (one place
--- per session, however often it comes back); being seen renews it.
+-- per session, however often it comes back); being seen renews it. Back from an absence
+-- within keep ([S27]): the place is present again, at its arrival (resumed); back after keep
+-- (gone, not yet removed): the client starts again as a newcomer. A place unseen for
+-- presence that the tidy has not moved away yet is absent all the same.
 local held = false
 local place_q = redis.call('ZSCORE', K_LINE, sid)
 if place_q then
-  held = true
-  qnum = tonumber(place_q)
-  redis.call('ZADD', K_SEEN, now_s, sid)
+  local away_at = tonumber(redis.call('ZSCORE', K_AWAY, sid))
+  local seen_at = tonumber(redis.call('ZSCORE', K_SEEN, sid))
+  local last = away_at or seen_at or 0
+  if last <= now - keep then
+    redis.call('ZREM', K_LINE, sid)
+    redis.call('ZREM', K_AWAY, sid)
+    redis.call('ZREM', K_SEEN, sid)
+    redis.call('ZREM', K_HERE, sid)
+    expired = expired + 1
+  else
+    held = true
+    qnum = tonumber(place_q)
+    if last <= now - presence then
+      resumed = 1
+    end
+    if away_at then
+      redis.call('ZREM', K_AWAY, sid)
+      redis.call('ZADD', K_HERE, place_q, sid)
+      redis.call('PEXPIRE', K_HERE, ROOM_TTL)
+    end
+    redis.call('ZADD', K_SEEN, now_s, sid)
+  end
 end
 
 local function save()
@@ -362,6 +419,8 @@ local function save()
     redis.call('PEXPIRE', K_STATE, ttl)
     redis.call('PEXPIRE', K_LINE, ROOM_TTL)
     redis.call('PEXPIRE', K_SEEN, ROOM_TTL)
+    redis.call('PEXPIRE', K_HERE, ROOM_TTL)
+    redis.call('PEXPIRE', K_AWAY, ROOM_TTL)
   end
 end
 
@@ -369,6 +428,7 @@ end
 local function leave_line()
   redis.call('ZREM', K_LINE, sid)
   redis.call('ZREM', K_SEEN, sid)
+  redis.call('ZREM', K_HERE, sid)
 end
 
 -- Room::admit: the session counts as active now and in this minute's inflow; admissions from
@@ -399,7 +459,7 @@ local function admit(from_line)
   return visit_reply(K_ADMIT, 0, 0, redis.call('ZCARD', K_LINE), active, 0)
 end
 
--- Room::wait_answer: the position counts the present places ahead (ZRANK), in O(log n).
+-- Room::wait_answer: the position counts the kept places ahead (ZRANK), in O(log n).
 local function wait_answer(q, joined)
   save()
   local position = 0
@@ -492,10 +552,11 @@ end
 
 local waiting = redis.call('ZCARD', K_LINE)
 if not held then
-  -- [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
-  -- room; otherwise it takes the tail (Room::join_line), if the line has room. Either way it
-  -- pays from its flood budget first.
-  if (mode == FIFO or mode == RANDOM) and waiting == 0 and free_places() > 0 then
+  -- [S3]/[S4]: a client without a place walks straight in when nobody present waits (absent
+  -- ones are not waited for, [S27]) and there is room; otherwise it takes the tail
+  -- (Room::join_line), if the line has room. Either way it pays from its flood budget first.
+  local nobody_here = redis.call('ZCARD', K_HERE) == 0
+  if (mode == FIFO or mode == RANDOM) and nobody_here and free_places() > 0 then
     local wait_ms = pay_flood()
     if wait_ms > 0 then
       return throttled(wait_ms, waiting)
@@ -529,28 +590,48 @@ if not held then
     tail = tail + 1
   end
   redis.call('ZADD', K_LINE, ntos(q), sid)
+  redis.call('ZADD', K_HERE, ntos(q), sid)
   redis.call('ZADD', K_SEEN, now_s, sid)
-  if waiting == 0 then
+  if waiting == 0 or nobody_here then
     -- The sets were just created: give them their TTL.
     redis.call('PEXPIRE', K_LINE, ROOM_TTL)
     redis.call('PEXPIRE', K_SEEN, ROOM_TTL)
+    redis.call('PEXPIRE', K_HERE, ROOM_TTL)
   end
   dirty = true
   return wait_answer(q, 1)
 end
 
+-- Room::head: the first present place's rank in the line (nil: nobody present waits).
+local function head_rank()
+  local first = redis.call('ZRANGE', K_HERE, 0, 0)
+  if #first == 0 then
+    return nil
+  end
+  return redis.call('ZRANK', K_LINE, first[1])
+end
+
 local turn = false
 if mode == FIFO then
-  -- Room's rule ([S4]): with k places free, the first k present places may each take one as
-  -- they poll (those ahead of one that goes in stay within the places left).
+  -- Room's rule ([S4]): with k places free, the first k places from the head may each take
+  -- one as they poll (those ahead of one that goes in stay within the places left). Counted
+  -- from the head ([S27]): nobody waits for an absent place ahead of it.
   local free = free_places()
-  turn = free > 0 and (redis.call('ZRANK', K_LINE, sid) or free) < free
+  if free > 0 then
+    local h, r = head_rank(), redis.call('ZRANK', K_LINE, sid)
+    turn = h ~= nil and r ~= nil and r - h < free
+  end
 elseif mode == RANDOM then
-  -- rules::lottery_wins: with `free` places and `waiting` clients present, each poll wins with
-  -- chance free/waiting (exact in doubles: draw < 2^32, waiting < 2^21).
+  -- rules::lottery_wins: with `free` places and `n` clients from the head on, each poll wins
+  -- with chance free/n (exact in doubles: draw < 2^32, n < 2^21).
   local free = free_places()
-  if free > 0 and waiting > 0 then
-    turn = free >= waiting or draw * waiting < free * DRAW_SCALE
+  local h = head_rank()
+  local n = 0
+  if h ~= nil then
+    n = waiting - h
+  end
+  if free > 0 and n > 0 then
+    turn = free >= n or draw * n < free * DRAW_SCALE
   end
 end
 if turn then

@@ -32,7 +32,7 @@ pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"
     V_KIND = reply::KIND, V_QNUM = reply::QNUM, V_POSITION = reply::POSITION,
     V_QUEUE_LEN = reply::QUEUE_LEN, V_INTERVAL = reply::INTERVAL, V_ACTIVE = reply::ACTIVE,
     V_JOINED = reply::JOINED, V_EXPIRED = reply::EXPIRED, V_MODE = reply::MODE,
-    V_VERSION = reply::VERSION, V_PRESSURE = reply::PRESSURE,
+    V_VERSION = reply::VERSION, V_PRESSURE = reply::PRESSURE, V_RESUMED = reply::RESUMED,
     K_ADMIT = reply::ADMIT, K_WAIT = reply::WAIT, K_CLOSED = reply::CLOSED,
     K_LINE_FULL = reply::LINE_FULL, K_THROTTLED = reply::THROTTLED,
     K_PROOF_SPENT = reply::PROOF_SPENT,
@@ -47,8 +47,9 @@ pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"
 pub mod reply {
     /// A visit's: its kind (below), the queue number (a throttle's wait, ms), the position,
     /// the line's length, the admission interval (ms), the active sessions, whether it
-    /// joined the line, places expired, the mode override, the script's clock (µs), and the
-    /// fleet's pressure (0: not asked, else 1 + doublings).
+    /// joined the line, places expired, the mode override, the script's clock (µs), the
+    /// fleet's pressure (0: not asked, else 1 + doublings), and whether the client came back
+    /// to its kept place ([S27]).
     pub const KIND: usize = 1;
     pub const QNUM: usize = 2;
     pub const POSITION: usize = 3;
@@ -60,7 +61,8 @@ pub mod reply {
     pub const MODE: usize = 9;
     pub const VERSION: usize = 10;
     pub const PRESSURE: usize = 11;
-    pub const LEN: usize = 11;
+    pub const RESUMED: usize = 12;
+    pub const LEN: usize = 12;
 
     /// A visit's kinds.
     pub const ADMIT: u8 = 1;
@@ -99,18 +101,22 @@ pub mod reply {
 /// traffic, so it stays for a day.
 pub const MODE_KEEP_MS: u64 = 86_400_000;
 
-/// The four keys of one room, and the names of its flood buckets. They share the `{room}`
+/// The six keys of one room, and the names of its flood buckets. They share the `{room}`
 /// hash tag, so Redis Cluster keeps them in one slot and the script may touch them all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     /// Hash: tail, minute counters, the smoothed admission interval, the mode override.
     pub state: String,
-    /// Sorted set: waiting session ids by queue number.
+    /// Sorted set: kept waiting session ids (present, or absent within `keep`) by queue number.
     pub line: String,
-    /// Sorted set: waiting session ids by last sight.
+    /// Sorted set: present waiting session ids by last sight.
     pub seen: String,
     /// Sorted set: admitted session ids by last sight.
     pub active: String,
+    /// Sorted set: present waiting session ids by queue number (the head is the first).
+    pub here: String,
+    /// Sorted set: absent kept waiting session ids by last sight ([S27]).
+    pub away: String,
     /// Start of the flood-control buckets' names (see [`Keys::flood`]).
     flood_base: String,
     /// Start of the spent proofs' names (see [`Keys::spent`]).
@@ -127,6 +133,8 @@ impl Keys {
             line: format!("{base}:line"),
             seen: format!("{base}:seen"),
             active: format!("{base}:active"),
+            here: format!("{base}:here"),
+            away: format!("{base}:away"),
             flood_base: format!("{base}:flood:"),
             spent_base: format!("{base}:spent:"),
         }
@@ -148,8 +156,15 @@ impl Keys {
     }
 
     #[cfg(test)]
-    pub(super) fn all(&self) -> [&str; 4] {
-        [&self.state, &self.line, &self.seen, &self.active]
+    pub(super) fn all(&self) -> [&str; 6] {
+        [
+            &self.state,
+            &self.line,
+            &self.seen,
+            &self.active,
+            &self.here,
+            &self.away,
+        ]
     }
 }
 
@@ -189,11 +204,11 @@ impl Script {
         load_command_of(ROOM_SCRIPT)
     }
 
-    /// A call of the room script, with ARGV 9 and 10 as given; `flood`: the visit pays for a
-    /// place from this client key's bucket (a fifth key, and the rate as ARGV 12 and 13);
-    /// `ev`: a visit while a scheduled event is in force (ARGV 14 to 16); `spent`: the proof
-    /// the visit spends to take a new place (the last key, its TTL as ARGV 17); a visit of a
-    /// room with [`Script::pressure`] sends ARGV 18.
+    /// A call of the room script, with ARGV 10 and 11 as given; `flood`: the visit pays for a
+    /// place from this client key's bucket (a seventh key, and the rate as ARGV 13 and 14);
+    /// `ev`: a visit while a scheduled event is in force (ARGV 15 to 17); `spent`: the proof
+    /// the visit spends to take a new place (the last key, its TTL as ARGV 18); a visit of a
+    /// room with [`Script::pressure`] sends ARGV 19.
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
@@ -207,11 +222,13 @@ impl Script {
         challenges: u64,
     ) -> Vec<u8> {
         let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
-        cmd.arg(4 + usize::from(flood.is_some()) + usize::from(spent.is_some()))
+        cmd.arg(6 + usize::from(flood.is_some()) + usize::from(spent.is_some()))
             .arg(&self.keys.state)
             .arg(&self.keys.line)
             .arg(&self.keys.seen)
-            .arg(&self.keys.active);
+            .arg(&self.keys.active)
+            .arg(&self.keys.here)
+            .arg(&self.keys.away);
         if let Some((key, _)) = flood {
             cmd.arg(self.keys.flood(key));
         }
@@ -223,6 +240,7 @@ impl Script {
             .arg(l.max_active)
             .arg(l.new_per_minute.unwrap_or(0))
             .arg(l.presence_ms)
+            .arg(l.keep_ms.max(l.presence_ms))
             .arg(l.active_window_ms)
             .arg(l.mode.code())
             .arg(sid)
@@ -397,6 +415,11 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
         1 => true,
         _ => return Err(ReplyError::Shape("bad joined flag")),
     };
+    let resumed = match at(reply::RESUMED) {
+        0 => false,
+        1 => true,
+        _ => return Err(ReplyError::Shape("bad resumed flag")),
+    };
     let expired = count(at(reply::EXPIRED))?;
     let mode_override =
         u32::try_from(at(reply::MODE)).map_err(|_| ReplyError::Shape("bad mode"))?;
@@ -420,6 +443,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
                 position,
                 queue_len,
                 eta_secs,
+                resumed,
             })
         }
         reply::CLOSED => Verdict::Refuse(Refusal::Closed),

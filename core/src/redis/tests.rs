@@ -11,6 +11,7 @@ fn limits() -> Limits {
         max_active: 5,
         new_per_minute: None,
         presence_ms: 20_000,
+        keep_ms: 20_000,
         active_window_ms: 60_000,
         mode: Mode::Fifo,
         flood: None,
@@ -64,10 +65,10 @@ fn script_calls_are_well_formed() {
         .collect();
     assert_eq!(text[0], "EVALSHA");
     assert_eq!(text[1], s.sha);
-    assert_eq!(text[2], "4");
-    assert_eq!(text[7], "visit");
-    assert_eq!(text[14], (u64::MAX - 1).to_string());
-    assert_eq!(text.len(), 20);
+    assert_eq!(text[2], "6");
+    assert_eq!(text[9], "visit");
+    assert_eq!(text[17], (u64::MAX - 1).to_string());
+    assert_eq!(text.len(), 23);
     let eval = s.visit(Form::Text, &visit(), 0);
     assert!(eval
         .windows(ROOM_SCRIPT.len())
@@ -77,10 +78,10 @@ fn script_calls_are_well_formed() {
 #[test]
 fn replies_become_verdicts() {
     let v = visit();
-    let o = visit_outcome(&arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77, 0]), &v).unwrap();
+    let o = visit_outcome(&arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77, 0, 0]), &v).unwrap();
     assert_eq!(o.verdict, Verdict::Admit { sid: v.sid });
     assert_eq!((o.queue_len, o.active), (3, 4));
-    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78, 0]), &v).unwrap();
+    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78, 0, 0]), &v).unwrap();
     assert_eq!(
         o.verdict,
         Verdict::Wait(Place {
@@ -88,16 +89,17 @@ fn replies_become_verdicts() {
             qnum: 1000,
             position: 3,
             queue_len: 7,
-            eta_secs: Some(5)
+            eta_secs: Some(5),
+            resumed: false,
         })
     );
     assert!(o.joined);
     assert_eq!(o.expired, 2);
-    let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79, 0]), &v).unwrap();
+    let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79, 0, 0]), &v).unwrap();
     assert_eq!(o.verdict, Verdict::Refuse(Refusal::Closed));
     assert_eq!(o.mode_override, 4);
     // Flood control: no place, the wait in the second element, the line as it is.
-    let o = visit_outcome(&arr(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80, 0]), &v).unwrap();
+    let o = visit_outcome(&arr(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80, 0, 0]), &v).unwrap();
     assert_eq!(
         o.verdict,
         Verdict::Throttled {
@@ -108,7 +110,7 @@ fn replies_become_verdicts() {
     assert!(!o.joined);
     assert_eq!(o.pressure, None);
     // challenge_bits=auto: 1 + the fleet's doublings.
-    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 0, 0, 0, 81, 4]), &v).unwrap();
+    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 0, 0, 0, 81, 4, 0]), &v).unwrap();
     assert_eq!(o.pressure, Some(3));
 }
 
@@ -123,16 +125,17 @@ fn bad_replies_are_errors() {
         arr(&[1, 0, 0]),
         arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0]),
         arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1]),
-        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1, -1]),
-        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1, 257]),
-        arr(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]),
-        arr(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0]),
-        arr(&[2, 5, -1, 1, 0, 0, 0, 0, 0, 1, 0]),
-        arr(&[2, 5, 1, 1, 0, 0, 7, 0, 0, 1, 0]),
-        arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, -1, 0]),
-        arr(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0]),
-        arr(&[5, -5, 0, 1, 0, 0, 0, 0, 0, 1, 0]),
-        Value::Array(vec![Value::Bulk(b"1".to_vec()); 11]),
+        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1, -1, 0]),
+        arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 1, 257, 0]),
+        arr(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0]),
+        arr(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0]),
+        arr(&[2, 5, -1, 1, 0, 0, 0, 0, 0, 1, 0, 0]),
+        arr(&[2, 5, 1, 1, 0, 0, 7, 0, 0, 1, 0, 0]),
+        arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, -1, 0, 0]),
+        arr(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0]),
+        arr(&[5, -5, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0]),
+        arr(&[2, 5, 1, 1, 0, 0, 0, 0, 0, 1, 0, 2]),
+        Value::Array(vec![Value::Bulk(b"1".to_vec()); 12]),
         Value::Error(b"WRONGTYPE Operation against a key".to_vec()),
     ];
     for b in bad {
@@ -157,7 +160,7 @@ fn bad_replies_are_errors() {
 fn scripts_take_their_constants_from_rust() {
     use crate::fleet::{tally::TALLY_SCRIPT, ENDS_CAP, EXACT_LINE, FLEET_SCRIPT};
     let scripts = [
-        (ROOM_SCRIPT, include_str!("room.lua"), 37),
+        (ROOM_SCRIPT, include_str!("room.lua"), 38),
         (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 68),
         (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
         (

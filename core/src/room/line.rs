@@ -6,7 +6,7 @@ use super::layout::Slot;
 use super::layout::NIL;
 
 use super::rules::{self, Capacity, Limits, Mode};
-use super::sight::{cut, is_due, is_present, key};
+use super::sight::{is_due, is_present, key, Cuts};
 use super::{Mirror, Place, Refusal, Room, Verdict, Visit};
 use crate::util::fenwick;
 
@@ -21,6 +21,15 @@ use crate::util::fenwick;
 /// the head, in the line's length or in the positions of the clients up to the ones this decision
 /// cleared, and the session fence says whether the room is full (see `sessions`).
 pub const EXPIRE_STEP: usize = 64;
+
+/// How a waiting answer is given: the mode (positions in `fifo` only), the decision's cuts,
+/// and whether the client just came back to a kept place.
+#[derive(Clone, Copy)]
+struct Waiting {
+    mode: Mode,
+    c: Cuts,
+    resumed: bool,
+}
 
 impl<'m> Room<'m> {
     /// Redis store: mirrors the room's figures from a script reply, so this node's metrics
@@ -66,10 +75,11 @@ impl<'m> Room<'m> {
         }
     }
 
-    /// The head: queue number of the first present place (seen within `presence`: its sight
-    /// above `thr`), if anyone present waits. Moves `low` to it: the places it passes are
-    /// absent ones, left for the tidy to remove, and count nowhere from now on.
-    pub(super) fn head(&mut self, thr: u64) -> Option<u64> {
+    /// The front: queue number of the first kept place (seen within `keep`: its sight above
+    /// `kept`), if any. Moves `low` to it: the places it passes are gone, left for the tidy to
+    /// remove, and count nowhere from now on.
+    fn front(&mut self, kept: u64) -> Option<u64> {
+        let thr = kept;
         let low = self.hdr.low;
         let from = self.ring_index(low);
         // Most of the time the head has not moved since the last look.
@@ -78,25 +88,53 @@ impl<'m> Room<'m> {
                 return Some(low);
             }
         }
-        // Present places all stand in low..tail (the line spans at most one turn of the
-        // ring), so the first one found going round from `low` is the head.
-        let head = match self.first_present(from, thr) {
+        // Kept places all stand in low..tail (the line spans at most one turn of the ring),
+        // so the first one found going round from `low` is the front.
+        let front = match self.first_present(from, thr) {
             Some(ix) if self.hdr.waiting > 0 => self.ring.get(ix).map(|s| s.qnum),
             _ => None,
         };
-        self.hdr.low = head.unwrap_or(self.hdr.tail);
-        head
+        self.hdr.low = front.unwrap_or(self.hdr.tail);
+        front
     }
 
-    /// Present places in the line: the places from the head to the tail. The ones behind the
-    /// tail going round (below the head) are absent ones not yet removed; absent ones between
-    /// the head and the tail count until removed, which the tidy does first (see `tidy`).
-    pub(super) fn line_len(&mut self, thr: u64) -> u64 {
-        let Some(head) = self.head(thr) else {
-            return 0;
-        };
-        let behind = self.live_between(self.ring_index(self.hdr.tail), self.ring_index(head));
+    /// The head: queue number of the first present place (seen within `presence`), if anyone
+    /// present waits. Absent places before it keep their arrival (with `keep=off`, none: the
+    /// head is the front).
+    pub(super) fn head(&mut self, c: Cuts) -> Option<u64> {
+        let front = self.front(c.kept)?;
+        let ix = self.ring_index(front);
+        if self.ring.get(ix).is_some_and(|s| is_present(s, c.present)) {
+            return Some(front);
+        }
+        // Present places are kept ones, so they stand in front..tail too.
+        let found = self.first_present(ix, c.present)?;
+        self.ring.get(found).map(|s| s.qnum)
+    }
+
+    /// Kept places behind the one at `qnum`'s ring index up to the tail, `qnum`'s included.
+    fn places_to_tail(&self, qnum: u64) -> u64 {
+        let behind = self.live_between(self.ring_index(self.hdr.tail), self.ring_index(qnum));
         self.hdr.waiting.saturating_sub(behind)
+    }
+
+    /// Kept places in the line: the places from the front to the tail (present, or absent
+    /// within `keep`). The ones behind the tail going round (below the front) are gone ones not
+    /// yet removed; gone ones between the front and the tail count until removed, which the
+    /// tidy does first (see `tidy`).
+    pub(super) fn line_len(&mut self, c: Cuts) -> u64 {
+        match self.front(c.kept) {
+            Some(front) => self.places_to_tail(front),
+            None => 0,
+        }
+    }
+
+    /// The places from the head to the tail: the clients a lottery draws among.
+    fn present_len(&mut self, c: Cuts) -> u64 {
+        match self.head(c) {
+            Some(head) => self.places_to_tail(head),
+            None => 0,
+        }
     }
 
     /// The client's place (its ring index), whatever queue number its ticket shows: one
@@ -121,32 +159,38 @@ impl<'m> Room<'m> {
         ((h >> 32) % len as u64) as usize
     }
 
-    /// 1-based place of present `qnum`: the places from the head up to it, plus one.
-    pub(super) fn position(&mut self, qnum: u64, thr: u64) -> u64 {
-        let Some(head) = self.head(thr) else {
+    /// 1-based place of kept `qnum` as its client is told it ([S27]): the kept places from the
+    /// front up to it, plus one. Absent ones ahead count while kept, so a place ahead that
+    /// steps away or comes back moves nobody back; one that leaves for good (past `keep`) or
+    /// goes in moves everyone behind it forward.
+    pub(super) fn position(&mut self, qnum: u64, c: Cuts) -> u64 {
+        let Some(front) = self.front(c.kept) else {
             return 0;
         };
-        if head == qnum {
-            return 1;
-        }
-        let from = self.ring_index(head);
-        let to = self.ring_index(qnum);
-        self.live_between(from, to) + 1
+        self.rank_from(front, qnum)
     }
 
-    fn join_line(&mut self, sid: u64, now: u64, thr: u64) -> Option<u64> {
-        let low = self.head(thr).unwrap_or(self.hdr.tail);
+    /// 1-based place of `qnum` counted from `first` (at or before it in the line).
+    fn rank_from(&self, first: u64, qnum: u64) -> u64 {
+        if first == qnum {
+            return 1;
+        }
+        self.live_between(self.ring_index(first), self.ring_index(qnum)) + 1
+    }
+
+    fn join_line(&mut self, sid: u64, now: u64, c: Cuts) -> Option<u64> {
+        let low = self.front(c.kept).unwrap_or(self.hdr.tail);
         let qnum = self.hdr.tail;
         // Queue numbers map onto ring slots: the line may span at most one turn of the ring.
         if qnum - low >= self.hdr.ring_len as u64 {
             return None;
         }
         let ix = self.ring_index(qnum);
-        // The slot may still hold a place from the last turn: below the head, so absent, and
+        // The slot may still hold a place from the last turn: below the front, so gone, and
         // removed now (one more than the tidy's count, for the place this client takes).
         let held = *self.ring.get(ix)?;
         if held.sid != 0 {
-            if !is_due(&held, thr) {
+            if !is_due(&held, c.kept) {
                 return None;
             }
             self.expire_place(ix);
@@ -271,9 +315,9 @@ impl<'m> Room<'m> {
     // ------------------------------------------------------------------ time passes
 
     /// Drops some of what time has made stale, at most [`EXPIRE_STEP`] admitted sessions
-    /// unseen for the active window (oldest first) and as many places unseen for `presence`,
-    /// the ones after the head first (they are the ones that would count in positions), then
-    /// the ones behind it. What is left is removed by the next decisions; until then it counts
+    /// unseen for the active window (oldest first) and as many places unseen for `keep`, the
+    /// ones after the front first (they are the ones that would count in positions), then the
+    /// ones behind it. What is left is removed by the next decisions; until then it counts
     /// nowhere that matters (see [`EXPIRE_STEP`]).
     pub(super) fn tidy(&mut self, now: u64, limits: &Limits) {
         for _ in 0..EXPIRE_STEP {
@@ -285,10 +329,10 @@ impl<'m> Room<'m> {
                 _ => break,
             }
         }
-        let thr = cut(now, limits.presence_ms);
+        let thr = Cuts::at(now, limits).kept;
         if self.any_due(thr) {
-            // From the head on: moves `low` past the absent places in front first.
-            let _ = self.head(thr);
+            // From the front on: moves `low` past the gone places before it first.
+            let _ = self.front(thr);
             let mut from = self.ring_index(self.hdr.low);
             for _ in 0..EXPIRE_STEP {
                 let Some(ix) = self.first_due(from, thr) else {
@@ -321,16 +365,19 @@ impl<'m> Room<'m> {
     /// ngx-smart-ratelimit ([S3]-[S6]) plus the room modes and flood control.
     pub fn visit(&mut self, v: Visit, now: u64, limits: &Limits) -> Verdict {
         self.tidy(now, limits);
-        let thr = cut(now, limits.presence_ms);
+        let c = Cuts::at(now, limits);
         let mode = self.mode(limits);
         let mut held = self.place_of(v.sid);
+        let mut resumed = false;
         if let Some(ix) = held {
-            if self.ring.get(ix).is_some_and(|s| is_due(s, thr)) {
-                // Back after `presence`: the place was gone already, only not yet removed;
-                // the client comes back at the tail like any newcomer ([S18]).
+            if self.ring.get(ix).is_some_and(|s| is_due(s, c.kept)) {
+                // Back after `keep`: the place was gone already, only not yet removed; the
+                // client comes back at the tail like any newcomer ([S18]).
                 self.expire_place(ix);
                 held = None;
             } else {
+                // Back within `keep` after an absence ([S27]): its arrival held.
+                resumed = self.ring.get(ix).is_some_and(|s| !is_present(s, c.present));
                 self.seen_now(ix, now);
             }
         }
@@ -355,6 +402,7 @@ impl<'m> Room<'m> {
             }
             return self.newcomer(v, mode, now, limits);
         };
+        let wait = Waiting { mode, c, resumed };
         let qnum = self.ring[ix].qnum;
         // One count of the active sessions for both limits and the turn (it may move the fence).
         let active = self.active_now(now, limits);
@@ -362,17 +410,26 @@ impl<'m> Room<'m> {
         let cap = rules::capacity(limits, active, in_minute, self.hdr.free != NIL);
         let free = rules::free_places(limits, active, in_minute);
         let turn = match mode {
-            // [S4] The head, and with k places free the first k present places: each takes
+            // [S4] The head, and with k places free the first k places from it: each takes
             // one as it polls, whatever the order they poll in. Those ahead of one that goes
             // in stay within the places left (a place at p <= k goes, those ahead are at
             // p - 1 <= k - 1 or less), so nobody is passed over. The head alone left places
             // empty while it was slow to poll, or gone and not yet past presence: a rehearsal
             // (800 clients, a tenth giving up) kept a room of 100 at 12 on average while 620
             // waited. (`active_now` never counts fewer than are active, so `free` is never
-            // more than the truth.)
-            Mode::Fifo => free > 0 && self.drawn(qnum) && self.position(qnum, thr) <= free,
-            // Lottery: with k free places and n clients present, each poll wins with chance k/n.
-            Mode::Random => rules::lottery_wins(v.draw, free, self.line_len(thr)),
+            // more than the truth.) Counted from the head, not the front: an absent place
+            // ahead of the head holds its arrival but nobody waits for it ([S27]); a kept
+            // one back in time is the head again, and goes in at the next free place.
+            Mode::Fifo => {
+                free > 0
+                    && self.drawn(qnum)
+                    && self
+                        .head(c)
+                        .is_some_and(|h| self.rank_from(h, qnum) <= free)
+            }
+            // Lottery: with k free places and n clients from the head on, each poll wins with
+            // chance k/n.
+            Mode::Random => rules::lottery_wins(v.draw, free, self.present_len(c)),
             _ => false,
         };
         if turn && cap == Capacity::Room {
@@ -380,48 +437,54 @@ impl<'m> Room<'m> {
             self.admit(v.sid, now, true);
             return Verdict::Admit { sid: v.sid };
         }
-        self.wait_answer(v.sid, qnum, mode, thr)
+        self.wait_answer(v.sid, qnum, wait)
     }
 
     /// [S3]/[S4]: a client without a place walks straight in when nobody waits and there is
     /// room; otherwise it takes the tail, paid from its address's flood budget ([S15]).
     fn newcomer(&mut self, v: Visit, mode: Mode, now: u64, limits: &Limits) -> Verdict {
-        let thr = cut(now, limits.presence_ms);
+        let c = Cuts::at(now, limits);
         let cap = self.capacity_now(now, limits);
-        let nobody_waits = self.head(thr).is_none();
+        // Nobody present waits: absent ones ahead are not waited for ([S27]).
+        let nobody_waits = self.head(c).is_none();
         if matches!(mode, Mode::Fifo | Mode::Random) && nobody_waits && cap == Capacity::Room {
             if let Err(retry_ms) = self.flood_take(v.flood_key, now, limits) {
-                return self.throttled(retry_ms, thr);
+                return self.throttled(retry_ms, c);
             }
             self.admit(v.sid, now, false);
             return Verdict::Admit { sid: v.sid };
         }
         if let Err(retry_ms) = self.flood_take(v.flood_key, now, limits) {
-            return self.throttled(retry_ms, thr);
+            return self.throttled(retry_ms, c);
         }
-        match self.join_line(v.sid, now, thr) {
-            Some(qnum) => self.wait_answer(v.sid, qnum, mode, thr),
+        let wait = Waiting {
+            mode,
+            c,
+            resumed: false,
+        };
+        match self.join_line(v.sid, now, c) {
+            Some(qnum) => self.wait_answer(v.sid, qnum, wait),
             None => {
                 self.hdr.counters.rejected += 1;
                 Verdict::Refuse(Refusal::LineFull {
-                    queue_len: self.line_len(thr),
+                    queue_len: self.line_len(c),
                 })
             }
         }
     }
 
-    fn throttled(&mut self, retry_ms: u64, thr: u64) -> Verdict {
+    fn throttled(&mut self, retry_ms: u64, c: Cuts) -> Verdict {
         self.hdr.counters.throttled += 1;
         Verdict::Throttled {
             retry_ms,
-            queue_len: self.line_len(thr),
+            queue_len: self.line_len(c),
         }
     }
 
-    fn wait_answer(&mut self, sid: u64, qnum: u64, mode: Mode, thr: u64) -> Verdict {
+    fn wait_answer(&mut self, sid: u64, qnum: u64, w: Waiting) -> Verdict {
         self.hdr.counters.waited += 1;
-        let position = match mode {
-            Mode::Fifo => self.position(qnum, thr),
+        let position = match w.mode {
+            Mode::Fifo => self.position(qnum, w.c),
             _ => 0,
         };
         let eta_secs = if position > 0 && self.hdr.admit_interval_ms > 0 {
@@ -429,13 +492,14 @@ impl<'m> Room<'m> {
         } else {
             None
         };
-        let queue_len = self.line_len(thr);
+        let queue_len = self.line_len(w.c);
         Verdict::Wait(Place {
             sid,
             qnum,
             position,
             queue_len,
             eta_secs,
+            resumed: w.resumed,
         })
     }
 

@@ -63,7 +63,8 @@ pub struct Counters {
     pub waited: u64,
     /// Requests refused: room full, closed, or zone out of memory.
     pub rejected: u64,
-    /// Waiting clients that lost their place by being absent longer than `presence`.
+    /// Waiting clients that lost their place by being absent longer than `keep` (`presence`
+    /// with `keep=off`).
     pub expired: u64,
     /// Admitted sessions ended by the origin (revoke).
     pub revoked: u64,
@@ -130,6 +131,9 @@ pub struct Place {
     pub queue_len: u64,
     /// Estimated wait in seconds, when the line has moved recently enough to tell.
     pub eta_secs: Option<u64>,
+    /// The client came back to its kept place after an absence ([S27]): its first answer
+    /// after the absence says so.
+    pub resumed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -96,7 +96,11 @@ impl PollCache {
                 _ => 0,
             };
             *slot = Some(Entry {
-                place,
+                // A repeat of this answer is not the first after an absence ([S27]).
+                place: Place {
+                    resumed: false,
+                    ..place
+                },
                 at: now,
                 tat,
             });
@@ -131,6 +135,7 @@ mod tests {
             position,
             queue_len: 30,
             eta_secs: None,
+            resumed: false,
         }
     }
 

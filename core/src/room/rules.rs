@@ -70,8 +70,12 @@ pub struct Limits {
     pub max_active: u64,
     /// Admissions per calendar minute stay below this, when set (Cloudflare's inflow limit).
     pub new_per_minute: Option<u64>,
-    /// A waiting client unseen for this long loses its place ([S6]).
+    /// A waiting client unseen for this long is absent: skipped at the head, not waited for
+    /// ([S6], [S16]).
     pub presence_ms: u64,
+    /// An absent waiting client's arrival is kept this long ([S27]); past it the place is
+    /// gone. Never below `presence_ms` (equal: `keep=off`, a place goes with its presence).
+    pub keep_ms: u64,
     /// An admitted session counts as active while seen within this window.
     pub active_window_ms: u64,
     pub mode: Mode,
@@ -209,6 +213,7 @@ mod tests {
             max_active,
             new_per_minute: npm,
             presence_ms: 20_000,
+            keep_ms: 20_000,
             active_window_ms: 60_000,
             mode: Mode::Fifo,
             flood: None,

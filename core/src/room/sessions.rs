@@ -14,7 +14,7 @@ use super::layout::NIL;
 use super::rules::Mode;
 
 use super::rules::Limits;
-use super::sight::cut;
+use super::sight::{cut, Cuts};
 use super::{PassVerdict, Room, Snapshot};
 
 /// How many steps a decision may move the fence when `max_active` changed (a reload): each
@@ -174,8 +174,8 @@ impl<'m> Room<'m> {
 
     pub fn snapshot(&mut self, now: u64, limits: &Limits) -> Snapshot {
         self.tidy(now, limits);
-        let thr = cut(now, limits.presence_ms);
-        let oldest_wait_ms = match self.head(thr) {
+        let c = Cuts::at(now, limits);
+        let oldest_wait_ms = match self.head(c) {
             Some(q) => now.saturating_sub(self.ring[self.ring_index(q)].joined.min(now)),
             None => 0,
         };
@@ -186,7 +186,7 @@ impl<'m> Room<'m> {
         let (queue_len, active) = if fresh {
             (self.hdr.remote_queue_len, self.hdr.remote_active)
         } else {
-            (self.line_len(thr), self.hdr.active)
+            (self.line_len(c), self.hdr.active)
         };
         Snapshot {
             queue_len,
@@ -213,8 +213,8 @@ impl<'m> Room<'m> {
         if self.hdr.remote_at_ms != 0 {
             return self.hdr.remote_queue_len > 0 || self.hdr.remote_active >= limits.max_active;
         }
-        let thr = cut(now, limits.presence_ms);
-        self.head(thr).is_some() || self.active_now(now, limits) >= limits.max_active
+        self.head(Cuts::at(now, limits)).is_some()
+            || self.active_now(now, limits) >= limits.max_active
     }
 
     /// Whether `sid` is an admitted session still active at `now` (seen within

@@ -34,6 +34,25 @@ pub(super) fn cut(now: u64, presence_ms: u64) -> u64 {
     now.saturating_add(1).saturating_sub(presence_ms)
 }
 
+/// The two lines a decision draws at `now` ([S27]): a place seen within `presence` is present
+/// (it may be the head, the room waits for it); one seen within `keep` is kept (its arrival
+/// holds: it counts in the positions behind it and the line's length, and takes its turn when
+/// it comes back); an older one is gone, left for the tidy.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cuts {
+    pub present: u64,
+    pub kept: u64,
+}
+
+impl Cuts {
+    pub(super) fn at(now: u64, limits: &crate::room::rules::Limits) -> Cuts {
+        Cuts {
+            present: cut(now, limits.presence_ms),
+            kept: cut(now, limits.keep_ms.max(limits.presence_ms)),
+        }
+    }
+}
+
 /// Whether the place in `s` is present (seen within `presence`) for threshold `thr`.
 pub(super) fn is_present(s: &Slot, thr: u64) -> bool {
     key(s) > thr

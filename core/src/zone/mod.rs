@@ -52,6 +52,12 @@ pub const DEFAULT_MAX_ACTIVE: u64 = 100;
 pub const DEFAULT_GRANT_MS: u64 = 10 * 60 * 1000;
 /// Default presence: 20 seconds.
 pub const DEFAULT_PRESENCE_MS: u64 = 20 * 1000;
+/// Default keep ([S27]): how long an absent waiter's arrival is kept. Five minutes covers a
+/// locked phone, an app switch, a train tunnel (Cloudflare keeps a place as long after the last
+/// refresh).
+pub const DEFAULT_KEEP_MS: u64 = 5 * 60 * 1000;
+/// Longest keep: a kept place holds memory (a slot of the ring, or Redis entries) that long.
+pub const MAX_KEEP_MS: u64 = 60 * 60 * 1000;
 /// Default active window: 1 minute.
 pub const DEFAULT_ACTIVE_WINDOW_MS: u64 = 60 * 1000;
 /// Default page pass ([S29]): a browser asks for a page's sub-resources within milliseconds
@@ -102,6 +108,10 @@ pub struct ZoneParams {
     pub admit: AdmitMode,
     /// `presence=`, how long a waiting session keeps its place unseen, default 20s.
     pub presence_ms: u64,
+    /// `keep=`, how long an absent waiter's arrival is kept ([S27]), default 5m, at most 1h,
+    /// never shorter than `presence=`; None: `keep=off` (an absent waiter's place is gone
+    /// after `presence`, as before keep existed).
+    pub keep_ms: Option<u64>,
     /// `active_window=`, the window active sessions are counted over, default 1m.
     pub active_window_ms: u64,
     /// `page_pass=`, how long a page's sub-resources pass the room after its document was
@@ -176,6 +186,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("grant", "grant=10m"),
     ("session", "session=10m"),
     ("presence", "presence=20s"),
+    ("keep", "keep=5m"),
     ("active_window", "active_window=1m"),
     ("page_pass", "page_pass=10s"),
     ("timeout", "timeout=200ms"),
@@ -210,6 +221,7 @@ impl ZoneParams {
             new_per_minute: None,
             admit: AdmitMode::Grant(DEFAULT_GRANT_MS),
             presence_ms: DEFAULT_PRESENCE_MS,
+            keep_ms: Some(DEFAULT_KEEP_MS),
             active_window_ms: DEFAULT_ACTIVE_WINDOW_MS,
             page_pass_ms: DEFAULT_PAGE_PASS_MS,
             timeout_ms: DEFAULT_TIMEOUT_MS,
@@ -268,6 +280,7 @@ impl ZoneParams {
             "grant" => self.admit = AdmitMode::Grant(positive_time(value)?),
             "session" => self.admit = AdmitMode::Session(positive_time(value)?),
             "presence" => self.presence_ms = positive_time(value)?,
+            "keep" => self.keep_ms = keep(value)?,
             "active_window" => self.active_window_ms = positive_time(value)?,
             "page_pass" => self.page_pass_ms = page_pass(value)?,
             "timeout" => self.timeout_ms = store_timeout(value)?,
@@ -336,6 +349,7 @@ impl ZoneParams {
         }
         self.redis.check(arg_of)?;
         self.check_sync(arg_of)?;
+        self.check_keep(arg_of)?;
         // challenge_bits= and challenge_noscript= tune challenge=pow, which must be there and
         // on.
         for b in [arg_of("challenge_bits"), arg_of("challenge_noscript")]
@@ -397,6 +411,41 @@ impl ZoneParams {
                 Ok(())
             }
         }
+    }
+
+    /// `keep=`: a kept place outlives its presence (a keep shorter than `presence=` would
+    /// forget a person the room still counts as present). Without `keep=`, a `presence=` past
+    /// the default keep raises the keep with it. The synced store does not keep places yet:
+    /// there `keep=` is refused, and places go after `presence` as before.
+    fn check_keep<'a>(
+        &mut self,
+        arg_of: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<(), ConfError> {
+        let Some(k) = arg_of("keep") else {
+            if self.sync_ms.is_some() {
+                self.keep_ms = None;
+            }
+            self.keep_ms = self.keep_ms.map(|k| k.max(self.presence_ms));
+            return Ok(());
+        };
+        if let (Some(s), Some(_)) = (arg_of("sync"), self.keep_ms) {
+            return Err(ConfError::Conflict(s.to_string(), k.to_string()));
+        }
+        match self.keep_ms {
+            Some(ms) if ms < self.presence_ms => Err(ConfError::Invalid {
+                param: "keep",
+                value: k.trim_start_matches("keep=").to_string(),
+                reason: ParseError::Range("must not be shorter than presence= (default 20s)"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// How long an absent waiter's arrival is kept, in ms: `keep=`, or `presence=` when off.
+    pub fn effective_keep_ms(&self) -> u64 {
+        self.keep_ms
+            .unwrap_or(self.presence_ms)
+            .max(self.presence_ms)
     }
 
     /// The admitted period in ms, whichever mode it is.
@@ -505,6 +554,18 @@ fn refusal_status(value: &str) -> Result<u16, ParseError> {
 }
 
 /// `page_pass=`: 1s to 1m.
+/// `keep=TIME|off`: at most [`MAX_KEEP_MS`].
+fn keep(value: &str) -> Result<Option<u64>, ParseError> {
+    if value == "off" {
+        return Ok(None);
+    }
+    match positive_time(value) {
+        Ok(ms) if ms <= MAX_KEEP_MS => Ok(Some(ms)),
+        Ok(_) => Err(ParseError::Range("must be at most 1h, or off")),
+        Err(e) => Err(ParseError::OrOff(Box::new(e))),
+    }
+}
+
 fn page_pass(value: &str) -> Result<u64, ParseError> {
     match positive_time(value)? {
         ms if (1000..=MAX_PAGE_PASS_MS).contains(&ms) => Ok(ms),

@@ -378,3 +378,48 @@ fn challenge_and_one_place_per_parse() {
         "{e}"
     );
 }
+
+/// [S27] `keep=`: default 5m, `off`, at most 1h, never under presence=; not with sync= yet.
+#[test]
+fn zone_keep() {
+    let z = ZoneParams::parse(&["z"]).unwrap();
+    assert_eq!((z.keep_ms, z.effective_keep_ms()), (Some(300_000), 300_000));
+    let z = ZoneParams::parse(&["z", "keep=off"]).unwrap();
+    assert_eq!((z.keep_ms, z.effective_keep_ms()), (None, 20_000));
+    let z = ZoneParams::parse(&["z", "keep=90s", "presence=10s"]).unwrap();
+    assert_eq!(z.effective_keep_ms(), 90_000);
+    // A presence longer than the default keep raises the keep with it.
+    let z = ZoneParams::parse(&["z", "presence=10m"]).unwrap();
+    assert_eq!(z.effective_keep_ms(), 600_000);
+    assert_eq!(
+        err(&["z", "keep=10s"]),
+        "invalid keep \"10s\": must not be shorter than presence= (default 20s)"
+    );
+    assert_eq!(
+        err(&["z", "presence=1m", "keep=30s"]),
+        "invalid keep \"30s\": must not be shorter than presence= (default 20s)"
+    );
+    assert_eq!(
+        err(&["z", "keep=2h"]),
+        "invalid keep \"2h\": must be at most 1h, or off"
+    );
+    assert_eq!(
+        err(&["z", "keep=soon"]),
+        "invalid keep \"soon\": expected a time like 500ms, 20s, 10m or 1h30m, or off"
+    );
+    assert_eq!(
+        err(&["z", "keep"]),
+        "parameter \"keep\" needs a value, e.g. keep=5m"
+    );
+    // The synced room does not keep places yet: it says so rather than ignore keep=.
+    let sync = ["z", "store=redis", "redis=127.0.0.1:6379", "sync=1s"];
+    let z = ZoneParams::parse(&sync).unwrap();
+    assert_eq!(z.effective_keep_ms(), 20_000);
+    let with_keep: Vec<&str> = sync.iter().copied().chain(["keep=5m"]).collect();
+    assert_eq!(
+        err(&with_keep),
+        "\"sync=1s\" and \"keep=5m\" cannot be used together"
+    );
+    let off: Vec<&str> = sync.iter().copied().chain(["keep=off"]).collect();
+    assert!(ZoneParams::parse(&off).is_ok());
+}

@@ -103,6 +103,7 @@ fn main() {
             starts_at: Some(u64::MAX),
             challenge: Some(([b'A'; 12], 32)),
             token: Some("eyJ.eyJ.sig"),
+            resumed: true,
         };
         let mut out = Vec::new();
         for lang in [Lang::En, Lang::Ja] {

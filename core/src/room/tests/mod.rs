@@ -8,6 +8,7 @@ fn limits() -> Limits {
         max_active: 2,
         new_per_minute: None,
         presence_ms: 20_000,
+        keep_ms: 20_000,
         active_window_ms: 60_000,
         mode: Mode::Fifo,
         flood: None,
@@ -547,6 +548,7 @@ fn a_session_over_its_request_rate_is_limited() {
 
 mod event;
 mod expiry;
+mod keep;
 
 #[test]
 fn a_proof_is_spent_once_until_its_record_expires() {
