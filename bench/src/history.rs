@@ -95,8 +95,12 @@ pub struct Run {
     pub grant_ms: Option<u64>,
     /// `active_window=`: an admitted session counts for `max_active` while seen within it.
     pub active_window_ms: u64,
-    /// `presence=`: a waiting client not seen for this long loses its place.
+    /// `presence=`: a waiting client not seen for this long is absent (skipped at the head).
     pub presence_ms: u64,
+    /// `keep=` ([S27]): an absent waiting client's place is kept this long (0, as in histories
+    /// from before keep=, or less than `presence_ms`: a place goes with its presence).
+    #[serde(default)]
+    pub keep_ms: u64,
     /// `timeout=` of the Redis stores (0 for `shm`).
     pub timeout_ms: u64,
     /// `sync=` interval (0 unless `mode` is `sync`).
@@ -107,6 +111,13 @@ pub struct Run {
     pub start_ms: Option<u64>,
     /// Duration of the run (ms).
     pub duration_ms: u64,
+}
+
+impl Run {
+    /// How long a quiet waiting client's place lasts: `keep`, never less than `presence`.
+    pub fn kept_ms(&self) -> u64 {
+        self.keep_ms.max(self.presence_ms)
+    }
 }
 
 /// One request and what came back.
@@ -174,6 +185,9 @@ pub struct ClientPlan {
     pub abandoned_at: Option<u64>,
     /// How often it polls while waiting (ms): the refresh, or slower.
     pub poll_ms: u64,
+    /// A phone ([S27]): when it stepped away while waiting and for how long (ms), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub away: Option<(u64, u64)>,
 }
 
 impl Record {

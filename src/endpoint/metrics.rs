@@ -54,6 +54,7 @@ pub fn figures(zone: &'static Zone, now: u64) -> RoomFigures<'static> {
         admission: zone.admission,
         times: RoomTimes {
             presence_ms: zone.params.presence_ms,
+            keep_ms: zone.limits.keep_ms,
             active_window_ms: zone.params.active_window_ms,
             timeout_ms: zone.params.timeout_ms,
             sync_ms: zone.params.sync_ms,

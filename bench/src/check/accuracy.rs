@@ -2,10 +2,11 @@
 //! rule: a synced room's positions are estimates, whose error docs/fleet.md gives). Each waiting
 //! answer of a client's first place is held against the clients holding a place when it was
 //! sent: those whose place-taking answer came earlier, not let in yet, and not gone for longer
-//! than `presence` (the module keeps a quiet client's place that long), plus one.
+//! than `keep` (`presence` with keep=off: the module keeps a quiet client's place that long and
+//! counts it in the positions behind it, [S27]), plus one.
 //!
-//! A client holds its place over one stretch: from its arrival to its admission, or to
-//! `presence` after the last waiting answer of its first place. A sweep over the stretches'
+//! A client holds its place over one stretch: from its arrival to its admission, or to `keep`
+//! after the last waiting answer of its first place. A sweep over the stretches'
 //! ends and the answers, by time, with the holders counted by arrival rank: O(n log n).
 
 use smart_limit_core::util::fenwick::Fenwick;
@@ -33,7 +34,8 @@ pub fn measure(h: &History, clients: &[ClientFacts]) -> Option<Accuracy> {
     if h.run.order != Order::Fifo {
         return None;
     }
-    let presence = h.run.presence_ms;
+    // Kept places count in positions ([S27]): a quiet client holds its place for `keep`.
+    let presence = h.run.kept_ms();
     // Holders by arrival: rank, and the stretch [from, to) each holds its place.
     let mut held: Vec<(u64, u64, &ClientFacts)> = clients
         .iter()

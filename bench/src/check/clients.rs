@@ -65,10 +65,10 @@ pub fn tells(r: &Req) -> bool {
 
 /// The stretches of `reqs` (index ranges, each starting and ending at a waiting answer) during
 /// which the client certainly held one place: no cookie check or admission inside, each waiting
-/// answer certainly within `presence_ms` of the one before (else the place may have expired and
-/// the next answer be a new place at the tail). A client that abandons simply stops: every
+/// answer certainly within `kept_ms` of the one before (`keep`, or `presence` with keep=off,
+/// [S27]: else the place may have expired and the next answer be a new place at the tail). A client that abandons simply stops: every
 /// waiting answer it got still shows where the room held it.
-pub fn places(reqs: &[Req], presence_ms: u64) -> Vec<Range<usize>> {
+pub fn places(reqs: &[Req], kept_ms: u64) -> Vec<Range<usize>> {
     let mut spans = Vec::new();
     // (first waiting index, last waiting index) of the place being followed.
     let mut cur: Option<(usize, usize)> = None;
@@ -78,7 +78,7 @@ pub fn places(reqs: &[Req], presence_ms: u64) -> Vec<Range<usize>> {
                 cur = match cur {
                     Some((s, l)) => {
                         let prev_sent = reqs.get(l).map_or(r.sent, |p| p.sent);
-                        if r.done.saturating_sub(prev_sent) <= presence_ms {
+                        if r.done.saturating_sub(prev_sent) <= kept_ms {
                             Some((s, i))
                         } else {
                             spans.push(s..l + 1);
@@ -149,7 +149,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
         let first_place = arrival_idx
             .filter(|_| arrival_req.is_some_and(|r| r.outcome == Outcome::Waiting))
             .and_then(|first| {
-                places(reqs, h.run.presence_ms)
+                places(reqs, h.run.kept_ms())
                     .into_iter()
                     .find(|p| p.start == first)
             });

@@ -4,7 +4,7 @@
 //! into the number legitimately). Arrivals join behind and change nobody's number.
 //!
 //! Leaves: an admission (a client's admitted answer after it was not admitted), a place lapsing
-//! (its last waiting answer's `sent` + presence, ± 1 s), and moments that reorder everyone (a
+//! (its last waiting answer's `sent` + keep, ± 1 s), and moments that reorder everyone (a
 //! fault, a lottery's start, ± 1 s).
 //!
 //! Answers are grouped by position and swept by `sent`; each is compared with the earlier one
@@ -65,12 +65,12 @@ impl Leaves {
                 points.extend(
                     reqs.iter()
                         .filter(|r| r.outcome == Outcome::Waiting)
-                        .map(|r| r.sent.saturating_add(h.run.presence_ms)),
+                        .map(|r| r.sent.saturating_add(h.run.kept_ms())),
                 );
             } else {
-                for span in places(reqs, h.run.presence_ms) {
+                for span in places(reqs, h.run.kept_ms()) {
                     if let Some(last) = reqs.get(span.end.saturating_sub(1)) {
-                        points.push(last.sent.saturating_add(h.run.presence_ms));
+                        points.push(last.sent.saturating_add(h.run.kept_ms()));
                     }
                 }
             }

@@ -4,8 +4,8 @@
 //! Each client's answers are followed in order (errors, 429s and odd statuses say nothing about
 //! where it stands and are skipped):
 //! - waiting, then a cookie check (`New`) for a request that carried its ticket, certainly
-//!   within `presence` of the waiting answer (the check's `done` minus the waiting answer's
-//!   `sent`): the room forgot a place it had to keep. **Dropped.**
+//!   within `keep` (`presence` with keep=off, [S27]) of the waiting answer (the check's `done`
+//!   minus the waiting answer's `sent`): the room forgot a place it had to keep. **Dropped.**
 //! - admitted, then waiting or a cookie check certainly within the session (`session=`: the
 //!   answer's `done` before the last admitted answer's `sent` + session) or the grant
 //!   (`grant=`: before the granting answer's `sent` + grant): **admitted session lost.**
@@ -51,20 +51,20 @@ fn client(run: &Run, reqs: &[Req], out: &mut Vec<Violation>) {
             (Held::Place(w), Outcome::New)
                 if r.ticket
                     && r.sent >= w.done
-                    && r.done.saturating_sub(w.sent) <= run.presence_ms =>
+                    && r.done.saturating_sub(w.sent) <= run.kept_ms() =>
             {
                 out.push(Violation::at(
                     Rule::Dropped,
                     r,
                     format!(
                         "waiting ({}at {} ms), then {} at {}-{} ms with its ticket, \
-                         within presence ({} ms)",
+                         within keep ({} ms)",
                         w.pos.map(|p| format!("position {p} ")).unwrap_or_default(),
                         w.sent,
                         describe(r),
                         r.sent,
                         r.done,
-                        run.presence_ms
+                        run.kept_ms()
                     ),
                 ));
             }

@@ -90,7 +90,7 @@ impl Moves {
 /// The growth check over one client's requests.
 fn client(reqs: &[Req], h: &History, tol: &Tolerances, moves: Option<&Moves>, out: &mut Positions) {
     let from = final_from(h);
-    for span in places(reqs, h.run.presence_ms) {
+    for span in places(reqs, h.run.kept_ms()) {
         let waits: Vec<(&Req, u64)> = reqs
             .get(span)
             .unwrap_or(&[])

@@ -74,6 +74,17 @@ fn traffic(h: &History, f: &Findings, out: &mut String) {
         f.clients.len(),
         by_kind.join(", ")
     );
+    let (phones, back, resumed) = phones(h);
+    if phones > 0 {
+        let _ = writeln!(
+            out,
+            "phones ([S27]): {phones} stepped away once while waiting (1.5 to 2.5 x presence), \
+             {back} back before the end: {resumed} held their place (let in, or told a position \
+             no further back than before), {} did not (keep {} ms)",
+            back - resumed,
+            h.run.kept_ms()
+        );
+    }
     let outcomes = [
         Outcome::New,
         Outcome::Waiting,
@@ -161,7 +172,7 @@ fn measures(h: &History, f: &Findings, out: &mut String) {
         let _ = writeln!(
             out,
             "(c) positions against the clients holding a place (arrived earlier, not let in, \
-             seen within presence): {} answers, told - true p1 {:+} median {:+} p99 {:+}; \
+             seen within keep): {} answers, told - true p1 {:+} median {:+} p99 {:+}; \
              furthest {:+} at {} ms (client {}) and {:+} at {} ms (client {})",
             a.answers,
             a.p1,
@@ -263,4 +274,39 @@ pub fn text(h: &History, f: &Findings, name: &str) -> String {
     violations(f, &mut out);
     let _ = writeln!(out, "result: {}", if f.clean() { "PASS" } else { "FAIL" });
     out
+}
+
+/// Phones that stepped away ([S27]), how many came back before the run ended, and how many of
+/// those still held their place: their first answer after the absence let them in, or told
+/// them a position no further back than their last one before it.
+fn phones(h: &History) -> (usize, usize, usize) {
+    use std::collections::HashMap;
+    let back: HashMap<u64, u64> = h
+        .plans
+        .iter()
+        .filter_map(|p| p.away.map(|(at, ms)| (p.client, at.saturating_add(ms))))
+        .collect();
+    // Per phone: its last position told before coming back, and its first answer after.
+    let mut before: HashMap<u64, u64> = HashMap::new();
+    let mut first: HashMap<u64, bool> = HashMap::new();
+    for r in &h.reqs {
+        let Some(&at) = back.get(&r.client) else {
+            continue;
+        };
+        if r.sent < at {
+            if let (Outcome::Waiting, Some(p)) = (r.outcome, r.pos) {
+                before.insert(r.client, p);
+            }
+            continue;
+        }
+        let held = match (r.outcome, r.pos) {
+            (Outcome::Admitted, _) => true,
+            (Outcome::Waiting, Some(p)) => before.get(&r.client).is_some_and(|&b| p <= b),
+            (Outcome::Waiting | Outcome::New, _) => false,
+            _ => continue,
+        };
+        first.entry(r.client).or_insert(held);
+    }
+    let resumed = first.values().filter(|held| **held).count();
+    (back.len(), first.len(), resumed)
 }

@@ -80,6 +80,10 @@ struct Clients {
     /// share giving up while waiting (percent)
     #[arg(long, value_name = "PCT", default_value = "10")]
     abandon: u64,
+    /// share of people on phones: each steps away once while waiting, for 1.5 to 2.5 x
+    /// presence, then polls again (percent)
+    #[arg(long, value_name = "PCT", default_value = "10")]
+    phones: u64,
     /// scripts taking a new ticket each second
     #[arg(long, value_name = "N", default_value = "2")]
     minters: u64,
@@ -123,6 +127,10 @@ struct Room {
     /// presence= (seconds) [default: 20]
     #[arg(long, value_name = "S", value_parser = secs)]
     presence: Option<u64>,
+    /// keep= (seconds; 0: keep=off) [default: 300, or presence with --mode sync, which does
+    /// not keep places yet]
+    #[arg(long, value_name = "S", value_parser = secs)]
+    keep: Option<u64>,
     /// the Redis stores' timeout= (milliseconds) [default: 0]
     #[arg(long, value_name = "MS")]
     timeout: Option<u64>,
@@ -165,6 +173,7 @@ pub struct Args {
     pub programs_pct: u64,
     pub slow_pct: u64,
     pub abandon_pct: u64,
+    pub phones_pct: u64,
     pub minters: u64,
     pub stay_ms: (u64, u64),
     pub threads: usize,
@@ -322,6 +331,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgsError> {
         programs_pct: c.programs.min(100),
         slow_pct: c.slow.min(100),
         abandon_pct: c.abandon.min(100),
+        phones_pct: c.phones.min(100),
         minters: c.minters,
         stay_ms: c.stay,
         threads: c.threads.clamp(1, 1024) as usize,
@@ -336,6 +346,11 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgsError> {
             grant_ms: r.grant,
             active_window_ms: r.active_window.unwrap_or(60_000),
             presence_ms: r.presence.unwrap_or(20_000),
+            keep_ms: match (r.keep, r.mode) {
+                (Some(ms), _) => ms,
+                (None, Some(Mode::Sync)) => 0,
+                (None, _) => 300_000,
+            },
             timeout_ms: r.timeout.unwrap_or(0),
             sync_ms: r.sync.unwrap_or(0),
             refresh_ms: r.refresh.max(100),
@@ -375,6 +390,7 @@ impl Room {
             "--grant" => self.grant.is_some(),
             "--active-window" => self.active_window.is_some(),
             "--presence" => self.presence.is_some(),
+            "--keep" => self.keep.is_some(),
             "--timeout" => self.timeout.is_some(),
             "--sync" => self.sync.is_some(),
             _ => false,

@@ -25,6 +25,9 @@ pub struct Plan {
     pub pace_pct: u64,
     /// When it gives up waiting, if it does.
     pub abandon_at: Option<u64>,
+    /// A phone ([S27]): from when it steps away while waiting (its screen locked, the app
+    /// switched: no request at all) and for how long, if it does; then it polls again.
+    pub away: Option<(u64, u64)>,
     /// How long it browses once admitted.
     pub stay_ms: u64,
     /// Its node when routing is sticky.
@@ -59,6 +62,8 @@ pub struct Client {
     pub ticket: Option<String>,
     /// The node it asks next.
     pub node: u32,
+    /// It has been away already (a phone steps away once).
+    pub was_away: bool,
 }
 
 impl Client {
@@ -70,6 +75,7 @@ impl Client {
             phase: Phase::Arriving,
             ticket: None,
             node,
+            was_away: false,
         }
     }
 
@@ -111,6 +117,12 @@ impl Client {
                     return None;
                 }
                 self.phase = Phase::Waiting;
+                if let Some((at, ms)) = self.plan.away.filter(|&(at, _)| at <= now) {
+                    if !self.was_away {
+                        self.was_away = true;
+                        return Some(now.max(at) + ms);
+                    }
+                }
                 let poll = match read.refresh_ms {
                     Some(ms) if ms > 0 => ms.saturating_mul(self.plan.pace_pct) / 100,
                     _ => self.plan.poll_ms,
@@ -146,6 +158,7 @@ mod tests {
             poll_ms: 2000,
             pace_pct: 100,
             abandon_at: None,
+            away: None,
             stay_ms: 3000,
             home: 0,
         }
@@ -198,6 +211,19 @@ mod tests {
             slow.answered(0, Some(&answer(Outcome::Waiting, None)), 0.5),
             Some(2000)
         );
+    }
+
+    #[test]
+    fn a_phone_steps_away_once_while_waiting() {
+        let mut p = plan(Kind::Person);
+        p.away = Some((3000, 15_000));
+        let mut c = Client::new(7, p);
+        let w = answer(Outcome::Waiting, None);
+        assert_eq!(c.answered(1000, Some(&w), 0.5), Some(3000));
+        // Due to step away: nothing for 15 s, then it polls as before.
+        assert_eq!(c.answered(3000, Some(&w), 0.5), Some(18_000));
+        assert_eq!(c.answered(18_000, Some(&w), 0.5), Some(20_000));
+        assert_eq!(c.answered(20_000, Some(&w), 0.5), Some(22_000));
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct Room {
     admission: String,
     admission_seconds: u64,
     presence_ms: u64,
+    /// `keep=` in force (absent from nodes older than [S27]: places went with presence).
+    #[serde(default)]
+    keep_ms: u64,
     active_window_ms: u64,
     timeout_ms: u64,
     sync_ms: Option<u64>,
@@ -130,6 +133,9 @@ pub fn apply(run: &mut Run, r: &Room, given: impl Fn(&str) -> bool) {
     }
     if !given("--presence") {
         run.presence_ms = r.presence_ms;
+    }
+    if !given("--keep") {
+        run.keep_ms = r.keep_ms;
     }
     if !given("--timeout") {
         run.timeout_ms = if mode == Mode::Shm { 0 } else { r.timeout_ms };

@@ -139,6 +139,18 @@ fn plans(a: &Args) -> Vec<Plan> {
         };
         let abandon_at = (kind != Kind::Minter && rng.pct(a.abandon_pct))
             .then(|| arrive_at + refresh + (rng.unit() * a.run.duration_ms as f64 / 2.0) as u64);
+        // A phone ([S27]): a person who steps away once while waiting, for 1.5 to 2.5
+        // presences (past presence: skipped at the head, within keep: its place kept).
+        let presence = a.run.presence_ms;
+        let away =
+            (kind == Kind::Person && abandon_at.is_none() && rng.pct(a.phones_pct)).then(|| {
+                let at =
+                    arrive_at + 2 * refresh + (rng.unit() * a.run.duration_ms as f64 / 4.0) as u64;
+                (
+                    at,
+                    presence + presence / 2 + (rng.unit() * presence as f64) as u64,
+                )
+            });
         let (lo, hi) = a.stay_ms;
         let stay_ms = lo + (rng.unit() * hi.saturating_sub(lo) as f64) as u64;
         out.push(Plan {
@@ -147,6 +159,7 @@ fn plans(a: &Args) -> Vec<Plan> {
             poll_ms,
             pace_pct,
             abandon_at,
+            away,
             stay_ms,
             home: (rng.next() % u64::from(joined_at_start)) as u32,
         });
@@ -269,6 +282,7 @@ fn run(a: Arc<Args>) -> Result<String, RunError> {
                     _ => None,
                 },
                 poll_ms: c.plan.poll_ms,
+                away: c.plan.away.filter(|_| c.was_away),
             }));
         }
     }

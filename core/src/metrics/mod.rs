@@ -57,6 +57,8 @@ pub struct RoomFigures<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RoomTimes {
     pub presence_ms: u64,
+    /// `keep=` in force ([S27]): `presence_ms` when places go with their presence.
+    pub keep_ms: u64,
     pub active_window_ms: u64,
     pub timeout_ms: u64,
     pub sync_ms: Option<u64>,

@@ -42,6 +42,7 @@ fn figures(room: &str, snapshot: Option<Snapshot>) -> RoomFigures<'_> {
         admission: Admission::Grant { ms: 600_000 },
         times: RoomTimes {
             presence_ms: 20_000,
+            keep_ms: 300_000,
             active_window_ms: 60_000,
             timeout_ms: 100,
             sync_ms: None,
@@ -322,6 +323,7 @@ fn control_json() {
     // The room's times, in ms (`sync_ms` null without sync=).
     let r = &j["rooms"][0];
     assert_eq!(r["presence_ms"], 20_000);
+    assert_eq!(r["keep_ms"], 300_000);
     assert_eq!(r["active_window_ms"], 60_000);
     assert_eq!(r["timeout_ms"], 100);
     assert_eq!(r["sync_ms"], 250);

@@ -114,6 +114,7 @@ pub(super) fn clean_fifo(n: u64) -> Vec<Record> {
             kind: kind(c),
             abandoned_at: abandoned.get(&c).copied(),
             poll_ms: 1000,
+            away: None,
         }));
     }
     out

@@ -26,6 +26,7 @@ fn run(mode: Mode, max_active: u64) -> Run {
         grant_ms: None,
         active_window_ms: 10_000,
         presence_ms: 5000,
+        keep_ms: 0,
         timeout_ms: if mode == Mode::Shm { 0 } else { 200 },
         sync_ms: if mode == Mode::Sync { 1000 } else { 0 },
         refresh_ms: 1000,

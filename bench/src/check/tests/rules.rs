@@ -309,6 +309,29 @@ fn dropped_client_is_caught() {
     assert!(findings(&h).clean());
 }
 
+/// [S27] With keep=, a phone away past presence but within keep still holds its place: back
+/// further behind, or given a cookie check, it was moved back or dropped; past keep it may be.
+#[test]
+fn a_place_is_held_for_keep_not_presence() {
+    let kept = Run {
+        keep_ms: 30_000,
+        ..run(Mode::Shm, 3)
+    };
+    // Away 10 s (presence 5 s), back at a better position: clean.
+    let h = history(kept.clone(), vec![wait(1, 100, 4), wait(1, 10_100, 2)]);
+    assert!(findings(&h).clean());
+    // Back further behind within keep: its position grew.
+    let h = history(kept.clone(), vec![wait(1, 100, 2), wait(1, 10_100, 9)]);
+    assert_eq!(rules(&findings(&h)), vec![Rule::PositionGrew]);
+    // Given a cookie check within keep: dropped.
+    let new = req(1, 10_100, Outcome::New, None);
+    let h = history(kept.clone(), vec![wait(1, 100, 2), new]);
+    assert_eq!(rules(&findings(&h)), vec![Rule::Dropped]);
+    // Past keep, the room may forget it.
+    let h = history(kept, vec![wait(1, 100, 2), wait(1, 40_100, 9)]);
+    assert!(findings(&h).clean());
+}
+
 // (f) ------------------------------------------------------------------------------------------
 
 #[test]
