@@ -241,6 +241,48 @@ fn main() {
             &limits,
         ));
     });
+    // [S27] keep=: the poller stands behind 1,000 places kept for clients who are away (unseen
+    // past presence, within keep), so every decision looks past them for the head.
+    let mut kept_mem = vec![0u64; (1 << 20) / 8];
+    // SAFETY: as above.
+    let kept_bytes = unsafe {
+        std::slice::from_raw_parts_mut(kept_mem.as_mut_ptr().cast::<u8>(), kept_mem.len() * 8)
+    };
+    let mut kept = Room::format(kept_bytes, 1).expect("room");
+    let keeping = Limits {
+        keep_ms: 300_000,
+        ..limits
+    };
+    let v = |sid| Visit {
+        sid,
+        qnum: 0,
+        draw: 0,
+        flood_key: None,
+        arrival: 0,
+        page: false,
+    };
+    kept.visit(v(1), 1000, &keeping);
+    for sid in 3..1_003 {
+        kept.visit(v(sid), 1000, &keeping);
+    }
+    let behind = match kept.visit(v(2), 1000, &keeping) {
+        smart_limit_core::room::Verdict::Wait(p) => p.qnum,
+        _ => 0,
+    };
+    measure(
+        "room: a waiting client polls behind 1,000 away (keep=5m)",
+        2_000_000,
+        |i| {
+            black_box(kept.visit(
+                Visit {
+                    qnum: behind,
+                    ..v(2)
+                },
+                60_000 + u64::from(i % 1000),
+                &keeping,
+            ));
+        },
+    );
     // challenge=pow: a proof recorded spent (one set of the table scanned under the lock),
     // each a new ticket's, so the table turns over as under a flood of proofs.
     measure(
