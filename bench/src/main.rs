@@ -11,6 +11,7 @@ mod cookies;
 mod history;
 mod http;
 mod mint;
+mod origin;
 mod page;
 mod rehearse;
 mod stats;
@@ -57,6 +58,9 @@ fn main() -> ExitCode {
     }
     if argv.first().map(String::as_str) == Some("rehearse") {
         return rehearse::main(&argv[1..]);
+    }
+    if argv.first().map(String::as_str) == Some("origin") {
+        return origin::main(&argv[1..]);
     }
     if argv.first().map(String::as_str) == Some("mint") {
         return match mint::main(&argv[1..]) {

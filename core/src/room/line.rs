@@ -79,18 +79,18 @@ impl<'m> Room<'m> {
     /// `kept`), if any. Moves `low` to it: the places it passes are gone, left for the tidy to
     /// remove, and count nowhere from now on.
     fn front(&mut self, kept: u64) -> Option<u64> {
-        let thr = kept;
         let low = self.hdr.low;
         let from = self.ring_index(low);
-        // Most of the time the head has not moved since the last look.
+        // Most of the time the front has not moved since the last look. (A place is kept for
+        // the `kept` cut as it is present for the `present` one: its sight above the cut.)
         if let Some(s) = self.ring.get(from) {
-            if s.sid != 0 && s.qnum == low && is_present(s, thr) {
+            if s.sid != 0 && s.qnum == low && is_present(s, kept) {
                 return Some(low);
             }
         }
         // Kept places all stand in low..tail (the line spans at most one turn of the ring),
         // so the first one found going round from `low` is the front.
-        let front = match self.first_present(from, thr) {
+        let front = match self.first_present(from, kept) {
             Some(ix) if self.hdr.waiting > 0 => self.ring.get(ix).map(|s| s.qnum),
             _ => None,
         };
