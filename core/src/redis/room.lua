@@ -388,9 +388,11 @@ if place_q then
     end
     if away_at then
       redis.call('ZREM', K_AWAY, sid)
-      redis.call('ZADD', K_HERE, place_q, sid)
-      redis.call('PEXPIRE', K_HERE, ROOM_TTL)
     end
+    -- Present again, or still (also a place taken by a build before `here` existed: after a
+    -- binary upgrade, its first visit puts it there).
+    redis.call('ZADD', K_HERE, place_q, sid)
+    redis.call('PEXPIRE', K_HERE, ROOM_TTL)
     redis.call('ZADD', K_SEEN, now_s, sid)
   end
 end
@@ -602,13 +604,22 @@ if not held then
   return wait_answer(q, 1)
 end
 
--- Room::head: the first present place's rank in the line (nil: nobody present waits).
+-- Room::head: the first present place's rank in the line (nil: nobody present waits). A
+-- member of `here` no longer in the line (left by a node of an earlier build, which does not
+-- know `here`) is dropped on the way, at most EXPIRE_STEP of them per call.
 local function head_rank()
-  local first = redis.call('ZRANGE', K_HERE, 0, 0)
-  if #first == 0 then
-    return nil
+  for _ = 1, EXPIRE_STEP do
+    local first = redis.call('ZRANGE', K_HERE, 0, 0)
+    if #first == 0 then
+      return nil
+    end
+    local rank = redis.call('ZRANK', K_LINE, first[1])
+    if rank then
+      return rank
+    end
+    redis.call('ZREM', K_HERE, first[1])
   end
-  return redis.call('ZRANK', K_LINE, first[1])
+  return nil
 end
 
 local turn = false
