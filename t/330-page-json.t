@@ -22,7 +22,7 @@ origin page
 --- steps
 A GET / => 200
 B GET / => 503
-C GET / Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8 | Accept-Language: en-US,en;q=0.9 => 503; header Content-Type =~ /^text\/html; charset=utf-8$/; header Retry-After =~ /^10$/; header Cache-Control =~ /no-store/; body =~ /<html lang="en">/; body =~ /<meta http-equiv="refresh" content="10">/; body =~ /<meta name="viewport" content="width=device-width, initial-scale=1">/; body =~ /The site is busy right now/; body =~ /<div class="pos-num">2<\/div>/; body =~ /<dt>People in line<\/dt><dd>2<\/dd>/; body =~ /calculating/; body =~ /role="status" aria-live="polite"/; body !~ /<script/; body !~ /origin page/
+C GET / Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8 | Accept-Language: en-US,en;q=0.9 => 503; header Content-Type =~ /^text\/html; charset=utf-8$/; header Retry-After =~ /^10$/; header Cache-Control =~ /no-store/; body =~ /<html lang="en">/; body =~ /<meta http-equiv="refresh" content="10">/; body =~ /<meta name="viewport" content="width=device-width, initial-scale=1">/; body =~ /The site is busy right now/; body =~ /<div class="pos-num">2<\/div>/; body =~ /<dt>People in line<\/dt><dd>2<\/dd>/; body =~ /calculating/; body =~ /role="status" aria-live="polite"/; body !~ /<script[^>]*src=/; body =~ /<script>\(function\(R,T\)/; body !~ /origin page/
 # no Accept-Language, or a language the page does not speak: English
 C GET / Accept-Language: fr-FR => 503; body =~ /<html lang="en">/
 C GET / => 503; body =~ /<html lang="en">/

@@ -31,6 +31,8 @@ dl div{padding:.75rem;border:1px solid var(--line);border-radius:12px}
 dt{font-size:.85rem;color:var(--muted)}
 dd{margin:0;font-size:1.1rem;font-weight:600}
 .note{font-size:.9rem;color:var(--muted)}
+button{font:inherit;font-size:.95rem;padding:.45rem 1.1rem;border:1px solid var(--line);border-radius:999px;background:var(--card);color:var(--accent);cursor:pointer}
+button:disabled{color:var(--muted);cursor:default}
 .dot{display:inline-block;width:.55em;height:.55em;margin-right:.45em;border-radius:50%;background:var(--accent);vertical-align:.05em;animation:pulse 1.6s ease-in-out infinite}
 @keyframes pulse{50%{opacity:.2}}
 @media (prefers-reduced-motion:reduce){.dot{animation:none}}
@@ -48,6 +50,107 @@ t=Date.parse(document.getElementById('starts').getAttribute('datetime'));functio
 var s=Math.max(0,Math.round((t-Date.now())/1000)),h=Math.floor(s/3600),m=Math.floor(s%3600/60);\
 e.textContent=(h?h+':'+(m<10?'0':''):'')+m+':'+(s%60<10?'0':'')+s%60;}f();setInterval(f,1000);})();\
 </script>\n";
+
+/// How the built-in page keeps its place when it is not in front (issue 51): a browser throttles
+/// the timers of a background tab, freezes it after a while, and a phone stops it outright, so
+/// the `<meta http-equiv="refresh">` alone may come back late, and when the turn comes in a
+/// background tab the site loads where nobody sees it. The page stays what it is without
+/// script (the meta refresh does everything); with script, and only around the tab's
+/// lifecycle:
+///
+/// - In front, nothing changes: the meta refresh reloads the page, which admits and shows the
+///   site when the turn has come.
+/// - Hidden, the script cancels the meta refresh (`window.stop()`, after the load) and polls
+///   the same URL as a program would (`Accept: application/json`), at the refresh interval
+///   (the page's, then each answer's `refresh_seconds`): a poll is a fraction of a page, and the
+///   turn is noticed by the page instead of a reload nobody watches. The polls keep the place's
+///   presence ([S27]) as the reloads did.
+/// - Coming back (`visibilitychange`, `resume` after a freeze, `pageshow` from the back-forward
+///   cache, `online`) refreshes at once: a reload in front, a poll while still hidden; never
+///   sooner than 2 s after the page's last request, so a flapping tab cannot storm the room.
+/// - The next poll is a deadline on the wall clock (`Date.now()`), checked on every wake: a
+///   throttled or frozen timer, or a suspended machine, catches up at the first chance instead
+///   of waiting out a full interval again. A wake up to 250 ms early counts as on time: a
+///   background tab's timers run on a one-second grid, and one that lands a millisecond before
+///   the deadline by the wall clock would otherwise wait a whole extra second. The timer is set
+///   again from each answer's task, not from the timer before it: Chrome throttles chains of
+///   timers in a tab hidden for minutes hardest (once a minute), and the deadline covers
+///   whatever throttling is left.
+/// - The turn: the room lets the poll through (on a normal location the origin answers it,
+///   with the admitted ticket; a `smart_limit_poll` location answers `"status":"admitted"`).
+///   Any answer that is not the room's JSON and not an error (5xx, 429) means the same. The tab's
+///   title then says so, a notification says so too if the person asked for one with the
+///   page's button, and the page goes on to the site (a reload): at once when the tab comes to
+///   front or the notification is clicked, and after 15 s in any case, well within the default
+///   `active_window` (1 min), so the admission is used before it would stop counting.
+/// - The button shows only where the Notification API exists and is not denied; the person's
+///   click asks for the permission, and the wish is kept for the tab (`sessionStorage`) since
+///   the page reloads every refresh while in front.
+///
+/// The refresh interval follows as the first argument (a slot), the texts as the second.
+const BACKGROUND: &str = "<script>(function(R,T){\
+var d=document,w=window,N=w.Notification,K='smart_limit_notify',last=Date.now(),due=last+R*1e3,\
+timer=0,busy=0,held=0,gone=0,quiet=0,asked=0,p=d.getElementById('sl-notify'),b;\
+try{asked=sessionStorage.getItem(K)=='1'}catch(e){}\
+function hid(){return d.visibilityState=='hidden'}\
+function arm(t){clearTimeout(timer);timer=setTimeout(wake,Math.max(0,t-Date.now()))}\
+function go(){if(!gone){gone=1;clearTimeout(timer);location.reload()}}\
+function wake(){if(gone)return;var t=Date.now();\
+if(held){if(t>held-250||!hid())go();else arm(held);return}\
+if(t<due-250)arm(due);else if(hid())poll();else go()}\
+function soon(){due=Math.min(due,Math.max(Date.now(),last+2e3));wake()}\
+function hide(){if(!quiet){quiet=1;if(d.readyState=='complete')w.stop();\
+else w.addEventListener('load',function(){w.stop()})}wake()}\
+function turn(){if(held)return;held=Date.now()+15e3;d.title=T.t;\
+if(asked&&N&&N.permission=='granted')try{new N(T.t,{body:T.b,tag:'smart-limit'}).onclick=\
+function(){try{w.focus()}catch(e){}go()}}catch(e){}wake()}\
+function poll(){var t=Date.now();last=t;due=t+R*1e3;arm(due);if(t-busy<3e4)return;busy=t;\
+fetch(location.href,{headers:{Accept:'application/json'},credentials:'same-origin',cache:'no-store'})\
+.then(function(r){return r.json().then(null,function(){}).then(function(j){busy=0;\
+if(j&&typeof j=='object'&&typeof j.status=='string'&&'room' in j){if(j.status=='admitted')turn();\
+else{R=Math.max(1,+j.refresh_seconds||R);due=last+R*1e3;wake()}}\
+else if(r.status<500&&r.status!=429)turn();else wake()})},function(){busy=0;wake()})}\
+if(p&&N&&N.requestPermission&&N.permission!='denied'){b=p.getElementsByTagName('button')[0];\
+var on=function(){b.textContent=T.o;b.disabled=true},got=function(x){if(x=='granted'){asked=1;\
+try{sessionStorage.setItem(K,'1')}catch(e){}on()}else if(x=='denied')p.hidden=true};\
+if(asked&&N.permission=='granted')on();\
+b.onclick=function(){var q=N.requestPermission(got);if(q&&q.then)q.then(got)};p.hidden=false}\
+d.addEventListener('visibilitychange',function(){if(hid())hide();else soon()});\
+d.addEventListener('resume',soon);w.addEventListener('online',soon);\
+w.addEventListener('pageshow',function(e){if(e.persisted)soon()});\
+if(hid())hide();})(";
+
+/// `s` as a single-quoted JavaScript string that is also safe inside `<script>` (the page's
+/// own texts: built once, at configuration time).
+pub(super) fn js_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '<' => out.push_str("\\x3c"),
+            '\n' => out.push_str("\\n"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// The background script ([`BACKGROUND`]) with its refresh interval and its texts.
+fn background(t: &mut Template, lang: Lang) {
+    let tx = texts(lang);
+    t.text(BACKGROUND)
+        .slot(Slot::RefreshAtLeast1)
+        .text(",{t:")
+        .text(&js_string(tx.turn_title))
+        .text(",b:")
+        .text(&js_string(tx.turn_body))
+        .text(",o:")
+        .text(&js_string(tx.notify_on))
+        .text("});</script>\n");
+}
 
 /// The refresh note of the built-in page, with the refresh interval as a slot.
 fn refresh_note(t: &mut Template, lang: Lang, status: ViewStatus) {
@@ -186,13 +289,29 @@ pub(super) fn builtin(lang: Lang, status: ViewStatus, position_known: bool) -> T
         refresh_note(&mut t, lang, status);
         t.text("</p>\n");
     }
+    // The notification button, where a turn is ahead: hidden until the script shows it (a
+    // browser without script, or without notifications, never sees a button that does nothing).
+    if matches!(status, ViewStatus::Waiting | ViewStatus::Prequeue) {
+        t.text("<p id=\"sl-notify\" hidden><button type=\"button\">")
+            .text(tx.notify_button)
+            .text("</button></p>\n");
+    }
     t.text("<p class=\"note\">")
         .text(tx.updated)
         .text(" <time datetime=\"")
         .slot(Slot::UpdatedIso)
         .text("\">")
         .slot(Slot::UpdatedTime)
-        .text(" UTC</time></p>\n</main>\n</body>\n</html>\n");
+        .text(" UTC</time></p>\n</main>\n");
+    // Every page that waits for something carries the background script (not the admitted
+    // page, which only reloads into the site, nor the challenge page, which has its solver).
+    if matches!(
+        status,
+        ViewStatus::Waiting | ViewStatus::Prequeue | ViewStatus::Closed | ViewStatus::Throttled
+    ) {
+        background(&mut t, lang);
+    }
+    t.text("</body>\n</html>\n");
     t
 }
 

@@ -218,12 +218,19 @@ fn default_page_en() {
     assert!(html.contains("Keep this tab open"));
     assert!(html.contains("prefers-color-scheme:dark"));
     assert!(html.contains("datetime=\"2023-09-11T11:45:54Z\""));
-    // No external assets, no script.
+    // No external assets: the one script is the page's own, inline.
     for banned in [
-        "<script", "src=", "href=", "http://", "https://", "@import", "url(",
+        "src=",
+        "href=",
+        "http://",
+        "https://",
+        "@import",
+        "url(",
+        "<noscript",
     ] {
         assert!(!html.contains(banned), "{banned}");
     }
+    assert_eq!(html.matches("<script").count(), 1);
     let mut v = view(ViewStatus::Waiting);
     v.eta_secs = None;
     v.position = None;
@@ -474,4 +481,121 @@ fn max_len_bounds_the_challenge() {
             assert!(out.len() <= html_max_len(&v, lang, tpl));
         }
     }
+}
+
+/// The script of a page rendered from the built-in templates: the text between the background
+/// script's start and its end, or None.
+fn background_script(html: &str) -> Option<&str> {
+    let start = html.find("<script>(function(R,T){")?;
+    let len = html.get(start..)?.find("</script>")?;
+    html.get(start..start + len)
+}
+
+/// Issue 51: every built-in page that waits for something carries the background script (it
+/// polls while hidden and refreshes on coming back), with the refresh interval and its texts in
+/// the page's language; the admitted and challenge pages do not. The meta refresh stays, for
+/// browsers without script.
+#[test]
+fn waiting_pages_carry_the_background_script() {
+    for lang in [Lang::En, Lang::Ja] {
+        for status in [
+            ViewStatus::Waiting,
+            ViewStatus::Prequeue,
+            ViewStatus::Closed,
+            ViewStatus::Throttled,
+        ] {
+            let html = render_html(&view(status), lang, None);
+            let script = background_script(&html).unwrap_or_else(|| panic!("{status:?}: {html}"));
+            assert!(html.contains("<meta http-equiv=\"refresh\" content=\"20\">"));
+            // The refresh interval, then the texts, as the script's arguments.
+            let args = match lang {
+                Lang::En => "})(20,{t:'It\\'s your turn: opening the site',b:'The site opens",
+                Lang::Ja => "})(20,{t:'順番が来ました：サイトを開きます',b:'お待ちいただいたタブで",
+            };
+            assert!(script.contains(args), "{lang:?} {status:?}: {script}");
+            // What it does: hidden polls as JSON, wakes on the lifecycle's events, the hold.
+            for part in [
+                "fetch(location.href,{headers:{Accept:'application/json'},credentials:'same-origin',cache:'no-store'})",
+                "addEventListener('visibilitychange'",
+                "addEventListener('resume',soon)",
+                "addEventListener('online',soon)",
+                "addEventListener('pageshow'",
+                "w.stop()",
+                "held=Date.now()+15e3",
+                "Math.max(Date.now(),last+2e3)",
+                "new N(T.t,{body:T.b",
+            ] {
+                assert!(script.contains(part), "{part}");
+            }
+            // Nothing in it closes the script early or leaves the page.
+            assert!(
+                !script.contains("</") && !script.contains("<!--"),
+                "{script}"
+            );
+            assert_eq!(script.matches("<script").count(), 1, "{script}");
+            assert!(!script.contains("http"), "{script}");
+        }
+        for status in [ViewStatus::Admitted, ViewStatus::Challenge] {
+            let mut v = view(status);
+            v.challenge = Some(([b'Q'; crate::challenge::SEED_CHARS], 18));
+            let html = render_html(&v, lang, None);
+            assert!(background_script(&html).is_none(), "{status:?}");
+            assert!(!html.contains("sl-notify"), "{status:?}");
+        }
+    }
+    // The interval follows the refresh, at least 1 s as the meta refresh's.
+    let mut v = view(ViewStatus::Waiting);
+    v.refresh_secs = 0;
+    let html = render_html(&v, Lang::En, None);
+    assert!(background_script(&html).is_some_and(|s| s.contains("})(1,{t:")));
+}
+
+/// Issue 51: the notification button, where a turn is ahead (waiting, pre-queue), in the page's
+/// language, hidden until the script finds notifications it may ask for; the texts it shows
+/// once allowed are the script's.
+#[test]
+fn the_notification_button_is_in_both_languages_and_hidden_without_script() {
+    for (lang, button, on) in [
+        (
+            Lang::En,
+            "<p id=\"sl-notify\" hidden><button type=\"button\">Notify me when it's my turn</button></p>",
+            "o:'You will get a notification when it\\'s your turn'",
+        ),
+        (
+            Lang::Ja,
+            "<p id=\"sl-notify\" hidden><button type=\"button\">順番が来たら通知する</button></p>",
+            "o:'順番が来たら通知でお知らせします'",
+        ),
+    ] {
+        for status in [ViewStatus::Waiting, ViewStatus::Prequeue] {
+            let html = render_html(&view(status), lang, None);
+            assert!(html.contains(button), "{lang:?} {status:?}: {html}");
+            assert!(html.contains(on), "{lang:?} {status:?}");
+            // The button comes before the script that finds it.
+            assert!(html.find(button) < html.find("<script>(function(R,T){"));
+        }
+        for status in [ViewStatus::Closed, ViewStatus::Throttled] {
+            let html = render_html(&view(status), lang, None);
+            assert!(!html.contains("sl-notify\""), "{lang:?} {status:?}");
+            assert!(!html.contains(button), "{lang:?} {status:?}");
+        }
+    }
+    // The button's wish is asked for with the person's click, and checked before notifying.
+    let html = render_html(&view(ViewStatus::Waiting), Lang::En, None);
+    let script = background_script(&html).unwrap_or_default();
+    assert!(script.contains("b.onclick=function(){var q=N.requestPermission(got)"));
+    assert!(script.contains("N.permission!='denied'"));
+    assert!(script.contains("if(asked&&N&&N.permission=='granted')"));
+}
+
+/// The page's texts become JavaScript strings that stay inside their quotes and their script.
+#[test]
+fn texts_become_safe_script_strings() {
+    use super::builtin::js_string;
+    assert_eq!(js_string("plain"), "'plain'");
+    assert_eq!(js_string("it's"), "'it\\'s'");
+    assert_eq!(js_string("a\\b"), "'a\\\\b'");
+    assert_eq!(js_string("</script>"), "'\\x3c/script>'");
+    assert_eq!(js_string("two\nlines"), "'two\\nlines'");
+    assert_eq!(js_string("順番"), "'順番'");
 }

@@ -69,6 +69,14 @@ pub(super) struct Texts {
     /// Without JavaScript: before and after the seconds until the page comes back.
     pub(super) challenge_noscript: (&'static str, &'static str),
     pub(super) updated: &'static str,
+    /// The tab's title once the person's turn came while the tab was in the background, and
+    /// the browser notification's title.
+    pub(super) turn_title: &'static str,
+    /// The notification's body.
+    pub(super) turn_body: &'static str,
+    /// The button that asks for a notification, and what it says once allowed.
+    pub(super) notify_button: &'static str,
+    pub(super) notify_on: &'static str,
 }
 
 const EN: Texts = Texts {
@@ -105,6 +113,10 @@ const EN: Texts = Texts {
          so coming earlier gives no advantage. Keep this tab open: it takes you on by itself.",
     ),
     updated: "Updated",
+    turn_title: "It's your turn: opening the site",
+    turn_body: "The site opens in your waiting tab in a few seconds. Click to go there now.",
+    notify_button: "Notify me when it's my turn",
+    notify_on: "You will get a notification when it's your turn",
 };
 
 const JA: Texts = Texts {
@@ -139,6 +151,10 @@ const JA: Texts = Texts {
          早く来ても有利にはなりません。タブを閉じずにお待ちください。",
     ),
     updated: "最終更新",
+    turn_title: "順番が来ました：サイトを開きます",
+    turn_body: "お待ちいただいたタブで、まもなくサイトが開きます。クリックするとすぐに移動します。",
+    notify_button: "順番が来たら通知する",
+    notify_on: "順番が来たら通知でお知らせします",
 };
 
 pub(super) fn texts(lang: Lang) -> &'static Texts {
