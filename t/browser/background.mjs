@@ -35,7 +35,7 @@
 
 import { chromium } from 'playwright-core';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { arg, check, chromiumArgs, report, screenshots, sleep } from './common.mjs';
@@ -159,7 +159,12 @@ async function startChromium() {
       await Promise.race([new Promise((r) => child.once('exit', r)), sleep(5000)]);
       if (child.exitCode === null) child.kill('SIGKILL');
     }
-    rmSync(profile, { recursive: true, force: true });
+    // Chromium's network service may still write its state for a moment after the browser
+    // process exits: try again until the profile is gone (5 s at most).
+    for (let i = 0; i < 20 && existsSync(profile); i++) {
+      try { rmSync(profile, { recursive: true, force: true }); } catch { /* written meanwhile */ }
+      await sleep(250);
+    }
   };
   return { ws, stop, stderr: () => stderr };
 }
