@@ -2,9 +2,12 @@
 //! JSON document for programs, plus the small content-negotiation helpers that pick between
 //! them (`Accept`) and between English and Japanese (`Accept-Language`).
 //!
-//! The default page has no external assets and no JavaScript (a waiting room must work when
-//! the origin is the thing that is overloaded, and on any browser); it refreshes itself
-//! with `<meta http-equiv="refresh">`. A branded page can replace it through a template with
+//! The default page has no external assets (a waiting room must work when the origin is the
+//! thing that is overloaded) and needs no JavaScript (it must work on any browser): it
+//! refreshes itself with `<meta http-equiv="refresh">`. Its small inline scripts only add to
+//! that: a countdown before an event's start, the proof-of-work solver, and the background
+//! script that keeps polling in a hidden tab and tells the person when the turn has come
+//! (`builtin.rs`). A branded page can replace it through a template with
 //! `{{placeholder}}`s; every substituted value is HTML-escaped.
 //!
 //! Pages are prepared once ([`Template`]: the text cut at its placeholders) and a request
