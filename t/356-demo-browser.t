@@ -7,7 +7,7 @@
 #   3. Debian's headless Chromium opens the demo's page (t/browser/demo.mjs): the waiting page
 #      with its position, reloading every 5 s (the demo's smart_limit_refresh, as the README
 #      says); left alone, the position counts down as the loop's clients, who stopped polling,
-#      lose their places (presence=20s), and never grows; every load is the waiting page or
+#      lose their places (presence=20s, keep=30s), and never grows; every load is the waiting page or
 #      the complete page; and once the loop's admitted clients stop counting as active
 #      (active_window=1m after the loop) the page loads whole ("All assets loaded.", every
 #      asset 200);

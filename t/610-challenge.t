@@ -228,7 +228,7 @@ C GET /strict/ Accept: application/json => 503; json.status == "challenge"; json
 --- redis
 --- http_config
     smart_limit_secret $TEST_NGINX_HTML_DIR/keys.txt;
-    smart_limit_zone shop size=1m max_active=1 presence=10s flood=off challenge=pow challenge_bits=12 store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT;
+    smart_limit_zone shop size=1m max_active=1 presence=10s keep=off flood=off challenge=pow challenge_bits=12 store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT;
 --- config
     location / { smart_limit shop; root html; }
 --- user_files
@@ -238,7 +238,8 @@ C GET /strict/ Accept: application/json => 503; json.status == "challenge"; json
 origin
 --- steps
 # (presence=10s: every place but the one let go must outlive the probe's steps on a loaded
-# machine; the wait past it, 11 s, is a lower bound, so the place is certainly gone.)
+# machine; the wait past it, 11 s, is a lower bound, so the place is certainly gone: with
+# keep=off a place goes with its presence, where the default keep would hold it for B.)
 sh 40: perl t/lib/pow_probe.pl --nginx $TEST_NGINX_PORTS --gone 11000 => /^challenged 2 foreign 2 placed 1 kept 1 second 2 replay challenge queue 2 elsewhere 1 queue 2 gone challenge$/
 # The holder's, B's and C's proofs, each recorded once for the fleet, with a TTL.
 sh redis-cli -p $TEST_NGINX_REDIS_PORT --scan --pattern 'smart_limit:{shop}:spent:*' | wc -l => /^3$/
