@@ -233,7 +233,9 @@ try {
   await sleep(2500);
   const before = aNav.count;
   await aCdp.send('Page.bringToFront');
-  const back = await until(() => aNav.count > before, 5000);
+  // (Hidden, the page stopped its meta refresh: a navigation can only be the script's. The
+  // bound is liveness, far from anything a loaded machine does: 40 s of a 60 s refresh.)
+  const back = await until(() => aNav.count > before, 40000);
   check('(a) back in front, the page refreshes at once (not at its 60 s refresh)', back !== null,
     `${aNav.count - before} navigation(s)`);
   await a.waitForLoadState('load').catch(() => {});
@@ -251,14 +253,14 @@ try {
   await aCdp.send('Page.setWebLifecycleState', { state: 'active' });
   // Resumed, the tab stays in the background (Chromium unfreezes it, and shows it only when it
   // comes to front): the page asks at once, and learns its turn has come.
-  const resumedTurn = await until(async () => await title(a) === TURN_EN, 5000);
+  const resumedTurn = await until(async () => await title(a) === TURN_EN, 40000);
   check('(a) resumed in the background, it asks at once: the title says the turn has come',
     resumedTurn !== null && await visibility(a) === 'hidden',
     `${await title(a)} (${await visibility(a)}) ${Date.now() - resumedAt} ms after resuming`);
   await aCdp.send('Page.bringToFront');
-  const reached = await a.waitForSelector('#origin-page', { timeout: 10000 }).then(() => true, () => false);
+  const reached = await a.waitForSelector('#origin-page', { timeout: 40000 }).then(() => true, () => false);
   const tookA = Date.now() - resumedAt;
-  check('(a) in front, the page reaches the site within 10 s of resuming (refresh: 60 s)', reached,
+  check('(a) in front, the page reaches the site, not waiting for its 60 s refresh', reached,
     `${tookA} ms, at ${a.url()}`);
   const stateA = await originLoaded(a);
   check('(a) the site\'s page has its style sheet, script and image', allLoaded(stateA),
@@ -302,7 +304,7 @@ try {
     /busy/i.test(waitingTitle || ''), waitingTitle);
   const revokedAt = Date.now();
   check('(b) the holder logs out while the tab is in the background', await holderB.logout('b'));
-  const turned = await until(async () => await title(b) === TURN_EN, 8000);
+  const turned = await until(async () => await title(b) === TURN_EN, 30000);
   const turnAt = Date.now();
   check('(b) in the background, the tab\'s title says the turn has come', turned !== null,
     `${await title(b)} (after ${Date.now() - revokedAt} ms)`);
@@ -330,9 +332,11 @@ try {
     JSON.stringify(hiddenB));
   const shownAt = Date.now();
   await bCdp.send('Page.bringToFront');
-  const landedB = await b.waitForSelector('#origin-page', { timeout: 5000 }).then(() => true, () => false);
-  check('(b) brought to front, it goes on to the site at once (within 5 s, its hold is 15 s)',
-    landedB && shownAt - turnAt < HOLD_MS - 5000, `${Date.now() - shownAt} ms after the tab came to front`);
+  // Before the hold could have sent it (15 s after the turn): coming to front did.
+  const holdLeft = Math.max(0, turnAt + HOLD_MS - Date.now() - 250);
+  const landedB = await b.waitForSelector('#origin-page', { timeout: holdLeft }).then(() => true, () => false);
+  check('(b) brought to front, it goes on to the site at once, before its 15 s hold',
+    landedB, `${Date.now() - shownAt} ms after the tab came to front, ${shownAt - turnAt} ms after the turn`);
   const stateB = await originLoaded(b);
   check('(b) the site\'s page has its style sheet, script and image', allLoaded(stateB),
     JSON.stringify(stateB));
@@ -353,15 +357,19 @@ try {
   check('(c) with another tab in front the page is hidden', await visibility(c) === 'hidden',
     await visibility(c));
   await sleep(500);
+  const revokedC = Date.now();
   check('(c) the holder logs out', await holderC.logout('c'));
   const turnedC = await until(async () => await title(c) === TURN_JA, 8000);
   const turnC = Date.now();
   check('(c) the tab\'s title says the turn has come, in Japanese', turnedC !== null, await title(c));
   const navC = cNav.count;
-  const landedC = await until(async () => cNav.count > navC, HOLD_MS + 6000);
+  const landedC = await until(async () => cNav.count > navC, HOLD_MS + 30000);
+  // The work: it went on by itself, and not before its hold (the turn came after the logout,
+  // so the hold ends at least HOLD_MS after it, less the 250 ms a wake may come early). No
+  // upper bound: how late a hidden tab's timer fires on a loaded machine is no test's business.
   const heldFor = Date.now() - turnC;
-  check('(c) left in the background, the page goes on by itself after its hold (~15 s)',
-    landedC !== null && heldFor > HOLD_MS - 4000 && heldFor < HOLD_MS + 5000, `${heldFor} ms`);
+  check('(c) left in the background, the page goes on by itself after its hold (15 s)',
+    landedC !== null && Date.now() - revokedC >= HOLD_MS - 250, `${heldFor} ms after the title changed`);
   await c.waitForSelector('#origin-page', { timeout: 5000 }).catch(() => {});
   const stateC = await originLoaded(c);
   check('(c) ... and, still in the background, has the site with its assets',

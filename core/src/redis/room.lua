@@ -390,9 +390,11 @@ if place_q then
       redis.call('ZREM', K_AWAY, sid)
     end
     -- Present again, or still (also a place taken by a build before `here` existed: after a
-    -- binary upgrade, its first visit puts it there).
-    redis.call('ZADD', K_HERE, place_q, sid)
-    redis.call('PEXPIRE', K_HERE, ROOM_TTL)
+    -- binary upgrade, its first visit puts it there). Only a member new to `here` may have
+    -- made the key: the TTL is set then, not on every poll (save() renews it).
+    if redis.call('ZADD', K_HERE, place_q, sid) == 1 then
+      redis.call('PEXPIRE', K_HERE, ROOM_TTL)
+    end
     redis.call('ZADD', K_SEEN, now_s, sid)
   end
 end

@@ -240,7 +240,7 @@ impl Script {
             .arg(l.max_active)
             .arg(l.new_per_minute.unwrap_or(0))
             .arg(l.presence_ms)
-            .arg(l.keep_ms.max(l.presence_ms))
+            .arg(l.kept_ms())
             .arg(l.active_window_ms)
             .arg(l.mode.code())
             .arg(sid)

@@ -74,7 +74,8 @@ pub struct Limits {
     /// ([S6], [S16]).
     pub presence_ms: u64,
     /// An absent waiting client's arrival is kept this long ([S27]); past it the place is
-    /// gone. Never below `presence_ms` (equal: `keep=off`, a place goes with its presence).
+    /// gone. Read through [`Limits::kept_ms`] (never below `presence_ms`; equal: `keep=off`,
+    /// a place goes with its presence).
     pub keep_ms: u64,
     /// An admitted session counts as active while seen within this window.
     pub active_window_ms: u64,
@@ -83,6 +84,14 @@ pub struct Limits {
     pub flood: Option<crate::room::gcra::Rate>,
     /// The request rate of one admitted session (None: unlimited).
     pub session_rate: Option<crate::room::gcra::Rate>,
+}
+
+impl Limits {
+    /// How long an absent waiting client's place lasts: `keep`, never less than `presence`
+    /// (both stores take it from here).
+    pub fn kept_ms(&self) -> u64 {
+        self.keep_ms.max(self.presence_ms)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

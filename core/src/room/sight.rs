@@ -48,7 +48,7 @@ impl Cuts {
     pub(super) fn at(now: u64, limits: &crate::room::rules::Limits) -> Cuts {
         Cuts {
             present: cut(now, limits.presence_ms),
-            kept: cut(now, limits.keep_ms.max(limits.presence_ms)),
+            kept: cut(now, limits.kept_ms()),
         }
     }
 }
