@@ -269,7 +269,7 @@ impl<'a> Turn<'a> {
             starts_at: None,
             challenge: None,
             token: None,
-            resumed: place.is_some_and(|p| p.resumed),
+            resumed: place.is_some_and(|p| self.zone.resumes(self.held, p, self.now)),
         }
     }
 }

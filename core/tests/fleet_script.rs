@@ -12,6 +12,8 @@ mod support;
 use smart_limit_core::fleet::{
     Ask, Fence, FleetConfig, Report, SpentProof, SyncAnswer, EXACT_LINE,
 };
+use std::collections::HashMap;
+
 use support::start;
 use support::twin::{cfg, fence, sighting, waiter, waiters, Twin, BASE};
 
@@ -410,8 +412,29 @@ fn a_second_sync_keeps_its_held_places_off_anothers() {
 
 #[test]
 fn random_syncs_and_draws_match_the_model() {
-    let Some(srv) = start() else { return };
-    let mut t = Twin::new(srv.port, "random", cfg(20));
+    random_run("random", cfg(20));
+}
+
+/// [S27] The same with places kept (`keep=15s`, presence 5 s), and waiters who step away for
+/// 3-23 s now and then: some come back within the keep (present again at their place), some
+/// after it (a new place at the tail), on both twins alike.
+#[test]
+fn random_runs_keeping_places_match_the_model() {
+    let kept = random_run(
+        "random_keep",
+        FleetConfig {
+            keep_ms: 15_000,
+            ..cfg(20)
+        },
+    );
+    assert!(kept.is_none_or(|k| k > 20), "{kept:?}");
+}
+
+/// Returns how many times a waiter away for longer than presence (and the sightings' lag)
+/// stood in a picture's line: places kept.
+fn random_run(room: &str, c: FleetConfig) -> Option<u64> {
+    let srv = start()?;
+    let mut t = Twin::new(srv.port, room, c);
     let mut x: u64 = 0x1234_5678;
     let mut next = |n: u64| {
         x ^= x << 13;
@@ -424,6 +447,9 @@ fn random_syncs_and_draws_match_the_model() {
     let mut now = BASE + 60_000;
     let mut sid = 100u64;
     let mut waiting: Vec<(u64, u64)> = Vec::new();
+    // Waiters away (not seen by any node) since and until then.
+    let mut away: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut kept = 0;
     let mut active: Vec<u64> = Vec::new();
     for _ in 0..400 {
         now += 37 + next(400);
@@ -462,7 +488,12 @@ fn random_syncs_and_draws_match_the_model() {
         // Some of the waiting are seen again, some admitted, some vanish.
         // Sightings are up to a few seconds old when reported (some much older: given back).
         for &(s, a) in waiting.iter() {
-            if next(3) == 0 {
+            if away.get(&s).is_some_and(|&(_, until)| until > now) {
+                continue;
+            }
+            if next(40) == 0 {
+                away.insert(s, (now, now + 3_000 + next(20_000)));
+            } else if next(3) == 0 {
                 r.waiters.push(waiter(s, a, at(now, next(1 << 30))));
             }
         }
@@ -479,8 +510,18 @@ fn random_syncs_and_draws_match_the_model() {
                 r.active.push(sighting(s, at(now, next(1 << 30))));
             }
         }
-        t.sync(node, now, &r);
+        let p = t.sync(node, now, &r);
+        let lag = c.presence_ms + 1_000;
+        kept += p
+            .samples
+            .iter()
+            .filter(|w| {
+                away.get(&w.sid)
+                    .is_some_and(|&(since, until)| until > now && now > since + lag)
+            })
+            .count() as u64;
     }
+    Some(kept)
 }
 
 #[test]
@@ -679,4 +720,51 @@ fn a_session_revoked_in_the_report_that_saw_it_waiting_does_not_join_the_line() 
         },
     );
     assert_eq!((p.fleet_active, p.queue_len), (0, 1), "{p:?}");
+}
+
+/// [S27] A place kept while its waiter is away (`keep=15s`, presence 5 s): it stays in the line
+/// (positions count it) but holds no free place (the cursor passes over it to the next one
+/// present); back within the keep, it is present at its place again, ahead of those who came
+/// after it; away past the keep, it leaves the line. On both twins alike.
+#[test]
+fn a_kept_place_counts_in_the_line_but_holds_no_free_place() {
+    let Some(srv) = start() else { return };
+    let c = FleetConfig {
+        keep_ms: 15_000,
+        ..cfg(1)
+    };
+    let mut t = Twin::new(srv.port, "kept", c);
+    let t0 = BASE + 60_000;
+    // One session holds the one place (active window 10 s); A, B, C wait.
+    let first = Report {
+        admitted: vec![sighting(9, t0)],
+        ..waiters(&[(1, 1000), (2, 5000), (3, 9000)])
+    };
+    let p = t.sync(1, t0, &first);
+    assert_eq!((p.queue_len, p.cursor), (3, 0));
+    // A stops polling; B and C go on. Unseen for presence, A is away, still in the line.
+    for s in 1..=9 {
+        let p = t.sync(1, t0 + s * 1000, &waiters(&[(2, 5000), (3, 9000)]));
+        assert_eq!(p.queue_len, 3, "at {s} s");
+        assert_eq!(p.samples[0].sid, 1);
+    }
+    // Session 9's window ends: the free place's cursor takes B (and C's band is an interval
+    // past B), not A.
+    let p = t.sync(1, t0 + 11_000, &waiters(&[(2, 5000), (3, 9000)]));
+    assert_eq!((p.queue_len, p.cursor), (3, BASE + 6000));
+    assert_eq!(p.rightful, BASE + 5000);
+    // A comes back (12 s away, within the keep): present at its place, its turn first.
+    let p = t.sync(1, t0 + 12_000, &waiters(&[(1, 1000), (2, 5000), (3, 9000)]));
+    assert_eq!((p.queue_len, p.cursor), (3, BASE + 2000));
+    assert_eq!(p.rightful, BASE + 1000);
+    assert_eq!(p.samples[0].sid, 1);
+    // C stops polling for good: after presence it holds no place of the cursor's band, after
+    // the keep (15 s) it leaves the line.
+    for s in 13..=26 {
+        let p = t.sync(1, t0 + s * 1000, &waiters(&[(1, 1000), (2, 5000)]));
+        assert_eq!(p.queue_len, 3, "at {s} s");
+    }
+    let p = t.sync(1, t0 + 27_000, &waiters(&[(1, 1000), (2, 5000)]));
+    assert_eq!(p.queue_len, 2);
+    assert!(p.samples.iter().all(|w| w.sid != 3));
 }

@@ -194,6 +194,7 @@ impl Engine {
             max_active: a.max_active,
             active_window_ms: a.active_window_ms,
             presence_ms: a.presence_ms,
+            keep_ms: a.presence_ms,
             max_line: 0,
         };
         let t0 = epoch(a.interval_ms);

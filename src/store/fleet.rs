@@ -100,6 +100,7 @@ impl FleetStore {
             max_active: params.max_active,
             active_window_ms: params.active_window_ms,
             presence_ms: params.presence_ms,
+            keep_ms: params.effective_keep_ms(),
             max_line: params.max_line,
         };
         let sync = Driver::new(
@@ -552,7 +553,7 @@ fn waiting(
         position,
         queue_len,
         eta_secs,
-        // (The synced room does not keep places yet: `keep=` is refused with `sync=`.)
+        // (The ticket tells whether the place was resumed: `Zone::resumes`.)
         resumed: false,
     })
 }

@@ -29,10 +29,10 @@ impl Zone {
         };
         let ev = self.event_now(now);
         let lottery = ev.as_ref().and_then(|(e, _)| e.lottery_ms());
-        let presence = self.limits.presence_ms;
+        let hold = (self.limits.presence_ms, self.limits.kept_ms());
         let ticket = (t.qnum, t.issued_at, t.last_seen);
         let skew = rules::MAX_CLOCK_SKEW_MS;
-        if let Some(arrival) = fleet::place_arrival(ticket, now, presence, skew, lottery.clone()) {
+        if let Some(arrival) = fleet::place_arrival(ticket, now, hold, skew, lottery.clone()) {
             return (t.qnum, arrival);
         }
         match (ev, lottery) {
@@ -41,6 +41,25 @@ impl Zone {
             }
             _ => (0, now),
         }
+    }
+
+    /// [S27] Whether a waiting client comes back to its kept place after an absence (the first
+    /// answer after it says so, `"resumed":true`). The shared-memory and central rooms tell
+    /// it in their place; a synced room's ticket does: it holds the place it had, unseen for
+    /// longer than presence ([`fleet::comes_back`]).
+    pub fn resumes(&self, held: Option<Ticket>, place: &Place, now: u64) -> bool {
+        if place.resumed {
+            return true;
+        }
+        let Store::Synced(_) = self.store else {
+            return false;
+        };
+        held.is_some_and(|t| {
+            t.qnum != 0
+                && t.qnum == place.qnum
+                && t.sid == place.sid
+                && fleet::comes_back(t.last_seen, now, self.limits.presence_ms)
+        })
     }
 
     /// Whether a waiting ticket is written again: its place changed, or (a synced room) its

@@ -8,8 +8,9 @@
 # call with all its arguments, followed by every command the script ran (`[0 lua]`), so for each
 # fleet sync the probe knows the sightings it carried (ARGV[16..18], space-separated tokens
 # "sid:age", "sid:age", "sid:arrival:age": one token a sighting, see core/src/fleet/script.rs),
-# the departed waiters it dropped, and how many entries of the line's two sorted sets
-# (`present`, `arrival`) its commands touched. It checks, for every call:
+# the departed waiters it dropped, and how many entries of the line's four sorted sets
+# (`present`, `arrival`, `here`: the present ones by arrival, `away`: the absent ones kept,
+# [S27]) its commands touched. It checks, for every call:
 #
 #   - sightings <= --cap and waiter sightings <= --waiters-cap (REPORT_CAP, REPORT_WAITERS_CAP);
 #   - a node's syncs: at most --syncs-cap (MAX_SYNCS_PER_INTERVAL) a tick. A tick's syncs
@@ -21,7 +22,8 @@
 #     machine) stamps its later syncs with the next window, where the next tick may send its
 #     own. Counting per window alone (<= --syncs-cap) would be a bound on time again;
 #   - the departed-waiter drop asks for at most max(--expire-step - waiters, --expire-min)
-#     waiters (script.lua's EXPIRE_STEP, EXPIRE_MIN) and removes no more than it asked for;
+#     waiters (script.lua's EXPIRE_STEP, EXPIRE_MIN) each time it reads `present` (those gone
+#     away) or `away` (those whose keep ended), and removes no more than it asked for;
 #   - the line entries its commands touched <= --entries-cap, and no command on the line's sets
 #     whose work depends on the line's length (an unbounded range, a ZREMRANGEBY*, a command
 #     this probe does not know the cost of);
@@ -83,6 +85,7 @@ die "--no-monitor goes with --times\n" if !$monitor && !$o{times};
 
 my $base = "smart_limit:{$o{zone}}";
 my ($K_FLEET, $K_PRESENT, $K_ARRIVAL) = ("$base:fleet", "$base:present", "$base:arrival");
+my ($K_HERE, $K_AWAY) = ("$base:here", "$base:away");
 my %line;       # the arrival set, replayed from MONITOR
 my $rw = RedisWork->new(port => $o{redis}, call_key => $K_FLEET, on_other => sub {
     my ($a) = @_;
@@ -132,8 +135,9 @@ for (my $i = 0; $i < $o{waiting}; $i += 1000) {
     }
     $rw->send_cmd('ZADD', $K_ARRIVAL, @line);
     $rw->send_cmd('ZADD', $K_PRESENT, @present);
+    $rw->send_cmd('ZADD', $K_HERE, @line);
 }
-$rw->read_reply for 1 .. 2 * int(($o{waiting} + 999) / 1000);
+$rw->read_reply for 1 .. 3 * int(($o{waiting} + 999) / 1000);
 my $line0 = redis_cmd('ZCARD', $K_ARRIVAL);
 
 if ($o{times}) {
@@ -173,7 +177,7 @@ for my $round (1 .. 2) {
 
 # ------------------------------------------------------------------------------ the calls' work
 
-my %lineset = map { $_ => 1 } ($K_PRESENT, $K_ARRIVAL);
+my %lineset = map { $_ => 1 } ($K_PRESENT, $K_ARRIVAL, $K_HERE, $K_AWAY);
 
 sub tokens { my ($s) = @_; return scalar(() = ($s // '') =~ /\S+/g) }
 
@@ -210,9 +214,11 @@ sub account {
         for my $l (@{ $c->{lua} }) {
             my ($cmd, $key, @r) = @$l;
             $cmd = uc $cmd;
-            if ($cmd eq 'ZRANGEBYSCORE' && ($key // '') eq $K_PRESENT) {
-                # The departed waiters' drop: ZRANGEBYSCORE present -inf cut LIMIT 0 N.
-                ($drop_asked) = join(' ', @r) =~ /\bLIMIT 0 (\d+)\b/i;
+            if ($cmd eq 'ZRANGEBYSCORE' && ($key // '') =~ /^\Q$K_PRESENT\E$|^\Q$K_AWAY\E$/) {
+                # The departed waiters' drop: ZRANGEBYSCORE present (or away) -inf cut LIMIT
+                # 0 N; the larger ask is the call's.
+                my ($n) = join(' ', @r) =~ /\bLIMIT 0 (\d+)\b/i;
+                $drop_asked = $n if defined $n && (!defined $drop_asked || $n > $drop_asked);
                 $in_drop = 1;
             }
             next unless ($key // '') eq $K_ARRIVAL;

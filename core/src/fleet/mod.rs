@@ -7,11 +7,14 @@
 //!
 //! - **The line is the fleet's, ordered by arrival.** A ticket carries its first contact's time
 //!   (`issued_at`), the same on every node. Nodes report the waiting sessions they saw, with
-//!   that time, and Redis keeps one sorted set of present waiters by arrival (and drops those
-//!   unseen for `presence`). Each interval's picture gives a **cursor**: the arrival time of the
-//!   oldest waiters the free places can take. A waiter whose arrival is at or before the cursor
-//!   may be admitted wherever it polls; younger ones wait. Two clients who arrived more than an
-//!   interval apart are thus let in by arrival order, whichever nodes they poll.
+//!   that time, and Redis keeps the line as one sorted set by arrival: present waiters and,
+//!   for `keep` ([S27]), those away (unseen for `presence`), so positions count a place whose
+//!   holder stepped away and never grow when it comes back. Each interval's picture gives a
+//!   **cursor**: the arrival time of the oldest present waiters the free places can take (a
+//!   second set holds the present ones by arrival: a kept place holds no free place). A waiter
+//!   whose arrival is at or before the cursor may be admitted wherever it polls, one back from
+//!   an absence too; younger ones wait. Two clients who arrived more than an interval apart are
+//!   thus let in by arrival order, whichever nodes they poll.
 //! - **Active sessions are counted once.** Nodes report the admitted sessions they saw (each at
 //!   most once an interval), Redis keeps them in one sorted set by last sight: a client that
 //!   moves between nodes is one member.
@@ -144,11 +147,20 @@ pub struct FleetConfig {
     pub max_active: u64,
     pub active_window_ms: u64,
     pub presence_ms: u64,
+    /// How long an absent waiter's arrival stays in the fleet's line ([S27], `keep=`; read
+    /// through [`FleetConfig::kept_ms`]): it counts in positions but holds no free place.
+    pub keep_ms: u64,
     /// Most waiters in the fleet's line (0: no cap).
     pub max_line: u64,
 }
 
 impl FleetConfig {
+    /// How long an absent waiter's place lasts: `keep`, never less than `presence` (equal:
+    /// `keep=off`, a place goes with its presence, as before places were kept).
+    pub fn kept_ms(&self) -> u64 {
+        self.keep_ms.max(self.presence_ms)
+    }
+
     pub fn stale_ms(&self) -> u64 {
         self.interval_ms.saturating_mul(STALE_INTERVALS)
     }
@@ -171,7 +183,7 @@ impl FleetConfig {
     /// The keys live this long after the room's last sync.
     pub fn key_ttl_ms(&self) -> u64 {
         2 * self
-            .presence_ms
+            .kept_ms()
             .max(self.active_window_ms)
             .max(crate::redis::KEY_TTL_FLOOR_MS)
             .max(self.interval_ms.saturating_mul(30))
@@ -229,6 +241,11 @@ pub struct RoomPicture {
     /// Waiters who arrived at or before this time may be admitted; `u64::MAX`: everyone (and
     /// newcomers walk in), 0: nobody.
     pub cursor: u64,
+    /// The cursor without its band: the arrival of the last present waiter the free places
+    /// rightly take (`u64::MAX`: everyone, 0: nobody). A kept place of someone away is not
+    /// among them ([S27]); the nodes hold the band back until those before it had their turn
+    /// (`FleetNode::band_waits`).
+    pub rightful: u64,
     /// Admissions granted to this node until its next sync.
     pub quota: u64,
     pub nodes: u64,
@@ -351,25 +368,32 @@ pub fn ticket_renew_ms(presence_ms: u64) -> u64 {
 /// Where a waiting ticket stands in the fleet's line: the arrival its place dates from, if it
 /// still holds one. A synced room's waiting ticket carries, as its queue number, the moment it
 /// took its place (its first return with the ticket), and as `last_seen` when a node last
-/// answered it (renewed every [`ticket_renew_ms`]); a place unseen for `presence` is gone on
-/// every node, as in the central room, so coming back later means the tail. The ticket's
-/// `last_seen` lags the client's last answer by less than the renewal, so the ticket is taken
-/// as present for `presence` and that much more: every client that polled within `presence`
-/// keeps its place, and one away for up to a quarter longer may too. A queue number that is
-/// not such a moment (before the ticket was issued, or ahead of this node's clock by more than
-/// the skew allowed) is no place either, unless it is a lottery moment of the event in force
-/// (`lottery`: its pre-queue, see [`lottery_arrival`]).
+/// answered it (renewed every [`ticket_renew_ms`] of `presence`); a place unseen for `kept`
+/// (`keep=`, [S27]; `presence` with `keep=off`) is gone on every node, as in the central room,
+/// so coming back later means the tail. The ticket's `last_seen` lags the client's last answer
+/// by less than the renewal, so the place is taken as held for `kept` and that much more:
+/// every client that polled within `kept` keeps its place, and one away for up to a renewal
+/// longer may too. A queue number that is not such a moment (before the ticket was issued, or
+/// ahead of this node's clock by more than the skew allowed) is no place either, unless it is
+/// a lottery moment of the event in force (`lottery`: its pre-queue, see [`lottery_arrival`]).
 pub fn place_arrival(
     (qnum, issued_at, last_seen): (u64, u64, u64),
     now: u64,
-    presence_ms: u64,
+    (presence_ms, kept_ms): (u64, u64),
     skew_ms: u64,
     lottery: Option<Range<u64>>,
 ) -> Option<u64> {
     let plausible = (qnum >= issued_at && qnum <= now.saturating_add(skew_ms))
         || lottery.is_some_and(|r| r.contains(&qnum));
-    let present = now.saturating_sub(last_seen) <= presence_ms + ticket_renew_ms(presence_ms);
-    (qnum != 0 && plausible && present).then_some(qnum)
+    let held = now.saturating_sub(last_seen) <= kept_ms.max(presence_ms) + ticket_renew_ms(presence_ms);
+    (qnum != 0 && plausible && held).then_some(qnum)
+}
+
+/// Whether a waiting ticket that still holds its place ([`place_arrival`]) comes back from an
+/// absence: unseen for longer than `presence` and its renewal, so the fleet counted it away
+/// ([S27]: the first answer after it says the place was resumed).
+pub fn comes_back(last_seen: u64, now: u64, presence_ms: u64) -> bool {
+    now.saturating_sub(last_seen) > presence_ms + ticket_renew_ms(presence_ms)
 }
 
 /// The start's lottery in a synced room ([S18]): a place taken while an event's pre-queue

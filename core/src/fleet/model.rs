@@ -27,6 +27,9 @@ use share::Shared;
 /// EXPIRE_MIN (the active set is trimmed whole).
 pub(super) const EXPIRE_STEP: usize = 200;
 pub(super) const EXPIRE_MIN: usize = 50;
+/// The head of the present waiters the script looks up in each sync, for places a node of an
+/// earlier build dropped from `present` only (a rolling upgrade; the model never has them).
+pub(super) const HERE_CHECK: usize = 32;
 /// Lapsed spent proofs one sync removes at most.
 pub(super) const SPENT_EXPIRE: usize = 256;
 /// How long the fleet keeps a spent proof's entry at least.
@@ -120,13 +123,22 @@ impl BySight {
 
     /// Up to `n` members last seen at or before `older_than`, oldest first.
     fn oldest(&self, older_than: u64, n: usize) -> Vec<u64> {
+        self.oldest_seen(older_than, n)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    /// The same, each with its last sight.
+    fn oldest_seen(&self, older_than: u64, n: usize) -> Vec<(u64, u64)> {
         self.order
             .iter()
             .take_while(|(t, _, _)| *t <= older_than)
             .take(n)
-            .map(|(_, _, s)| *s)
+            .map(|&(t, _, s)| (s, t))
             .collect()
     }
+
 
     fn len(&self) -> u64 {
         self.score.len() as u64
@@ -175,11 +187,17 @@ pub struct FleetModel {
     hold_wait: Vec<(u64, u64)>,
     nodes: HashMap<u64, Node>,
     active: BySight,
+    /// Present waiters by last sight; the same members as `here`.
     present: BySight,
-    /// Waiters' arrival, and the line as counts per millisecond of arrival.
+    /// Absent waiters whose places are kept ([S27]), by last sight.
+    away: BySight,
+    /// Waiters' arrival, and the line (present and kept) as counts per millisecond of arrival.
     arrival: HashMap<u64, u64>,
     line: Vec<u32>,
     queue_len: u64,
+    /// The present waiters as counts per millisecond of arrival (the script's K_HERE).
+    here: Vec<u32>,
+    here_len: u64,
     /// Flood control's buckets and the keys over their budget.
     flood_model: FloodModel,
     pressure_sums: PressureSums,
@@ -297,9 +315,12 @@ impl FleetModel {
             nodes: HashMap::new(),
             active: BySight::default(),
             present: BySight::default(),
+            away: BySight::default(),
             arrival: HashMap::new(),
             line: vec![0; horizon_ms as usize + 1],
             queue_len: 0,
+            here: vec![0; horizon_ms as usize + 1],
+            here_len: 0,
             flood_model: FloodModel::default(),
             calls: 0,
         }
@@ -397,7 +418,7 @@ impl FleetModel {
         me.seen = now;
         let mut mark = self.starved;
         let stale = self.starved_win.saturating_add(self.cfg.interval_ms) < f.window;
-        if mark != 0 && (stale || self.at_rank(0).is_none_or(|h| h > mark)) {
+        if mark != 0 && (stale || self.here_at_rank(0).is_none_or(|h| h > mark)) {
             mark = 0;
         }
         let ours = mark != 0 && oldest != 0 && oldest <= mark;
@@ -432,7 +453,8 @@ impl FleetModel {
     /// | 1    | a stale sync changes nothing; the node's entry        | `fence`         |
     /// | 2    | admissions and active sessions reported               | `take_sightings`|
     /// | 3    | waiters reported join the line                        | `take_waiters`  |
-    /// | 4    | waiters unseen for presence, sessions ended, leave    | `expire`        |
+    /// | 4    | waiters unseen for presence go away, those away for   | `expire`        |
+    /// |      | keep and sessions ended leave                         |                 |
     /// | 5    | the other live nodes' places and polls (`fleet`)      | `census`        |
     /// | 6    | active, line, expiring, leaving (`counts`)            | `count_sessions`|
     /// | 7    | the interval's end, the free places (`free`)          | `free_places`   |
@@ -462,12 +484,13 @@ impl FleetModel {
         let quota = self.share(&mut me, f, r, &fleet, &free, &places);
         let (held, ends) = self.held_ends(&mut me, now, quota, &counts, &free, &places);
         let pressure = self.pressure(f.window, &counts, r);
-        let cursor = self.cursor(&counts);
+        let (cursor, rightful) = self.cursor(&counts);
         let flood = self.flood(r, now);
         let spent = self.spent_proofs(f.node_id, now, &r.spent);
         self.nodes.insert(f.node_id, me);
         let shared = Shared {
             cursor,
+            rightful,
             quota,
             nodes: fleet.nodes + 1,
             pressure,
@@ -515,6 +538,7 @@ mod tests {
             max_active: 300,
             active_window_ms: 12_000,
             presence_ms: 20_000,
+            keep_ms: 20_000,
             max_line: 0,
         };
         let base = 1_800_000_000_000;

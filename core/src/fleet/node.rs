@@ -125,14 +125,13 @@ impl<'m> FleetNode<'m> {
         if now >= h.synced_at_ms + half && self.hdr.share.open(now.saturating_sub(half)) {
             return false;
         }
+        // The last waiter the places rightly take is the script's (`rightful`): among those
+        // present, so a kept place of someone away ([S27]) does not hold the band back.
         let places = cfg
             .max_active
             .saturating_add(h.expiring)
             .saturating_sub(h.fleet_active);
-        places > 0
-            && self
-                .arrival_at_rank(places - 1)
-                .is_some_and(|rightful| arrival > rightful)
+        places > 0 && arrival > h.rightful
     }
 
     /// The same client once the pool's answer to its draw is in (it was turned away because

@@ -48,6 +48,8 @@ pub(super) struct Picture {
     pub(super) fleet_active: u64,
     pub(super) queue_len: u64,
     pub(super) cursor: u64,
+    /// The cursor without its band (the picture's `rightful`).
+    pub(super) rightful: u64,
     pub(super) nodes: u64,
     pub(super) free: u64,
     pub(super) expiring: u64,
@@ -76,6 +78,7 @@ impl Picture {
             (u64::MAX, _) => now,
             (c, _) => c,
         };
+        self.rightful = p.rightful;
         self.window_ms = p.window_ms;
         self.synced_at_ms = now.max(1);
         self.fleet_active = p.fleet_active;

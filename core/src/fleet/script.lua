@@ -22,13 +22,18 @@
 --                               places wait for sessions that end by held_end, an interval's
 --                               end "hz", and where they begin, counted from the last to end)
 --   [2] PREFIX:{ROOM}:active    sorted set: admitted sessions by last sight (ms)
---   [3] PREFIX:{ROOM}:present   sorted set: waiting sessions by last sight (ms)
---   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms): the fleet's line
+--   [3] PREFIX:{ROOM}:present   sorted set: present waiting sessions by last sight (ms)
+--   [4] PREFIX:{ROOM}:arrival   sorted set: waiting sessions by arrival (ms), present or
+--                               kept ([S27]): the fleet's line, what positions count
 --   [5] PREFIX:{ROOM}:flood_over  sorted set: client keys (16 hex digits) over their flood
 --                               budget, by when they may take a place again (ms)
 --   [6] PREFIX:{ROOM}:spent     sorted set: proofs of work spent on the nodes (challenge=pow,
 --                               [S19]), "HEX:UNTIL:NODE:AT" (ms) by their number
---   [7..] sync with flood control: PREFIX:{ROOM}:flood:HASH, the buckets of the client keys
+--   [7] PREFIX:{ROOM}:here      sorted set: present waiting sessions by arrival (ms): whom
+--                               the cursor counts (a kept place holds no free place)
+--   [8] PREFIX:{ROOM}:away      sorted set: absent waiting sessions still kept, by last sight
+--                               (ms): they leave the line after KEPT
+--   [9..] sync with flood control: PREFIX:{ROOM}:flood:HASH, the buckets of the client keys
 --                               the node reports (strings: the GCRA's theoretical arrival
 --                               time, us; the central room's flood keys), one per place count
 --                               in ARGV[A_FLOOD_PLACES]
@@ -46,11 +51,13 @@
 --   since the last sync, "sid:age_ms"  WAITERS seen, "sid:arrival_ms:age_ms"
 --   FLOOD_INTERVAL, flood control's budget interval in us (0: none)  FLOOD_BURST
 --   FLOOD_PLACES each reported client key took on the node since it last reported it
---   ("n n ...", one per KEYS[7..])  ASKED: newcomers that took a place on the node since its
+--   ("n n ...", one per KEYS[9..])  ASKED: newcomers that took a place on the node since its
 --   last sync  CHALLENGED: challenges it gave since (the fleet's pressure, below)  SPENT:
 --   proofs of work spent on the node since its last sync, "HEX:TTL_MS ..." (below)  REVOKED:
 --   sessions the origin revoked on the node since its last sync ("sid sid ...", at most
 --   REVOKED_REPORT), taken off the active sessions after the report's own sightings
+--   KEPT: how long an absent waiter's place is kept (ms, at least PRESENCE; equal:
+--   `keep=off`, a waiter unseen for PRESENCE leaves the line)
 --   draw only: WANT, places wanted  OLDEST arrival (ms) among the clients they are for (0: not
 --   known; the starved mark, in "draw" below)
 -- Fencing: a node's calls carry (node, generation, window, sequence). A sync whose (generation,
@@ -62,6 +69,8 @@
 --          expiring (active sessions whose window ends within the interval), leaving (... within
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
 --          longer), full (1: the line holds max_line), pressure (the fleet's doublings, below),
+--          rightful (the cursor without its band: the arrival of the last present waiter the
+--          free places rightly take; -1: everyone, 0: nobody),
 --          {spent: pairs (proof key in hex, ms it stays spent) spent on other nodes since this
 --          node's last sync}, {flood: pairs (client key in hex,
 --          retry_ms) of keys over their budget}, {held: how many of the quota's places are
@@ -77,7 +86,8 @@
 --    1 fence           a stale sync changes nothing; else the node's entry is fenced
 --    2 take_sightings  admissions and active sessions reported, revoked sessions removed
 --    3 take_waiters    waiters reported join the line (look_up_waiters), but no revoked one
---    4 expire          waiters unseen for presence and sessions whose window ended leave
+--    4 expire          waiters unseen for presence go away, those away for KEPT leave the
+--                      line, and sessions whose window ended leave
 --    5 census          the other live nodes' places, polls and held places (`fleet`)
 --    6 count_sessions  active, line, expiring, leaving (`counts`)
 --    7 free_places     the interval's end ("hz"), the places free for it (`allocation`, `free`)
@@ -101,7 +111,7 @@ if redis.replicate_commands then
 end
 
 local K_FLEET, K_ACTIVE, K_PRESENT, K_ARRIVAL, K_OVER = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local K_SPENT = KEYS[6]
+local K_SPENT, K_HERE, K_AWAY = KEYS[6], KEYS[7], KEYS[8]
 local op, id = ARGV[A_OP], ARGV[A_NODE] or ''
 local window = tonumber(ARGV[A_WINDOW])
 local now = tonumber(ARGV[A_NOW])
@@ -117,7 +127,7 @@ local seq = tonumber(ARGV[A_SEQ])
 local max_line = tonumber(ARGV[A_MAX_LINE])
 if not (string.match(id, '^%d+$') and window and now and max_active and active_window
         and presence and stale and ttl and keep and interval and gen and seq and max_line
-        and K_SPENT) then
+        and K_AWAY) then
   return redis.error_reply('smart_limit: bad fleet arguments')
 end
 if now == 0 then
@@ -340,7 +350,7 @@ end
 
 local function save()
   redis.call('HSET', K_FLEET, field, write_node(me))
-  for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  for i = 1, 8 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 
 -- A draw's reply, each value at its place (D_*, from Rust: core/src/fleet/wire.rs).
@@ -373,7 +383,7 @@ if op == 'draw' then
   local mark, mark_win = number(st[1]), number(st[2])
   local was, was_win = mark, mark_win
   if mark ~= 0 then
-    local head = tonumber(redis.call('ZRANGE', K_ARRIVAL, 0, 0, 'WITHSCORES')[2])
+    local head = tonumber(redis.call('ZRANGE', K_HERE, 0, 0, 'WITHSCORES')[2])
     if mark_win + interval < window or not head or head > mark then mark = 0 end
   end
   local ours = mark ~= 0 and oldest ~= 0 and oldest <= mark
@@ -436,6 +446,8 @@ local function take_sightings()
     variadic('ZADD', K_ACTIVE, adm_args, 'GT')
     variadic('ZREM', K_PRESENT, admitted)
     variadic('ZREM', K_ARRIVAL, admitted)
+    variadic('ZREM', K_HERE, admitted)
+    variadic('ZREM', K_AWAY, admitted)
   end
   local act_args = {}
   for sid, age in string.gmatch(ARGV[A_ACTIVE] or '', '(%d+):(%d+)') do
@@ -479,8 +491,9 @@ end
 -- seen waiting) never joins the line again, nor does one this report revoked (its sighting
 -- waiting, from before its admission in the same interval, would bring it back as a waiter
 -- ahead of everyone until presence). A waiter's arrival only moves later (rewritten
--- only if it moved): a client whose place had gone (unseen for presence) comes back with a new
--- one, at the tail. Returns how many waiters the node reported.
+-- only if it moved): a client whose place had gone (unseen for KEPT) comes back with a new
+-- one, at the tail; one back within KEPT is present again at its place ([S27]). Returns how
+-- many waiters the node reported.
 local function take_waiters(revoked)
   local w_sid, w_arrival, w_at = {}, {}, {}
   for sid, arrival, age in string.gmatch(ARGV[A_WAITERS] or '', '(%d+):(%d+):(%d+)') do
@@ -491,41 +504,78 @@ local function take_waiters(revoked)
   if #w_sid == 0 then return 0 end
   local in_line, is_active = look_up_waiters(w_sid)
   local queue_len = redis.call('ZCARD', K_ARRIVAL)
-  local pres_args, line_args = {}, {}
+  local pres_args, line_args, here_args, back = {}, {}, {}, {}
   for i = 1, #w_sid do
-    local keep
+    local at
     if revoked[w_sid[i]] then
-      keep = false
+      at = false
     elseif in_line[i] then
-      keep = true
+      at = in_line[i]
       if tonumber(in_line[i]) < tonumber(w_arrival[i]) then
+        at = w_arrival[i]
         line_args[#line_args + 1] = w_arrival[i]
         line_args[#line_args + 1] = w_sid[i]
       end
     elseif not is_active[i] and (max_line == 0 or queue_len < max_line) then
-      keep = true
+      at = w_arrival[i]
       queue_len = queue_len + 1
       line_args[#line_args + 1] = w_arrival[i]
       line_args[#line_args + 1] = w_sid[i]
     end
-    if keep then
+    if at then
       pres_args[#pres_args + 1] = w_at[i]
       pres_args[#pres_args + 1] = w_sid[i]
+      here_args[#here_args + 1] = at
+      here_args[#here_args + 1] = w_sid[i]
+      back[#back + 1] = w_sid[i]
     end
   end
   variadic('ZADD', K_PRESENT, pres_args, 'GT')
   variadic('ZADD', K_ARRIVAL, line_args, 'GT')
+  variadic('ZADD', K_HERE, here_args)
+  variadic('ZREM', K_AWAY, back)
   return #w_sid
 end
 
--- 4. expire: waiters unseen for presence leave the line (fewer the more the node reported);
--- sessions whose window ended free their places.
+-- 4. expire: waiters unseen for presence are away: no longer counted by the cursor, their
+-- places kept for KEPT (with `keep=off` they leave the line at once); those away for KEPT leave
+-- the line. At most a step of each a call, fewer the more the node reported. Sessions whose
+-- window ended free their places.
 local function expire(reported)
-  local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', cut(now, presence), 'LIMIT', 0,
-    math.max(EXPIRE_STEP - reported, EXPIRE_MIN))
-  if #old > 0 then
-    variadic('ZREM', K_PRESENT, old)
-    variadic('ZREM', K_ARRIVAL, old)
+  local kept = tonumber(ARGV[A_KEPT]) or presence
+  local most = math.max(EXPIRE_STEP - reported, EXPIRE_MIN)
+  local old = redis.call('ZRANGEBYSCORE', K_PRESENT, '-inf', cut(now, presence), 'WITHSCORES',
+    'LIMIT', 0, most)
+  local sids, away = {}, {}
+  for i = 1, #old - 1, 2 do
+    sids[#sids + 1] = old[i]
+    away[#away + 1] = old[i + 1]
+    away[#away + 1] = old[i]
+  end
+  if #sids > 0 then
+    variadic('ZREM', K_PRESENT, sids)
+    variadic('ZREM', K_HERE, sids)
+    if kept > presence then
+      variadic('ZADD', K_AWAY, away)
+    else
+      variadic('ZREM', K_ARRIVAL, sids)
+    end
+  end
+  local gone = redis.call('ZRANGEBYSCORE', K_AWAY, '-inf', cut(now, kept), 'LIMIT', 0,
+    math.max(most - #sids, EXPIRE_MIN))
+  if #gone > 0 then
+    variadic('ZREM', K_AWAY, gone)
+    variadic('ZREM', K_ARRIVAL, gone)
+  end
+  -- A node of the build before K_HERE (a rolling upgrade) drops waiters from K_PRESENT only:
+  -- those at the head of K_HERE would hold the cursor back. The first HERE_CHECK are looked up.
+  local head = redis.call('ZRANGE', K_HERE, 0, HERE_CHECK - 1)
+  if #head > 0 then
+    local seen, ghosts = scores(K_PRESENT, head), {}
+    for i = 1, #head do
+      if not seen[i] then ghosts[#ghosts + 1] = head[i] end
+    end
+    variadic('ZREM', K_HERE, ghosts)
   end
   redis.call('ZREMRANGEBYSCORE', K_ACTIVE, '-inf', cut(now, active_window))
 end
@@ -538,7 +588,8 @@ end
 -- line will move; the head is called back in time).
 local function count_sessions()
   local counts = {active = redis.call('ZCARD', K_ACTIVE),
-                  queue_len = redis.call('ZCARD', K_ARRIVAL), full = 0}
+                  queue_len = redis.call('ZCARD', K_ARRIVAL),
+                  present = redis.call('ZCARD', K_HERE), full = 0}
   if max_line > 0 and counts.queue_len >= max_line then counts.full = 1 end
   local horizon = math.max(interval, math.min(HORIZON_MAX_MS, math.floor(active_window / 2)))
   counts.since = cut(now, active_window)
@@ -707,24 +758,27 @@ local function pressure(queue_len, admitted)
 end
 
 -- 12. cursor: waiters who arrived no later than it may be admitted wherever they poll: the
--- oldest the free places (and those that free within the interval) can take, and beyond them
+-- oldest present ones (K_HERE: a kept place of someone away holds no free place; back, it is
+-- let in if the cursor passed it) the free places (and those that free within the interval)
+-- can take, and beyond them
 -- up to BAND times as many, as long as those arrived within an interval of the last the places
 -- rightly take. The places then fill as fast as that band polls, not as fast as its slowest
 -- client (or one who left) does; the nodes let the band in only from half an interval after
 -- their picture on, so those before it come first (FleetNode::band_waits).
-local function arrival_at(rank)
-  return tonumber(redis.call('ZRANGE', K_ARRIVAL, rank, rank, 'WITHSCORES')[2]) or 0
+local function present_at(rank)
+  return tonumber(redis.call('ZRANGE', K_HERE, rank, rank, 'WITHSCORES')[2]) or 0
 end
+-- Returns the cursor and the rightful one's arrival (the nodes hold the band back by it).
 local function cursor(counts)
   local places = max_active - counts.active + counts.expiring
   if places <= 0 then
-    return 0
-  elseif places >= counts.queue_len then
-    return -1
+    return 0, 0
+  elseif places >= counts.present then
+    return -1, -1
   end
-  local rightful = arrival_at(places - 1)
-  local band = arrival_at(math.min(places * BAND, counts.queue_len) - 1)
-  return math.max(rightful, math.min(band, rightful + interval))
+  local rightful = present_at(places - 1)
+  local band = present_at(math.min(places * BAND, counts.present) - 1)
+  return math.max(rightful, math.min(band, rightful + interval)), rightful
 end
 
 -- 13. flood: flood control, the fleet's budget of each client key the node reports (it took
@@ -741,7 +795,7 @@ local function charge_flood(flood_interval, flood_burst)
   local over, charged, i = {}, {}, 0
   for n in string.gmatch(ARGV[A_FLOOD_PLACES] or '', '%d+') do
     i = i + 1
-    local k = KEYS[6 + i]
+    local k = KEYS[8 + i]
     if not k or i > FLOOD_KEYS then break end
     local tat = tonumber(redis.call('GET', k)) or 0
     if tat < now_us then tat = now_us end
@@ -891,6 +945,7 @@ local function reply(counts, shared)
   picture[P_LEAVING] = counts.leaving
   picture[P_FULL] = counts.full
   picture[P_PRESSURE] = shared.pressure
+  picture[P_RIGHTFUL] = shared.rightful
   picture[P_SPENT] = shared.spent
   picture[P_FLOOD] = shared.flood
   picture[P_ENDS] = shared.ends
@@ -912,9 +967,9 @@ local places = held_places(fleet, counts, allocation.interval_end, free)
 local quota = share(me, fleet, allocation, free, places, #admitted)
 local ends = held_ends(quota, counts, allocation.interval_end, free, places)
 local doublings = pressure(counts.queue_len, #admitted)
-local cursor_ms = cursor(counts)
+local cursor_ms, rightful_ms = cursor(counts)
 local over = flood()
 local spent = spent_proofs()
 save()
-return reply(counts, {cursor = cursor_ms, quota = quota, nodes = fleet.nodes + 1,
+return reply(counts, {cursor = cursor_ms, rightful = rightful_ms, quota = quota, nodes = fleet.nodes + 1,
   free = allocation.free, pressure = doublings, spent = spent, flood = over, ends = ends})

@@ -22,6 +22,7 @@ const FLOOD_EXPIRE: usize = 64;
 pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lua"), {
     EXPIRE_STEP = model::EXPIRE_STEP,
     EXPIRE_MIN = model::EXPIRE_MIN,
+    HERE_CHECK = model::HERE_CHECK,
     CHUNK = CHUNK,
     FIRST_RANKS = line::FIRST_RANKS,
     SAMPLES = line::SAMPLES,
@@ -52,6 +53,7 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     A_WAITERS = arg::WAITERS, A_FLOOD_INTERVAL = arg::FLOOD_INTERVAL,
     A_FLOOD_BURST = arg::FLOOD_BURST, A_FLOOD_PLACES = arg::FLOOD_PLACES, A_ASKED = arg::ASKED,
     A_CHALLENGED = arg::CHALLENGED, A_SPENT = arg::SPENT, A_REVOKED = arg::REVOKED,
+    A_KEPT = arg::KEPT,
     REVOKED_REPORT = super::REVOKE_REPORT_CAP,
     A_WANT = arg::WANT, A_OLDEST = arg::OLDEST,
     P_FLEET_ACTIVE = picture::FLEET_ACTIVE, P_QUEUE_LEN = picture::QUEUE_LEN,
@@ -59,7 +61,7 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     P_WINDOW = picture::WINDOW, P_FREE = picture::FREE, P_EXPIRING = picture::EXPIRING,
     P_LEAVING = picture::LEAVING, P_FULL = picture::FULL, P_PRESSURE = picture::PRESSURE,
     P_SPENT = picture::SPENT, P_FLOOD = picture::FLOOD, P_ENDS = picture::ENDS,
-    P_LINE = picture::LINE,
+    P_LINE = picture::LINE, P_RIGHTFUL = picture::RIGHTFUL,
     D_GRANTED = drawn::GRANTED, D_ACTIVE = drawn::ACTIVE, D_SEQ = drawn::SEQ,
 });
 
@@ -67,9 +69,9 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
 #[derive(Debug, Clone)]
 pub struct FleetScript {
     pub sha: String,
-    /// The room's hash, its three sorted sets, the client keys over the flood budget, and the
-    /// spent proofs.
-    pub keys: [String; 6],
+    /// The room's hash, its three sorted sets, the client keys over the flood budget, the
+    /// spent proofs, and the line's present and absent (kept) waiters.
+    pub keys: [String; 8],
     cfg: FleetConfig,
     /// `flood=`: the fleet's budget per client key (None: no flood control).
     flood: Option<Rate>,
@@ -89,6 +91,8 @@ impl FleetScript {
                 format!("{base}:arrival"),
                 format!("{base}:flood_over"),
                 format!("{base}:spent"),
+                format!("{base}:here"),
+                format!("{base}:away"),
             ],
             cfg,
             flood: None,
@@ -210,7 +214,8 @@ impl FleetScript {
         for sid in r.revoked.iter().take(REVOKE_REPORT_CAP) {
             let _ = write!(revoked, "{sid} ");
         }
-        a.set(arg::REVOKED, revoked);
+        a.set(arg::REVOKED, revoked)
+            .set(arg::KEPT, self.cfg.kept_ms());
         self.call(form, &buckets, a)
     }
 
@@ -287,11 +292,13 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
             .copied()
             .map_or(Err(ReplyError::Shape("short")), count)
     };
-    let cursor = match at(&ints, picture::CURSOR) {
-        Some(-1) => u64::MAX,
-        Some(&c) => count(c)?,
-        None => return Err(ReplyError::Shape("short")),
+    let everyone_or = |pos: usize| match at(&ints, pos) {
+        Some(-1) => Ok(u64::MAX),
+        Some(&c) => count(c),
+        None => Err(ReplyError::Shape("short")),
     };
+    let cursor = everyone_or(picture::CURSOR)?;
+    let rightful = everyone_or(picture::RIGHTFUL)?;
     let exact = !line.is_empty();
     let mut samples = line;
     let mut pos = picture::INTS + 1;
@@ -308,6 +315,7 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         fleet_active: n(picture::FLEET_ACTIVE)?,
         queue_len: n(picture::QUEUE_LEN)?,
         cursor,
+        rightful,
         quota: n(picture::QUOTA)?,
         nodes: n(picture::NODES)?.max(1),
         window_ms: n(picture::WINDOW)?,

@@ -11,7 +11,7 @@
 //! The fleet keeps, per live epoch and bucket, how many sessions were last stamped there, and
 //! per bucket the sum over the live epochs (`n`): the sessions of that arrival second seen
 //! within the window. An epoch that leaves the window is taken off `n` whole, so a waiter who
-//! stops polling leaves the count within a window, as a place unseen for `presence` leaves the
+//! stops polling leaves the count within a window, as a place unseen for `keep` leaves the
 //! line. A waiter's position is the count of the older buckets, plus its share of its own by
 //! arrival time within the bucket, plus one.
 //!
@@ -54,20 +54,23 @@ const BATCH: usize = 1000;
 /// Width of an arrival bucket.
 pub const BUCKET_MS: u64 = 1000;
 /// Epochs a stamp stays counted after its own: a window of `WINDOW_EPOCHS` whole epochs and the
-/// current one, `presence` to `presence` and a quarter when an epoch is a quarter of it.
+/// current one, `kept` to `kept` and a quarter when an epoch is a quarter of it.
 pub const WINDOW_EPOCHS: u64 = 4;
 
 /// The epochs and buckets of a room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
-    /// Length of an epoch (ms): a quarter of `presence`, the ticket's renewal.
+    /// Length of an epoch (ms): a quarter of how long a place is kept unseen
+    /// ([`super::FleetConfig::kept_ms`]), so a waiter who stops polling leaves the counts as
+    /// its place leaves the line. Tickets are renewed every quarter of `presence`, which is
+    /// never longer: a renewal within the same epoch moves no count.
     pub epoch_ms: u64,
 }
 
 impl Clock {
-    pub fn new(presence_ms: u64) -> Clock {
+    pub fn new(kept_ms: u64) -> Clock {
         Clock {
-            epoch_ms: super::ticket_renew_ms(presence_ms),
+            epoch_ms: super::ticket_renew_ms(kept_ms),
         }
     }
 

@@ -53,7 +53,7 @@ impl FleetNode<'_> {
         stamp: Option<u64>,
         now: u64,
     ) -> bool {
-        let clock = Clock::new(cfg.presence_ms);
+        let clock = Clock::new(cfg.kept_ms());
         let mut t = Tally::default();
         if !t.seen(&clock, arrival, stamp, now) {
             return true;
@@ -63,7 +63,7 @@ impl FleetNode<'_> {
 
     /// A waiting ticket of `arrival`, stamped at `stamp`, let in at `now` ([`Tally::left`]).
     pub fn tally_left(&mut self, cfg: &FleetConfig, arrival: u64, stamp: u64, now: u64) -> bool {
-        let clock = Clock::new(cfg.presence_ms);
+        let clock = Clock::new(cfg.kept_ms());
         let mut t = Tally::default();
         t.left(&clock, arrival, stamp, now);
         self.add_all(&t.take())

@@ -16,6 +16,7 @@ fn cfg() -> FleetConfig {
         max_active: 10,
         active_window_ms: 60_000,
         presence_ms: 20_000,
+        keep_ms: 20_000,
         max_line: 0,
     }
 }
@@ -77,6 +78,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         fleet_active: 9,
         queue_len: 3,
         cursor: 200,
+        rightful: 100,
         quota: 2,
         nodes: 1,
         window_ms: 1000,
@@ -130,6 +132,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             fleet_active: 8,
             queue_len: 3,
             cursor: 200,
+            rightful: 200,
             quota: 1,
             nodes: 2,
             window_ms: 1000,
@@ -272,6 +275,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
             fleet_active: 0,
             queue_len: 0,
             cursor: u64::MAX,
+            rightful: u64::MAX,
             quota: 1,
             nodes: 1,
             window_ms: 1000,
@@ -561,6 +565,7 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
             fleet_active: 10,
             queue_len: 1000,
             cursor: 1000,
+            rightful: 0,
             quota: 0,
             nodes: 2,
             window_ms: 1000,
@@ -613,20 +618,20 @@ fn lottery_moments_are_places_and_fall_in_the_prequeue() {
     let now = 1_000_000;
     // Issued at 900,000, a place dated before that is no place...
     assert_eq!(
-        place_arrival((800_000, 900_000, now), now, 20_000, 5_000, None),
+        place_arrival((800_000, 900_000, now), now, (20_000, 20_000), 5_000, None),
         None
     );
     // ...unless the event's pre-queue drew it; but a place unseen for presence is gone.
     let pre = Some(500_000..990_000);
     assert_eq!(
-        place_arrival((800_000, 900_000, now), now, 20_000, 5_000, pre.clone()),
+        place_arrival((800_000, 900_000, now), now, (20_000, 20_000), 5_000, pre.clone()),
         Some(800_000)
     );
     assert_eq!(
         place_arrival(
             (800_000, 900_000, now - 30_000),
             now,
-            20_000,
+            (20_000, 20_000),
             5_000,
             pre.clone()
         ),
@@ -635,13 +640,22 @@ fn lottery_moments_are_places_and_fall_in_the_prequeue() {
     // A ticket renewed every quarter presence lags its client's last answer by less than
     // that: present for presence and a quarter more, not a millisecond beyond.
     assert_eq!(
-        place_arrival((950_000, 900_000, now - 25_000), now, 20_000, 5_000, None),
+        place_arrival((950_000, 900_000, now - 25_000), now, (20_000, 20_000), 5_000, None),
         Some(950_000)
     );
     assert_eq!(
-        place_arrival((950_000, 900_000, now - 25_001), now, 20_000, 5_000, pre),
+        place_arrival((950_000, 900_000, now - 25_001), now, (20_000, 20_000), 5_000, pre),
         None
     );
+    // [S27] With keep=5m the place outlives its presence by the keep (and the renewal's lag),
+    // and the ticket tells that its holder comes back from an absence.
+    let kept = (20_000, 300_000);
+    let t = |ago: u64| (950_000, 900_000, now - ago);
+    assert_eq!(place_arrival(t(120_000), now, kept, 5_000, None), Some(950_000));
+    assert_eq!(place_arrival(t(305_000), now, kept, 5_000, None), Some(950_000));
+    assert_eq!(place_arrival(t(305_001), now, kept, 5_000, None), None);
+    assert!(super::comes_back(now - 25_001, now, 20_000));
+    assert!(!super::comes_back(now - 25_000, now, 20_000));
     // Uniform over the pre-queue: 10,000 draws over 10 buckets, each near 1,000.
     let mut buckets = [0u32; 10];
     for _ in 0..10_000 {

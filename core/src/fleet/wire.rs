@@ -42,8 +42,10 @@ pub mod arg {
     pub const CHALLENGED: usize = 23;
     pub const SPENT: usize = 24;
     pub const REVOKED: usize = 25;
+    /// How long an absent waiter's place is kept (ms, [`super::super::FleetConfig::kept_ms`]).
+    pub const KEPT: usize = 26;
     /// A sync's arguments.
-    pub const SYNC: usize = 25;
+    pub const SYNC: usize = 26;
 
     // A draw's.
     pub const WANT: usize = 15;
@@ -67,15 +69,18 @@ pub mod picture {
     pub const LEAVING: usize = 9;
     pub const FULL: usize = 10;
     pub const PRESSURE: usize = 11;
+    /// The cursor without its band: the arrival of the last present waiter the free places
+    /// rightly take (-1: everyone; 0: nobody).
+    pub const RIGHTFUL: usize = 12;
     /// The integers above.
-    pub const INTS: usize = 11;
+    pub const INTS: usize = 12;
     /// Arrays: spent proofs, flood answers, held places and their ends.
-    pub const SPENT: usize = 12;
-    pub const FLOOD: usize = 13;
-    pub const ENDS: usize = 14;
+    pub const SPENT: usize = 13;
+    pub const FLOOD: usize = 14;
+    pub const ENDS: usize = 15;
     /// The whole line (a string; empty when the line is longer than `EXACT_LINE`).
-    pub const LINE: usize = 15;
-    pub const SAMPLES_FROM: usize = 16;
+    pub const LINE: usize = 16;
+    pub const SAMPLES_FROM: usize = 17;
 }
 
 /// A draw's reply.
@@ -150,6 +155,7 @@ mod tests {
             arg::CHALLENGED,
             arg::SPENT,
             arg::REVOKED,
+            arg::KEPT,
         ];
         let pic = [
             picture::FLEET_ACTIVE,
@@ -163,6 +169,7 @@ mod tests {
             picture::LEAVING,
             picture::FULL,
             picture::PRESSURE,
+            picture::RIGHTFUL,
             picture::SPENT,
             picture::FLOOD,
             picture::ENDS,
@@ -177,7 +184,7 @@ mod tests {
         one_each([&head[..], &sync[..]].concat(), arg::SYNC);
         one_each([&head[..], &[arg::WANT, arg::OLDEST]].concat(), arg::DRAW);
         one_each(pic.to_vec(), picture::SAMPLES_FROM - 1);
-        assert_eq!(picture::PRESSURE, picture::INTS);
+        assert_eq!(picture::RIGHTFUL, picture::INTS);
         one_each(vec![drawn::GRANTED, drawn::ACTIVE, drawn::SEQ], drawn::LEN);
     }
 

@@ -161,7 +161,7 @@ fn scripts_take_their_constants_from_rust() {
     use crate::fleet::{tally::TALLY_SCRIPT, ENDS_CAP, EXACT_LINE, FLEET_SCRIPT};
     let scripts = [
         (ROOM_SCRIPT, include_str!("room.lua"), 38),
-        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 68),
+        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 71),
         (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
         (
             crate::rate::SYNC_SCRIPT,

@@ -415,22 +415,15 @@ impl ZoneParams {
 
     /// `keep=`: a kept place outlives its presence (a keep shorter than `presence=` would
     /// forget a person the room still counts as present). Without `keep=`, a `presence=` past
-    /// the default keep raises the keep with it. The synced store does not keep places yet:
-    /// there `keep=` is refused, and places go after `presence` as before.
+    /// the default keep raises the keep with it.
     fn check_keep<'a>(
         &mut self,
         arg_of: impl Fn(&str) -> Option<&'a str>,
     ) -> Result<(), ConfError> {
         let Some(k) = arg_of("keep") else {
-            if self.sync_ms.is_some() {
-                self.keep_ms = None;
-            }
             self.keep_ms = self.keep_ms.map(|k| k.max(self.presence_ms));
             return Ok(());
         };
-        if let (Some(s), Some(_)) = (arg_of("sync"), self.keep_ms) {
-            return Err(ConfError::Conflict(s.to_string(), k.to_string()));
-        }
         match self.keep_ms {
             Some(ms) if ms < self.presence_ms => Err(ConfError::Invalid {
                 param: "keep",

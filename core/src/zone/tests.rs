@@ -379,7 +379,7 @@ fn challenge_and_one_place_per_parse() {
     );
 }
 
-/// [S27] `keep=`: default 5m, `off`, at most 1h, never under presence=; not with sync= yet.
+/// [S27] `keep=`: default 5m, `off`, at most 1h, never under presence=; on every store.
 #[test]
 fn zone_keep() {
     let z = ZoneParams::parse(&["z"]).unwrap();
@@ -411,15 +411,12 @@ fn zone_keep() {
         err(&["z", "keep"]),
         "parameter \"keep\" needs a value, e.g. keep=5m"
     );
-    // The synced room does not keep places yet: it says so rather than ignore keep=.
+    // A synced room keeps places too, with the same default.
     let sync = ["z", "store=redis", "redis=127.0.0.1:6379", "sync=1s"];
     let z = ZoneParams::parse(&sync).unwrap();
-    assert_eq!(z.effective_keep_ms(), 20_000);
-    let with_keep: Vec<&str> = sync.iter().copied().chain(["keep=5m"]).collect();
-    assert_eq!(
-        err(&with_keep),
-        "\"sync=1s\" and \"keep=5m\" cannot be used together"
-    );
+    assert_eq!(z.effective_keep_ms(), 300_000);
+    let with_keep: Vec<&str> = sync.iter().copied().chain(["keep=2m"]).collect();
+    assert_eq!(ZoneParams::parse(&with_keep).unwrap().effective_keep_ms(), 120_000);
     let off: Vec<&str> = sync.iter().copied().chain(["keep=off"]).collect();
-    assert!(ZoneParams::parse(&off).is_ok());
+    assert_eq!(ZoneParams::parse(&off).unwrap().effective_keep_ms(), 20_000);
 }

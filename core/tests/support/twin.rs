@@ -22,6 +22,7 @@ pub fn cfg(max_active: u64) -> FleetConfig {
         max_active,
         active_window_ms: 10_000,
         presence_ms: 5_000,
+        keep_ms: 5_000,
         max_line: 0,
     }
 }

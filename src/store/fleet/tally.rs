@@ -81,7 +81,7 @@ impl Zone {
         };
         calls.out.set(true);
         calls.last_window.set(window);
-        let clock = Clock::new(fs.cfg.presence_ms);
+        let clock = Clock::new(fs.cfg.kept_ms());
         let ttl = fs.cfg.key_ttl_ms();
         ngx::async_::spawn(async move {
             let reply = client

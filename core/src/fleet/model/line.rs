@@ -26,7 +26,8 @@ impl FleetModel {
     }
 
     pub(super) fn leave_line(&mut self, sid: u64) {
-        self.present.remove(sid);
+        self.go_away(sid);
+        self.away.remove(sid);
         if let Some(a) = self.arrival.remove(&sid) {
             let ix = self.slot(a);
             fenwick::add(&mut self.line, ix, -1);
@@ -51,6 +52,41 @@ impl FleetModel {
                 self.queue_len += 1;
             }
         }
+    }
+
+    /// A present waiter is no longer counted present (`ZREM present`, `ZREM here`); its place
+    /// stays in the line. True when it was present.
+    pub(super) fn go_away(&mut self, sid: u64) -> bool {
+        if !self.present.remove(sid) {
+            return false;
+        }
+        if let Some(&a) = self.arrival.get(&sid) {
+            let ix = self.slot(a);
+            fenwick::add(&mut self.here, ix, -1);
+            self.here_len -= 1;
+        }
+        true
+    }
+
+    /// A waiter in the line seen at `at`: present at its place (`ZADD present GT`, `ZADD
+    /// here`, `ZREM away`), back if it was away.
+    pub(super) fn be_here(&mut self, sid: u64, at: u64) {
+        let Some(&a) = self.arrival.get(&sid) else {
+            return;
+        };
+        let was_at = self.present.score.get(&sid).copied();
+        self.go_away(sid);
+        self.away.remove(sid);
+        self.present.add(sid, was_at.map_or(at, |w| w.max(at)));
+        let ix = self.slot(a);
+        fenwick::add(&mut self.here, ix, 1);
+        self.here_len += 1;
+    }
+
+    /// The arrival of the present waiter at 0-based `rank` among the present ones.
+    pub(super) fn here_at_rank(&self, rank: u64) -> Option<u64> {
+        let ix = fenwick::find(&self.here, rank + 1)?;
+        Some(self.base_ms + ix as u64)
     }
 
     /// The arrival of the waiter at 0-based `rank` in the line.

@@ -21,6 +21,8 @@ pub(super) struct Census {
 pub(super) struct Counts {
     active: u64,
     queue_len: u64,
+    /// Present waiters: those the cursor counts.
+    present: u64,
     full: bool,
     since: u64,
     expiring: u64,
@@ -45,6 +47,7 @@ pub(super) struct HeldPlaces {
 /// What the steps after the counts give the picture (the script's `shared`).
 pub(super) struct Shared {
     pub(super) cursor: u64,
+    pub(super) rightful: u64,
     pub(super) quota: u64,
     pub(super) nodes: u64,
     pub(super) pressure: u8,
@@ -100,18 +103,30 @@ impl FleetModel {
             if !in_line {
                 queue_len += 1;
             }
-            self.present.add_later(w.sid, w.at.min(now));
             self.join_line(w.sid, w.arrival);
+            self.be_here(w.sid, w.at.min(now));
         }
         r.waiters.len()
     }
 
-    /// 4. Waiters unseen for presence leave the line (fewer the more the node `reported`);
-    ///    sessions whose window ended free their places.
+    /// 4. Waiters unseen for presence go away: the cursor no longer counts them, their places
+    ///    stay in the line for `keep` ([S27]; with `keep=off` they leave it at once); those
+    ///    away for `keep` leave the line. At most a step of each, fewer the more the node
+    ///    `reported`. Sessions whose window ended free their places.
     pub(super) fn expire(&mut self, now: u64, reported: usize) {
-        let cut = self.cut(now, self.cfg.presence_ms);
+        let (presence, kept) = (self.cfg.presence_ms, self.cfg.kept_ms());
         let most = EXPIRE_STEP.saturating_sub(reported).max(EXPIRE_MIN);
-        for sid in self.present.oldest(cut, most) {
+        let old = self.present.oldest_seen(self.cut(now, presence), most);
+        for &(sid, seen) in &old {
+            if kept > presence {
+                self.go_away(sid);
+                self.away.add(sid, seen);
+            } else {
+                self.leave_line(sid);
+            }
+        }
+        let most = most.saturating_sub(old.len()).max(EXPIRE_MIN);
+        for sid in self.away.oldest(self.cut(now, kept), most) {
             self.leave_line(sid);
         }
         self.trim_active(now);
@@ -149,6 +164,7 @@ impl FleetModel {
         Counts {
             active: self.active.len(),
             queue_len,
+            present: self.here_len,
             full: cfg.max_line > 0 && queue_len >= cfg.max_line,
             since,
             expiring: self
@@ -319,19 +335,21 @@ impl FleetModel {
     ///     whenever one early waiter was still in line, and departure waves found places
     ///     empty: the simulator's seeds 10 and 13, sticky, fell to 0.917 and 0.953 of
     ///     max_active.)
-    pub(super) fn cursor(&self, counts: &Counts) -> u64 {
+    ///     Also the rightful one's arrival (the cursor without its band).
+    pub(super) fn cursor(&self, counts: &Counts) -> (u64, u64) {
         let places = self.cfg.max_active as i128 - counts.active as i128 + counts.expiring as i128;
         if places <= 0 {
-            return 0;
-        } else if places as u64 >= counts.queue_len {
-            return u64::MAX;
+            return (0, 0);
+        } else if places as u64 >= counts.present {
+            return (u64::MAX, u64::MAX);
         }
         let places = places as u64;
-        let rightful = self.at_rank(places - 1).unwrap_or(0);
+        let rightful = self.here_at_rank(places - 1).unwrap_or(0);
         let band = self
-            .at_rank(places.saturating_mul(BAND).min(counts.queue_len) - 1)
+            .here_at_rank(places.saturating_mul(BAND).min(counts.present) - 1)
             .unwrap_or(0);
-        rightful.max(band.min(rightful.saturating_add(self.cfg.interval_ms)))
+        let cursor = rightful.max(band.min(rightful.saturating_add(self.cfg.interval_ms)));
+        (cursor, rightful)
     }
 
     /// 13. Flood control: the reported keys charged, and the keys over their budget.
@@ -402,6 +420,7 @@ impl FleetModel {
             fleet_active: counts.active,
             queue_len,
             cursor: shared.cursor,
+            rightful: shared.rightful,
             quota: shared.quota,
             nodes: shared.nodes,
             window_ms: window,

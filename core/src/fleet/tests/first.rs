@@ -9,6 +9,7 @@ fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> Roo
         fleet_active: 10,
         queue_len,
         cursor,
+        rightful: cursor,
         quota,
         nodes: 2,
         window_ms: 1000,
