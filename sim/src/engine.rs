@@ -393,7 +393,7 @@ impl Engine {
                 node.give_back(&report);
                 break;
             };
-            node.apply(&picture, fence.seq, now);
+            node.apply(&picture, fence.seq, now, &self.cfg);
             if n == 1 {
                 let counted = self.counted.synced(i, now, self.cfg.interval_ms);
                 node.set_counts(counted, now, &self.cfg);
@@ -553,7 +553,10 @@ impl Engine {
                 self.wait_polls += 1;
                 self.counted.waiting(n, c, arrival, now);
                 if self.wait_polls.is_multiple_of(POSITION_SAMPLE) {
-                    let sampled = self.members.node(n).sampled_position(arrival, sid);
+                    let sampled = self
+                        .members
+                        .node(n)
+                        .sampled_position(arrival, sid, &self.cfg);
                     let truth = fenwick::prefix(&self.line, c) + 1;
                     self.out.positions.add(position, truth);
                     self.out.positions_sampled.add(sampled, truth);

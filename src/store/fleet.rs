@@ -464,8 +464,11 @@ impl Zone {
     /// sessions.
     /// True when the node's batches still hold sightings for another sync.
     fn apply_picture(&self, p: &RoomPicture, seq: u64, now: u64) -> bool {
+        let Some(fs) = self.synced() else {
+            return false;
+        };
         let applied = self.shm.with_fleet(|room, node| {
-            if !node.apply(p, seq, now) {
+            if !node.apply(p, seq, now, &fs.cfg) {
                 return false;
             }
             // Proofs spent on other nodes: refused here from now on.

@@ -346,11 +346,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgsError> {
             grant_ms: r.grant,
             active_window_ms: r.active_window.unwrap_or(60_000),
             presence_ms: r.presence.unwrap_or(20_000),
-            keep_ms: match (r.keep, r.mode) {
-                (Some(ms), _) => ms,
-                (None, Some(Mode::Sync)) => 0,
-                (None, _) => 300_000,
-            },
+            keep_ms: r.keep.unwrap_or(300_000),
             timeout_ms: r.timeout.unwrap_or(0),
             sync_ms: r.sync.unwrap_or(0),
             refresh_ms: r.refresh.max(100),

@@ -385,7 +385,8 @@ pub fn place_arrival(
 ) -> Option<u64> {
     let plausible = (qnum >= issued_at && qnum <= now.saturating_add(skew_ms))
         || lottery.is_some_and(|r| r.contains(&qnum));
-    let held = now.saturating_sub(last_seen) <= kept_ms.max(presence_ms) + ticket_renew_ms(presence_ms);
+    let held =
+        now.saturating_sub(last_seen) <= kept_ms.max(presence_ms) + ticket_renew_ms(presence_ms);
     (qnum != 0 && plausible && held).then_some(qnum)
 }
 

@@ -139,7 +139,6 @@ impl BySight {
             .collect()
     }
 
-
     fn len(&self) -> u64 {
         self.score.len() as u64
     }

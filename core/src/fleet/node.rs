@@ -397,7 +397,7 @@ impl<'m> FleetNode<'m> {
                 let position = told.saturating_sub(pic.aged_ranks).max(1);
                 (position, pic.queue_len.max(c.total()))
             }
-            None => (self.sampled_position(arrival, sid), pic.queue_len),
+            None => (self.sampled_position(arrival, sid, cfg), pic.queue_len),
         };
         FleetVerdict::Wait {
             position,
@@ -409,7 +409,7 @@ impl<'m> FleetNode<'m> {
     /// The position the picture's line gives (whole, or its samples), less the ranks the
     /// fleet let in since while it aged: what a synced node told every waiter before the
     /// counts, and still tells while they do not answer.
-    pub fn sampled_position(&self, arrival: u64, sid: u64) -> u64 {
+    pub fn sampled_position(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> u64 {
         // Past the picture's line: behind it, and behind this node's newcomers before it.
         let behind = if arrival > self.tail() {
             self.hdr.fresh.ahead(arrival)
@@ -417,7 +417,37 @@ impl<'m> FleetNode<'m> {
             0
         };
         let told = self.position_of(arrival, sid).saturating_add(behind);
+        let told = told.saturating_add(self.unseen_ahead(arrival, cfg));
         told.saturating_sub(self.hdr.pic.aged_ranks).max(1)
+    }
+
+    /// Newcomers of other nodes who took their places before `arrival` and whom no picture
+    /// showed yet ([S27]: a position that only goes down). Every node reports each interval,
+    /// so the picture of window T knows every place taken before T less an interval; of the
+    /// places taken since (up to `arrival`), it knows some, and this node its own (`fresh`,
+    /// counted apart). The rest are reckoned at the fleet's pace (`newcomers` an interval):
+    /// told so many more now, a client learns of fewer later, and its position falls rather
+    /// than grows. (This node's own newcomers are in the pace too: the estimate errs high.)
+    pub(super) fn unseen_ahead(&self, arrival: u64, cfg: &FleetConfig) -> u64 {
+        let pic = &self.hdr.pic;
+        let interval = cfg.interval_ms.max(1);
+        let from = pic.window_ms.saturating_sub(interval);
+        if pic.newcomers == 0 || pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
+            return 0;
+        }
+        let span = (arrival - from).min(2 * interval);
+        let expected = u128::from(pic.newcomers) * u128::from(span) / u128::from(interval);
+        let line = self.line();
+        let known = if pic.samples_exact == 1 {
+            let a = line.partition_point(|s| s.arrival < from);
+            let b = line.partition_point(|s| s.arrival < arrival);
+            (b - a) as u64
+        } else {
+            0
+        };
+        u64::try_from(expected)
+            .unwrap_or(u64::MAX)
+            .saturating_sub(known)
     }
 
     /// How far the line moved that the counts do not show: by the other nodes' let-ins since

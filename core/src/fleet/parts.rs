@@ -65,6 +65,9 @@ pub(super) struct Picture {
     /// Ranks of the picture's line let in since it came, as the node guesses without Redis
     /// (positions shown are that much nearer the head).
     pub(super) aged_ranks: u64,
+    /// Newcomers the fleet takes places for in an interval, as this node reckons them when
+    /// the picture came ([`super::FleetNode::unseen_ahead`]).
+    pub(super) newcomers: u64,
 }
 
 impl Picture {

@@ -121,7 +121,7 @@ impl<'m> FleetNode<'m> {
     /// The fleet's picture came back for the sync of `seq`: the node decides by it until the
     /// next. An answer to a sync that a newer one superseded (a stalled leader's, one answered
     /// late) is ignored: false.
-    pub fn apply(&mut self, p: &RoomPicture, seq: u64, now: u64) -> bool {
+    pub fn apply(&mut self, p: &RoomPicture, seq: u64, now: u64, cfg: &FleetConfig) -> bool {
         if self.hdr.sync.seq != seq {
             return false;
         }
@@ -139,9 +139,31 @@ impl<'m> FleetNode<'m> {
         h.sync.first_sync_ms = 0;
         let tail = self.tail();
         self.hdr.fresh.after(tail);
+        self.hdr.pic.newcomers = self.fleet_pace(cfg);
         self.hdr.pending.turn_weight = self.turn_weight();
         self.flood_answers(&p.flood, now);
         true
+    }
+
+    /// The fleet's newcomers an interval, as the new picture lets this node reckon them: the
+    /// places of the line's last interval every node has reported (a whole line shows them;
+    /// whatever node they came to), and a quarter more (arrivals come in bursts; a position
+    /// told too far back only falls). (This node's own pace times the nodes was tried too: it
+    /// answers a crowd's first interval sooner, but tells a node that takes all the traffic,
+    /// a joining one or behind a sticky balancer, of others that do not exist.)
+    fn fleet_pace(&self, cfg: &FleetConfig) -> u64 {
+        let pic = &self.hdr.pic;
+        let interval = cfg.interval_ms.max(1);
+        let to = pic.window_ms.saturating_sub(interval);
+        let from = to.saturating_sub(interval);
+        let shown = if pic.samples_exact == 1 && to > 0 {
+            let line = self.line();
+            (line.partition_point(|s| s.arrival < to) - line.partition_point(|s| s.arrival < from))
+                as u64
+        } else {
+            0
+        };
+        shown.saturating_add(shown / 4)
     }
 
     /// Whether a sync the node sent while it had no picture may still bring one (sent within

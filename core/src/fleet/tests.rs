@@ -8,6 +8,7 @@ mod first;
 mod held;
 mod next;
 mod replies;
+mod unseen;
 mod whole;
 
 fn cfg() -> FleetConfig {
@@ -32,7 +33,7 @@ fn w(sid: u64, arrival: u64) -> Waiter {
 
 /// The node's next picture (the answer to its last sync).
 fn show(n: &mut FleetNode, p: &RoomPicture, now: u64) {
-    assert!(n.apply(p, n.seq(), now));
+    assert!(n.apply(p, n.seq(), now, &cfg()));
 }
 
 /// A draw's answer after the node's last sync.
@@ -624,7 +625,13 @@ fn lottery_moments_are_places_and_fall_in_the_prequeue() {
     // ...unless the event's pre-queue drew it; but a place unseen for presence is gone.
     let pre = Some(500_000..990_000);
     assert_eq!(
-        place_arrival((800_000, 900_000, now), now, (20_000, 20_000), 5_000, pre.clone()),
+        place_arrival(
+            (800_000, 900_000, now),
+            now,
+            (20_000, 20_000),
+            5_000,
+            pre.clone()
+        ),
         Some(800_000)
     );
     assert_eq!(
@@ -640,19 +647,37 @@ fn lottery_moments_are_places_and_fall_in_the_prequeue() {
     // A ticket renewed every quarter presence lags its client's last answer by less than
     // that: present for presence and a quarter more, not a millisecond beyond.
     assert_eq!(
-        place_arrival((950_000, 900_000, now - 25_000), now, (20_000, 20_000), 5_000, None),
+        place_arrival(
+            (950_000, 900_000, now - 25_000),
+            now,
+            (20_000, 20_000),
+            5_000,
+            None
+        ),
         Some(950_000)
     );
     assert_eq!(
-        place_arrival((950_000, 900_000, now - 25_001), now, (20_000, 20_000), 5_000, pre),
+        place_arrival(
+            (950_000, 900_000, now - 25_001),
+            now,
+            (20_000, 20_000),
+            5_000,
+            pre
+        ),
         None
     );
     // [S27] With keep=5m the place outlives its presence by the keep (and the renewal's lag),
     // and the ticket tells that its holder comes back from an absence.
     let kept = (20_000, 300_000);
     let t = |ago: u64| (950_000, 900_000, now - ago);
-    assert_eq!(place_arrival(t(120_000), now, kept, 5_000, None), Some(950_000));
-    assert_eq!(place_arrival(t(305_000), now, kept, 5_000, None), Some(950_000));
+    assert_eq!(
+        place_arrival(t(120_000), now, kept, 5_000, None),
+        Some(950_000)
+    );
+    assert_eq!(
+        place_arrival(t(305_000), now, kept, 5_000, None),
+        Some(950_000)
+    );
     assert_eq!(place_arrival(t(305_001), now, kept, 5_000, None), None);
     assert!(super::comes_back(now - 25_001, now, 20_000));
     assert!(!super::comes_back(now - 25_000, now, 20_000));

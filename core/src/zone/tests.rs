@@ -416,7 +416,10 @@ fn zone_keep() {
     let z = ZoneParams::parse(&sync).unwrap();
     assert_eq!(z.effective_keep_ms(), 300_000);
     let with_keep: Vec<&str> = sync.iter().copied().chain(["keep=2m"]).collect();
-    assert_eq!(ZoneParams::parse(&with_keep).unwrap().effective_keep_ms(), 120_000);
+    assert_eq!(
+        ZoneParams::parse(&with_keep).unwrap().effective_keep_ms(),
+        120_000
+    );
     let off: Vec<&str> = sync.iter().copied().chain(["keep=off"]).collect();
     assert_eq!(ZoneParams::parse(&off).unwrap().effective_keep_ms(), 20_000);
 }

@@ -11,7 +11,7 @@ fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> Roo
         cursor,
         rightful: cursor,
         quota,
-        nodes: 2,
+        nodes: 1,
         window_ms: 1000,
         free: 0,
         expiring: 0,
