@@ -153,6 +153,9 @@ C GET / @1 Accept: application/json => 503; json.position == 2; json.queue_lengt
 sleep 0.6
 C GET / @2 Accept: application/json => 503; json.position == 2; json.queue_length == 2
 until 12: C GET / @3 Accept: application/json => 503; json.position == 1; json.queue_length == 1
+# (A ticket is taken as holding its place a renewal, a quarter of presence, longer than the
+# fleet keeps it: fleet::place_arrival. B comes back past that too.)
+sleep 0.5
 B GET / @1 Accept: application/json => 503; body !~ /resumed/; cookie smart_limit_shop set
 sh 20: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORTS => /syncs/
 B GET / @2 Accept: application/json => 503; json.position == 2; json.queue_length == 2
