@@ -432,13 +432,8 @@ impl<'m> FleetNode<'m> {
         let pic = &self.hdr.pic;
         let interval = cfg.interval_ms.max(1);
         let from = pic.window_ms.saturating_sub(interval);
-        if pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
+        if pic.newcomers == 0 || pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
             return 0;
-        }
-        // A crowd into an empty room: until a picture shows anyone waiting, each node takes
-        // the others to have had as many newcomers before `arrival` as itself.
-        if pic.queue_len == 0 {
-            return self.hdr.fresh.ahead(arrival).saturating_mul(pic.nodes - 1);
         }
         let span = (arrival - from).min(2 * interval);
         let expected = u128::from(pic.newcomers) * u128::from(span) / u128::from(interval);

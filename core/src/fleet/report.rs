@@ -146,9 +146,8 @@ impl<'m> FleetNode<'m> {
     }
 
     /// The fleet's newcomers an interval, as the new picture lets this node reckon them: the
-    /// places of the line's last interval every node has reported, or of the interval since
-    /// as far as the picture shows it, whichever is more (a whole line shows them, whatever
-    /// node they came to), and a quarter more (arrivals come in bursts; a position
+    /// places of the line's last interval every node has reported (a whole line shows them;
+    /// whatever node they came to), and a quarter more (arrivals come in bursts; a position
     /// told too far back only falls). (This node's own pace times the nodes was tried too: it
     /// answers a crowd's first interval sooner, but tells a node that takes all the traffic,
     /// a joining one or behind a sticky balancer, of others that do not exist.)
@@ -157,15 +156,14 @@ impl<'m> FleetNode<'m> {
         let interval = cfg.interval_ms.max(1);
         let to = pic.window_ms.saturating_sub(interval);
         let from = to.saturating_sub(interval);
-        let (shown, recent) = if pic.samples_exact == 1 && to > 0 {
+        let shown = if pic.samples_exact == 1 && to > 0 {
             let line = self.line();
-            let at = |t: u64| line.partition_point(|s| s.arrival < t) as u64;
-            (at(to) - at(from), at(pic.window_ms) - at(to))
+            (line.partition_point(|s| s.arrival < to) - line.partition_point(|s| s.arrival < from))
+                as u64
         } else {
-            (0, 0)
+            0
         };
-        let pace = shown.max(recent);
-        pace.saturating_add(pace / 4)
+        shown.saturating_add(shown / 4)
     }
 
     /// Whether a sync the node sent while it had no picture may still bring one (sent within

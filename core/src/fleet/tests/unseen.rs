@@ -24,19 +24,15 @@ fn position(v: FleetVerdict) -> u64 {
 /// before the picture of window 2000 shows them), and four newcomers take places here at 2100
 /// to 2103: the positions this node tells them.
 fn told(nodes: u64) -> Vec<u64> {
-    told_with(nodes, 3)
-}
-
-fn told_with(nodes: u64, queue_len: u64) -> Vec<u64> {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let picture = RoomPicture {
         fleet_active: 10,
-        queue_len,
+        queue_len: 3,
         nodes,
         window_ms: 2000,
-        samples: line_of(queue_len),
+        samples: line_of(3),
         exact: true,
         ..RoomPicture::default()
     };
@@ -55,12 +51,4 @@ fn newcomers_are_told_the_other_nodes_newcomers_no_picture_shows_yet() {
     // reckoned at the fleet's pace (the three the interval before shows, and a quarter more:
     // 3 an interval), 3 more for each; positions stay distinct.
     assert_eq!(told(2), [7, 8, 9, 10]);
-}
-
-/// A crowd into an empty room: until a picture shows anyone waiting, a node takes each other
-/// node to have had as many newcomers before a client as itself (3 nodes: 2 more for each).
-#[test]
-fn into_an_empty_room_the_others_are_taken_to_have_as_many() {
-    assert_eq!(told_with(1, 0), [1, 2, 3, 4]);
-    assert_eq!(told_with(3, 0), [1, 4, 7, 10]);
 }
