@@ -437,17 +437,21 @@ impl<'m> FleetNode<'m> {
         }
         let span = (arrival - from).min(2 * interval);
         let expected = u128::from(pic.newcomers) * u128::from(span) / u128::from(interval);
-        let line = self.line();
-        let known = if pic.samples_exact == 1 {
-            let a = line.partition_point(|s| s.arrival < from);
-            let b = line.partition_point(|s| s.arrival < arrival);
-            (b - a) as u64
-        } else {
-            0
-        };
+        let known = self.shown_between(from, arrival);
         u64::try_from(expected)
             .unwrap_or(u64::MAX)
             .saturating_sub(known)
+    }
+
+    /// The waiters of a whole line (the picture holds every one) who took their places in
+    /// `from..to`; 0 when the line came in samples.
+    pub(super) fn shown_between(&self, from: u64, to: u64) -> u64 {
+        if self.hdr.pic.samples_exact != 1 {
+            return 0;
+        }
+        let line = self.line();
+        let at = |t: u64| line.partition_point(|s| s.arrival < t);
+        at(to).saturating_sub(at(from)) as u64
     }
 
     /// How far the line moved that the counts do not show: by the other nodes' let-ins since

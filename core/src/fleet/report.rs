@@ -152,17 +152,9 @@ impl<'m> FleetNode<'m> {
     /// answers a crowd's first interval sooner, but tells a node that takes all the traffic,
     /// a joining one or behind a sticky balancer, of others that do not exist.)
     fn fleet_pace(&self, cfg: &FleetConfig) -> u64 {
-        let pic = &self.hdr.pic;
         let interval = cfg.interval_ms.max(1);
-        let to = pic.window_ms.saturating_sub(interval);
-        let from = to.saturating_sub(interval);
-        let shown = if pic.samples_exact == 1 && to > 0 {
-            let line = self.line();
-            (line.partition_point(|s| s.arrival < to) - line.partition_point(|s| s.arrival < from))
-                as u64
-        } else {
-            0
-        };
+        let to = self.hdr.pic.window_ms.saturating_sub(interval);
+        let shown = self.shown_between(to.saturating_sub(interval), to);
         shown.saturating_add(shown / 4)
     }
 
