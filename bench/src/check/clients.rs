@@ -44,6 +44,10 @@ pub struct ClientFacts {
     /// The stretches `[from, to)` of its first place during which it was overdue: its last
     /// answer had asked it back (plus [`slack`]) and it had not asked again yet. By sent.
     pub late: Vec<(u64, u64)>,
+    /// The answers with which it came back to its first place (or was admitted from it) after
+    /// an absence the room may have counted (more than `presence` since the answer before):
+    /// the room takes a kept place back ahead of everyone who arrived after it ([S27]).
+    pub returns: Vec<Window>,
     /// When it gave up, if it stopped while waiting (summary only).
     pub abandoned_at: Option<u64>,
 }
@@ -66,8 +70,9 @@ pub fn tells(r: &Req) -> bool {
 /// The stretches of `reqs` (index ranges, each starting and ending at a waiting answer) during
 /// which the client certainly held one place: no cookie check or admission inside, each waiting
 /// answer certainly within `kept_ms` of the one before (`keep`, or `presence` with keep=off,
-/// [S27]: else the place may have expired and the next answer be a new place at the tail). A client that abandons simply stops: every
-/// waiting answer it got still shows where the room held it.
+/// [S27]: else the place may have expired and the next answer be a new place at the tail). A
+/// client that abandons simply stops: every waiting answer it got still shows where the room
+/// held it.
 pub fn places(reqs: &[Req], kept_ms: u64) -> Vec<Range<usize>> {
     let mut spans = Vec::new();
     // (first waiting index, last waiting index) of the place being followed.
@@ -125,6 +130,36 @@ pub fn overdue(reqs: &[Req], refresh_ms: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// `end`, taken one further when the next answer that says anything is an admission: the
+/// answer a place ends with when it is let in.
+fn next_told(reqs: &[Req], end: usize) -> usize {
+    match reqs.iter().skip(end).position(tells) {
+        Some(k)
+            if reqs
+                .get(end + k)
+                .is_some_and(|r| r.outcome == Outcome::Admitted) =>
+        {
+            end + k + 1
+        }
+        _ => end,
+    }
+}
+
+/// The answers in `reqs[span]` that came more than `presence_ms` after the one before (from
+/// the one before's `sent` to this one's `done`: the room may have counted the client away).
+fn comebacks(reqs: &[Req], span: Range<usize>, presence_ms: u64) -> Vec<Window> {
+    let told: Vec<&Req> = reqs
+        .get(span)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|r| tells(r))
+        .collect();
+    told.windows(2)
+        .filter(|w| w[1].done.saturating_sub(w[0].sent) > presence_ms)
+        .map(|w| Window::of(w[1]))
+        .collect()
+}
+
 /// The facts of every client that sent a request or has a plan, by id.
 pub fn facts(h: &History) -> Vec<ClientFacts> {
     let mut out = Vec::new();
@@ -158,8 +193,12 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             .and_then(|p| reqs.get(p.end.saturating_sub(1)))
             .map(|r| r.sent);
         let late = first_place
+            .clone()
             .and_then(|p| reqs.get(p))
             .map_or_else(Vec::new, |r| overdue(r, h.run.refresh_ms));
+        let returns = first_place.map_or_else(Vec::new, |p| {
+            comebacks(reqs, p.start..next_told(reqs, p.end), h.run.presence_ms)
+        });
         out.push(ClientFacts {
             id,
             kind: kind.unwrap_or(Kind::Person),
@@ -168,6 +207,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             admitted,
             last_wait,
             late,
+            returns,
             abandoned_at,
         });
     }
@@ -184,6 +224,7 @@ pub fn facts(h: &History) -> Vec<ClientFacts> {
             admitted: None,
             last_wait: None,
             late: Vec::new(),
+            returns: Vec::new(),
             abandoned_at: None,
         })
         .collect();

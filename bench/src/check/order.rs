@@ -12,6 +12,12 @@
 //! the tolerance after (the room hears of its return that late at most). Such pairs are counted
 //! as excused, not as inversions.
 //!
+//! A kept place ([S27]) comes back ahead of everyone who arrived after it. When it comes back
+//! while free places are being taken in poll order, it takes the one the victim's share counted
+//! on, so a later arrival that polled first may have got in just before: pairs whose later
+//! client was admitted between the victim's last poll before such a return and the return
+//! (each widened by the tolerance) are excused too.
+//!
 //! Lottery ([S18]): arrivals before the start are drawn in a random order, so among themselves
 //! nothing is checked; they all go before every arrival after the start, and those are FIFO.
 //!
@@ -22,7 +28,7 @@ use smart_limit_core::util::fenwick::Fenwick;
 
 use crate::history::Order as RoomOrder;
 
-use super::clients::{ClientFacts, Window};
+use super::clients::{reqs_of, tells, ClientFacts, Window};
 use super::load::History;
 use super::violation::{Rule, Violation};
 
@@ -50,7 +56,8 @@ struct Earlier {
     arrival: Window,
     /// Its last waiting answer in the place it arrived with.
     last_wait: u64,
-    /// When it was overdue, each stretch widened by the tolerance, merged, by time.
+    /// When it may be passed (overdue, or displaced by a kept place's return), each stretch
+    /// widened by the tolerance, merged, by time.
     late: Vec<(u64, u64)>,
 }
 
@@ -62,10 +69,12 @@ struct Later {
     admitted: Window,
 }
 
-/// `late` (stretches `[from, to)`, by `from`) each widened to `to + tol` and merged.
+/// `late` (stretches `[from, to)`) each widened to `to + tol`, merged, by `from`.
 fn widened(late: &[(u64, u64)], tol: u64) -> Vec<(u64, u64)> {
+    let mut late = late.to_vec();
+    late.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(late.len());
-    for &(from, to) in late {
+    for (from, to) in late {
         let to = to.saturating_add(tol);
         match out.last_mut() {
             Some(last) if from <= last.1 => last.1 = last.1.max(to),
@@ -158,6 +167,28 @@ fn inversions(mut earlier: Vec<Earlier>, mut later: Vec<Later>, tol: u64) -> Ord
     out
 }
 
+/// The stretches in which a client of `polls` (the `sent` of its answers, in order) that
+/// arrived at `arrival` was displaced: each return of a client that may have arrived before it
+/// (`returners`: arrival, returns), from its last poll more than `tol` before the return to the
+/// return's end (widened by the tolerance later).
+fn displaced(
+    polls: &[u64],
+    arrival: Window,
+    returners: &[(Window, &[Window])],
+    tol: u64,
+) -> Vec<(u64, u64)> {
+    returners
+        .iter()
+        .filter(|(c, _)| c.sent < arrival.done)
+        .flat_map(|(_, returns)| returns.iter())
+        .filter_map(|r| {
+            let before = polls.partition_point(|&p| p.saturating_add(tol) < r.sent);
+            let last = polls.get(before.checked_sub(1)?)?;
+            Some((*last, r.done))
+        })
+        .collect()
+}
+
 /// (b) with tolerance `tol` (ms).
 pub fn check(h: &History, clients: &[ClientFacts], tol: u64) -> Order {
     let start = match h.run.order {
@@ -168,15 +199,30 @@ pub fn check(h: &History, clients: &[ClientFacts], tol: u64) -> Order {
     let pre = |w: Window| start.is_some_and(|s| w.done.saturating_add(tol) < s);
     let post = |w: Window| start.is_none_or(|s| w.sent > s.saturating_add(tol));
     let people = clients.iter().filter(|c| !c.minter());
+    let returners: Vec<(Window, &[Window])> = people
+        .clone()
+        .filter(|c| !c.returns.is_empty())
+        .filter_map(|c| Some((c.arrival?, c.returns.as_slice())))
+        .collect();
     let earlier: Vec<Earlier> = people
         .clone()
         .filter_map(|c| {
             let arrival = c.arrival?;
-            (pre(arrival) || post(arrival)).then_some(Earlier {
+            if !(pre(arrival) || post(arrival)) {
+                return None;
+            }
+            let polls: Vec<u64> = reqs_of(h, c)
+                .iter()
+                .filter(|r| tells(r))
+                .map(|r| r.sent)
+                .collect();
+            let mut late = c.late.clone();
+            late.extend(displaced(&polls, arrival, &returners, tol));
+            Some(Earlier {
                 id: c.id,
                 arrival,
                 last_wait: c.last_wait?,
-                late: widened(&c.late, tol),
+                late: widened(&late, tol),
             })
         })
         .collect();

@@ -150,7 +150,7 @@ fn measures(h: &History, f: &Findings, out: &mut String) {
     let _ = writeln!(
         out,
         "(b) inversions: {} pair(s), {} client(s) passed over, of {} checked (tolerance {} ms); \
-         {} pair(s) excused, the earlier client overdue",
+         {} pair(s) excused, the earlier client overdue or a kept place coming back ahead of it",
         o.pairs,
         o.violations.len(),
         o.checked,

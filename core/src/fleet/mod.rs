@@ -158,7 +158,7 @@ impl FleetConfig {
     /// How long an absent waiter's place lasts: `keep`, never less than `presence` (equal:
     /// `keep=off`, a place goes with its presence, as before places were kept).
     pub fn kept_ms(&self) -> u64 {
-        self.keep_ms.max(self.presence_ms)
+        crate::room::rules::kept_ms(self.keep_ms, self.presence_ms)
     }
 
     pub fn stale_ms(&self) -> u64 {
@@ -369,9 +369,9 @@ pub fn ticket_renew_ms(presence_ms: u64) -> u64 {
 /// still holds one. A synced room's waiting ticket carries, as its queue number, the moment it
 /// took its place (its first return with the ticket), and as `last_seen` when a node last
 /// answered it (renewed every [`ticket_renew_ms`] of `presence`); a place unseen for `kept`
-/// (`keep=`, [S27]; `presence` with `keep=off`) is gone on every node, as in the central room,
-/// so coming back later means the tail. The ticket's `last_seen` lags the client's last answer
-/// by less than the renewal, so the place is taken as held for `kept` and that much more:
+/// ([`crate::room::rules::kept_ms`]: `keep=`, [S27]) is gone on every node, as in the central
+/// room, so coming back later means the tail. The ticket's `last_seen` lags the client's last
+/// answer by less than the renewal, so the place is taken as held for `kept` and that much more:
 /// every client that polled within `kept` keeps its place, and one away for up to a renewal
 /// longer may too. A queue number that is not such a moment (before the ticket was issued, or
 /// ahead of this node's clock by more than the skew allowed) is no place either, unless it is
@@ -385,8 +385,7 @@ pub fn place_arrival(
 ) -> Option<u64> {
     let plausible = (qnum >= issued_at && qnum <= now.saturating_add(skew_ms))
         || lottery.is_some_and(|r| r.contains(&qnum));
-    let held =
-        now.saturating_sub(last_seen) <= kept_ms.max(presence_ms) + ticket_renew_ms(presence_ms);
+    let held = now.saturating_sub(last_seen) <= kept_ms + ticket_renew_ms(presence_ms);
     (qnum != 0 && plausible && held).then_some(qnum)
 }
 

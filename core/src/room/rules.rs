@@ -86,11 +86,17 @@ pub struct Limits {
     pub session_rate: Option<crate::room::gcra::Rate>,
 }
 
+/// How long an absent waiter's place lasts ([S27]): `keep`, never less than `presence` (a
+/// place does not go while its holder still counts as present; `keep=off` is `presence`).
+/// The one rule: the zone's parameters, the room's limits and the fleet's settings read it.
+pub fn kept_ms(keep_ms: u64, presence_ms: u64) -> u64 {
+    keep_ms.max(presence_ms)
+}
+
 impl Limits {
-    /// How long an absent waiting client's place lasts: `keep`, never less than `presence`
-    /// (both stores take it from here).
+    /// How long an absent waiting client's place lasts ([`kept_ms`]).
     pub fn kept_ms(&self) -> u64 {
-        self.keep_ms.max(self.presence_ms)
+        kept_ms(self.keep_ms, self.presence_ms)
     }
 }
 

@@ -436,9 +436,8 @@ impl ZoneParams {
 
     /// How long an absent waiter's arrival is kept, in ms: `keep=`, or `presence=` when off.
     pub fn effective_keep_ms(&self) -> u64 {
-        self.keep_ms
-            .unwrap_or(self.presence_ms)
-            .max(self.presence_ms)
+        let keep = self.keep_ms.unwrap_or(self.presence_ms);
+        crate::room::rules::kept_ms(keep, self.presence_ms)
     }
 
     /// The admitted period in ms, whichever mode it is.

@@ -188,6 +188,39 @@ fn a_victim_overdue_may_be_passed_while_it_is_late() {
     assert_eq!((f.order.pairs, f.order.excused), (1, 0));
 }
 
+/// C arrived first and stepped away (a locked phone); A and B wait behind it, polling every
+/// second; B gets in at 6800, C comes back at 7000 (within keep) and takes the next place; A is
+/// let in at 8100.
+fn a_return_ahead(c_returns: bool) -> History {
+    let mut reqs = vec![wait(3, 50, 1), wait(1, 100, 2), wait(2, 200, 3)];
+    for t in (1100..=6100).step_by(1000) {
+        reqs.extend([wait(1, t, 2), wait(2, t + 100, 3)]);
+    }
+    reqs.push(admit(2, 6800));
+    if c_returns {
+        reqs.push(admit(3, 7000));
+    }
+    reqs.extend([wait(1, 7100, 1), admit(1, 8100)]);
+    reqs.sort_by_key(|r| r.sent);
+    history(
+        Run {
+            keep_ms: 300_000,
+            ..run(Mode::Shm, 3)
+        },
+        reqs,
+    )
+}
+
+#[test]
+fn a_kept_place_coming_back_may_displace_the_victim() {
+    let f = findings(&a_return_ahead(true));
+    assert!(f.clean(), "{:?}", f.violations().collect::<Vec<_>>());
+    assert_eq!((f.order.pairs, f.order.excused), (0, 1));
+    // Nobody came back: B passed A.
+    let f = findings(&a_return_ahead(false));
+    assert_eq!((f.order.pairs, f.order.excused), (1, 0));
+}
+
 /// A waits at 100 (its page asking `refresh_ms`) and 4100, B gets in at 2500.
 fn late_reqs_asking(refresh_ms: u64) -> Vec<Req> {
     let mut first = wait(1, 100, 1);
