@@ -146,6 +146,8 @@ pub enum ControlAction {
     Create(String),
     /// Cancels the event of this name.
     Cancel(String),
+    /// Pins `max_active=auto` (None: back to auto).
+    Pin(Option<u64>),
 }
 
 pub struct PendingControl {

@@ -57,6 +57,7 @@ mod rate;
 mod redis;
 mod request;
 mod shared_zone;
+mod steer;
 mod store;
 mod sync;
 mod token;
@@ -81,7 +82,10 @@ impl HttpModule for Module {
         // SAFETY: nginx passes the configuration being parsed.
         let cf = unsafe { &mut *cf };
         // The rate's handler goes in after the room's, so it runs before it.
-        if handler::install(cf).is_err() || rate::handler::install(cf).is_err() {
+        if handler::install(cf).is_err()
+            || rate::handler::install(cf).is_err()
+            || steer::install(cf).is_err()
+        {
             return Status::NGX_ERROR.into();
         }
         filter::install();

@@ -12,8 +12,9 @@ use core::ptr;
 use ngx::core::{Buffer, Status, TemporaryBuffer};
 use ngx::ffi::{
     ngx_array_push, ngx_buf_t, ngx_chain_t, ngx_conf_t, ngx_http_complex_value_t,
-    ngx_http_handler_pt, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t,
-    ngx_list_push, ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT,
+    ngx_http_handler_pt, ngx_http_phases, ngx_http_phases_NGX_HTTP_LOG_PHASE,
+    ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, ngx_http_request_t, ngx_int_t, ngx_list_push,
+    ngx_str_t, ngx_table_elt_t, NGX_HTTP_INTERNAL_SERVER_ERROR, NGX_LOG_ALERT,
 };
 use ngx::http::{HTTPStatus, HttpModuleMainConf, NgxHttpCoreModule, Request};
 use ngx::ngx_log_error;
@@ -30,8 +31,24 @@ pub fn install_preaccess(
     cf: &mut ngx_conf_t,
     handler: unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t,
 ) -> Result<(), ()> {
+    install_in(cf, ngx_http_phases_NGX_HTTP_PREACCESS_PHASE, handler)
+}
+
+/// Adds `handler` to the log phase (after the response: `max_active=auto`'s measurements).
+pub fn install_log(
+    cf: &mut ngx_conf_t,
+    handler: unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t,
+) -> Result<(), ()> {
+    install_in(cf, ngx_http_phases_NGX_HTTP_LOG_PHASE, handler)
+}
+
+fn install_in(
+    cf: &mut ngx_conf_t,
+    phase: ngx_http_phases,
+    handler: unsafe extern "C" fn(*mut ngx_http_request_t) -> ngx_int_t,
+) -> Result<(), ()> {
     let cmcf = NgxHttpCoreModule::main_conf_mut(cf).ok_or(())?;
-    let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_PREACCESS_PHASE as usize];
+    let phase = cmcf.phases.get_mut(phase as usize).ok_or(())?;
     // SAFETY: the phase's handler array belongs to the core module's main configuration,
     // which is being built; a push gives room for one handler pointer or null.
     let h = unsafe { ngx_array_push(&mut phase.handlers) }.cast::<ngx_http_handler_pt>();

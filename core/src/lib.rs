@@ -13,6 +13,7 @@
 //! - [`sync`]: one worker per node for a zone's periodic work (the leader);
 //! - [`ticket`], [`page`]: the sealed cookie and the waiting answer;
 //! - [`room`]: the line, positions, sessions, flood control and the rules;
+//! - [`capacity`]: `max_active=auto`, the rule that moves it from the origin's measurements;
 //! - [`redis`]: RESP, connection parameters, scripts, the central room in Redis;
 //! - [`fleet`], [`rate`], [`flood`]: the synced room, the fleet-wide rate and the fleet's
 //!   flood budget, each met through Redis;
@@ -43,6 +44,7 @@ macro_rules! panic_free {
 }
 
 panic_free! {
+    pub mod capacity;
     pub mod challenge;
     pub mod config;
     pub mod event;

@@ -13,6 +13,9 @@
 //!   (made here or configured). Kept in the zone's shared memory (reloads keep them) and, on a
 //!   Redis store, in Redis for the whole fleet (see `store::event`). A refused change: 409
 //!   (overlap, a name in use, a full table), 404 (no such event).
+//! - `POST ?room=NAME&max_active=N` (no `event=`): pins a `max_active=auto` room's value to N
+//!   ([S26]); `max_active=auto` gives it back to the controller. In shared memory: every worker
+//!   at once, kept over reloads. A room without `auto`: 409.
 //! - Anything else: 405; a bad query: 400; an unknown room: 404 (JSON `{"error": ...}`).
 //!
 //! The endpoint has no access control of its own: protect the location with `allow`/`deny`,
@@ -110,7 +113,7 @@ fn serve(r: &mut Request) -> ngx_int_t {
         },
     };
     if read_only {
-        if query.mode.is_some() || query.event.is_some() {
+        if query.mode.is_some() || query.event.is_some() || query.pin.is_some() {
             return error(
                 r,
                 405,
@@ -135,6 +138,14 @@ fn serve(r: &mut Request) -> ngx_int_t {
             let answer = zone.change_events(Change::Create(spec), now);
             (zone, ControlAction::Create(name.to_string()), answer)
         }
+        (Some(zone), false, None, None) if query.pin.is_some() => {
+            let pin = query.pin.flatten();
+            let Some(st) = zone.params.auto.and(zone.shm.steering()) else {
+                return error(r, 409, "the room's max_active is not auto: nothing to pin");
+            };
+            st.pin(pin);
+            (zone, ControlAction::Pin(pin), Answer::Now(Ok(())))
+        }
         (Some(zone), true, None, Some(name)) if query.event_args.is_empty() => {
             let answer = zone.change_events(Change::Cancel(name.to_string()), now);
             (zone, ControlAction::Cancel(name.to_string()), answer)
@@ -145,7 +156,8 @@ fn serve(r: &mut Request) -> ngx_int_t {
                 NGX_HTTP_BAD_REQUEST as u16,
                 "POST needs room=NAME and mode=MODE (fifo, random, passthrough, reject, \
                  queue_all, or default), or event=NAME and the event's start= (and any other \
-                 parameter of smart_limit_event); DELETE needs room=NAME and event=NAME only",
+                 parameter of smart_limit_event), or max_active=N|auto alone (max_active=auto \
+                 rooms); DELETE needs room=NAME and event=NAME only",
             )
         }
     };
@@ -210,6 +222,13 @@ fn changed(
         ControlAction::Cancel(name) => (
             format!("event \"{name}\" cancelled"),
             format!("cannot cancel event \"{name}\""),
+        ),
+        ControlAction::Pin(pin) => (
+            match pin {
+                Some(n) => format!("max_active pinned to {n}"),
+                None => "max_active back to auto".to_string(),
+            },
+            "cannot pin max_active".to_string(),
         ),
     };
     match result {

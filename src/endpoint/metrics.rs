@@ -45,11 +45,16 @@ pub fn figures(zone: &'static Zone, now: u64) -> RoomFigures<'static> {
     zone.refresh_events(now);
     let snapshot = zone.snapshot(now).ok();
     RoomFigures {
+        origin: zone
+            .params
+            .auto
+            .zip(zone.shm.steering())
+            .map(|(a, st)| (a, st.view(&a))),
         room: &zone.params.name,
         store: zone.store_label(),
         configured_mode: zone.limits.mode,
         override_mode: snapshot.and_then(|s| Mode::from_code(s.mode_override)),
-        max_active: zone.limits.max_active,
+        max_active: zone.limits_in(None).max_active,
         new_per_minute: zone.limits.new_per_minute,
         admission: zone.admission,
         times: RoomTimes {

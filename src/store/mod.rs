@@ -279,6 +279,10 @@ impl Zone {
     /// (`queue_all`: places are taken, nobody is let in); while it runs, its overrides.
     pub fn limits_in(&self, ev: Option<&EventInForce>) -> Limits {
         let mut l = self.limits;
+        // [S26] The value max_active=auto moved to (an event's own max_active still rules).
+        if let (Some(auto), Some(st)) = (self.params.auto, self.shm.steering()) {
+            l.max_active = st.value(&auto);
+        }
         match ev {
             Some((_, ev)) if !ev.started => l.mode = Mode::QueueAll,
             Some((e, _)) => {

@@ -11,6 +11,7 @@ use ngx::ffi::{
     NGX_LOG_EMERG, NGX_LOG_NOTICE,
 };
 use ngx::ngx_log_error;
+use smart_limit_core::capacity::steering::Steering;
 use smart_limit_core::fleet::FleetNode;
 use smart_limit_core::room::{LayoutError, Room};
 use smart_limit_core::ticket::Keyring;
@@ -30,6 +31,9 @@ struct Shared {
     /// `sync=`: this node's side of the fleet's room (null without `sync=`).
     fleet: *mut u8,
     fleet_len: usize,
+    /// `max_active=auto` ([S26]): the value and the origin's measurements (atomics, read and
+    /// counted without the lock).
+    steering: Steering,
 }
 
 /// With `sync=`, the part of `size=` that holds the node's side of the fleet's room (its
@@ -60,6 +64,13 @@ impl ShmRoom {
         let zone = unsafe { self.zone.get().as_ref() }?;
         // SAFETY: an initialised zone (init_zone ran in the master), used by a worker.
         unsafe { SlabPool::from_shm_zone(zone) }
+    }
+
+    /// `max_active=auto`'s state (None before the zone's init).
+    pub fn steering(&self) -> Option<&Steering> {
+        // SAFETY: null, or the header init_zone set up, mapped at the same address in every
+        // process for the zone's life; Steering is atomics only, shared by design.
+        unsafe { self.shared.get().as_ref() }.map(|s| &s.steering)
     }
 
     /// Runs `f` on the room while holding the zone's lock.
@@ -173,6 +184,9 @@ fn init(shm_zone: &mut ngx_shm_zone_t, reused: bool) -> Status {
     };
     zone.shm.zone.set(shm_zone);
     zone.shm.shared.set(shared);
+    if let (Some(auto), Some(st)) = (zone.params.auto, zone.shm.steering()) {
+        st.start(&auto);
+    }
     if let Some(fs) = zone.synced() {
         // A reload's workers take the fleet's sync over from the previous configuration's.
         let generation = zone.shm.with_fleet(|_, node| match reused {
@@ -274,6 +288,7 @@ fn format_zone(shm_zone: &ngx_shm_zone_t, sync: bool) -> Result<(*mut Shared, us
                 room_len: len,
                 fleet,
                 fleet_len,
+                steering: Steering::default(),
             },
         );
         (*pool).data = shared.cast();

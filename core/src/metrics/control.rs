@@ -42,6 +42,26 @@ struct JsonRoom<'a> {
     session_capacity: Option<u64>,
     counters: Option<JsonCounters>,
     events: Vec<JsonEvent<'a>>,
+    /// `max_active=auto` ([S26]); absent for a fixed `max_active`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auto: Option<JsonAuto>,
+}
+
+/// `max_active=auto`: its bounds and target, whether it is pinned, and its last move.
+#[derive(Serialize)]
+struct JsonAuto {
+    min: u64,
+    max: u64,
+    origin_latency_ms: u64,
+    pinned: bool,
+    origin_responses: u64,
+    origin_slow: u64,
+    origin_errors: u64,
+    /// "up" or "down" (null: it has not moved).
+    last_move: Option<&'static str>,
+    last_move_reason: Option<&'static str>,
+    /// Unix ms of the last move (0: none).
+    last_move_at_ms: u64,
 }
 
 /// A scheduled event of the room ([S18]): its times (unix seconds), where it stands, and the
@@ -118,6 +138,18 @@ fn json_room<'a>(f: &'a RoomFigures) -> JsonRoom<'a> {
                 admission_seconds: e.grant_ms.map(|ms| ms / 1000),
             })
             .collect(),
+        auto: f.origin.map(|(a, v)| JsonAuto {
+            min: a.min,
+            max: a.max,
+            origin_latency_ms: a.target_ms,
+            pinned: v.pinned,
+            origin_responses: v.responses,
+            origin_slow: v.slow,
+            origin_errors: v.errors,
+            last_move: v.last_move.map(|m| if m.up() { "up" } else { "down" }),
+            last_move_reason: v.last_move.map(|m| m.reason()),
+            last_move_at_ms: v.last_move_at,
+        }),
     }
 }
 
@@ -156,6 +188,9 @@ pub struct ControlQuery<'a> {
     pub event: Option<&'a str>,
     /// The event's parameters, as `smart_limit_event` takes them (`start=...`), decoded.
     pub event_args: Vec<String>,
+    /// `max_active=N|auto` without `event=` ([S26]): pins `max_active=auto` to N (Some), or
+    /// gives it back to the controller (None).
+    pub pin: Option<Option<u64>>,
 }
 
 /// The parameters of `smart_limit_event` the control endpoint takes (besides `room=`).
@@ -191,8 +226,10 @@ pub enum QueryError {
          smart_limit_event"
     )]
     UnknownParameter(String),
-    #[error("mode= and event= are separate requests")]
+    #[error("mode=, event= and max_active= (without event=) are separate requests")]
     ModeAndEvent,
+    #[error("max_active=\"{0}\" without event=: expected a positive number, or auto")]
+    BadPin(String),
     #[error("an event's parameters need event=NAME")]
     EventParamsWithoutEvent,
 }
@@ -229,6 +266,7 @@ pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, QueryError> 
         mode: None,
         event: None,
         event_args: Vec::new(),
+        pin: None,
     };
     for pair in text.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -270,7 +308,20 @@ pub fn parse_control_query(args: &[u8]) -> Result<ControlQuery<'_>, QueryError> 
             }
         }
     }
-    if q.mode.is_some() && (q.event.is_some() || !q.event_args.is_empty()) {
+    // Without event=, max_active= alone pins max_active=auto.
+    if q.event.is_none() {
+        if let [only] = q.event_args.as_slice() {
+            if let Some(v) = only.strip_prefix("max_active=") {
+                let bad = || QueryError::BadPin(v.escape_default().to_string());
+                q.pin = Some(match v {
+                    "auto" => None,
+                    n => Some(crate::config::positive(n).map_err(|_| bad())?),
+                });
+                q.event_args.clear();
+            }
+        }
+    }
+    if q.mode.is_some() && (q.event.is_some() || !q.event_args.is_empty() || q.pin.is_some()) {
         return Err(QueryError::ModeAndEvent);
     }
     if q.event.is_none() && !q.event_args.is_empty() {

@@ -17,6 +17,8 @@ mod text;
 #[cfg(test)]
 mod tests;
 
+use crate::capacity::steering::View;
+use crate::capacity::Auto;
 use crate::event::runtime::Source;
 use crate::event::{EventSpec, Phase};
 use crate::fleet::FleetSnapshot;
@@ -51,6 +53,8 @@ pub struct RoomFigures<'a> {
     pub fleet: Option<FleetSnapshot>,
     /// The room's scheduled events ([S18]), each with where it stands now.
     pub events: Vec<EventFigures>,
+    /// `max_active=auto` ([S26]): its bounds and target, and what it measured.
+    pub origin: Option<(Auto, View)>,
 }
 
 /// A room's configured times, in ms (see [`RoomFigures::times`]).

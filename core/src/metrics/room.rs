@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 
 use super::text::{family, label, sample, value, Value};
 use super::RoomFigures;
+use crate::capacity::steering::View;
+use crate::capacity::Auto;
 use crate::event::{EventSpec, Phase};
 use crate::fleet::FleetSnapshot;
 use crate::room::rules::Mode;
@@ -113,7 +115,7 @@ const GAUGES: &[(&str, &str, GaugeOf)] = &[
     ),
     (
         "max_active",
-        "Configured limit of active admitted sessions.",
+        "Limit of active admitted sessions in force (max_active=auto: where it stands now).",
         |f, _| Some(f.max_active),
     ),
     (
@@ -188,6 +190,54 @@ const FLEET_FAMILIES: &[(&str, &str, &str, FleetOf)] = &[
     ),
 ];
 
+type OriginOf = fn(&Auto, &View) -> Value;
+
+/// `max_active=auto`'s families ([S26]): name (without `smart_limit_`), type, help, value.
+const ORIGIN_FAMILIES: &[(&str, &str, &str, OriginOf)] = &[
+    (
+        "origin_responses_total",
+        "counter",
+        "Upstream responses to admitted requests, as max_active=auto measured them.",
+        |_, v| Value::Int(v.responses),
+    ),
+    (
+        "origin_slow_total",
+        "counter",
+        "Of those, slower than origin_latency=.",
+        |_, v| Value::Int(v.slow),
+    ),
+    (
+        "origin_errors_total",
+        "counter",
+        "Of those, failed: upstream 5xx, timeouts and connection errors.",
+        |_, v| Value::Int(v.errors),
+    ),
+    (
+        "origin_latency_target_seconds",
+        "gauge",
+        "origin_latency=: the 90th percentile of the origin's response time to hold.",
+        |a, _| Value::Milli(a.target_ms),
+    ),
+    (
+        "max_active_auto_min",
+        "gauge",
+        "max_active=auto's lower bound (and its start).",
+        |a, _| Value::Int(a.min),
+    ),
+    (
+        "max_active_auto_max",
+        "gauge",
+        "max_active=auto's upper bound.",
+        |a, _| Value::Int(a.max),
+    ),
+    (
+        "max_active_pinned",
+        "gauge",
+        "1 while max_active=auto is pinned to a value through smart_limit_control.",
+        |_, v| Value::Int(u64::from(v.pinned)),
+    ),
+];
+
 /// Prometheus text exposition of every room. Each metric family appears once, with one
 /// sample per room; a room whose store could not be read only has `smart_limit_up 0`.
 pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
@@ -259,6 +309,19 @@ pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
     }
     if rooms.iter().any(|f| !f.events.is_empty()) {
         events(&mut out, rooms);
+    }
+    if rooms.iter().any(|f| f.origin.is_some()) {
+        for (name, kind, help, get) in ORIGIN_FAMILIES {
+            family(&mut out, name, kind, help);
+            for f in rooms {
+                if let Some((a, v)) = &f.origin {
+                    let _ = write!(out, "smart_limit_{name}{{room=\"");
+                    label(&mut out, f.room);
+                    out.push_str("\"} ");
+                    value(&mut out, get(a, v));
+                }
+            }
+        }
     }
     if rooms.iter().any(|f| f.fleet.is_some()) {
         for (name, kind, help, get) in FLEET_FAMILIES {

@@ -1,5 +1,6 @@
 //! Unit tests of the Prometheus text and the control JSON.
 
+use super::control::QueryError;
 use super::*;
 use crate::rate::RateSnapshot;
 use crate::room::Counters;
@@ -33,6 +34,7 @@ fn snap(n: u64) -> Snapshot {
 
 fn figures(room: &str, snapshot: Option<Snapshot>) -> RoomFigures<'_> {
     RoomFigures {
+        origin: None,
         room,
         store: "shm",
         configured_mode: Mode::Fifo,
@@ -356,6 +358,7 @@ fn control_queries() {
             mode: Some(Some(Mode::Reject)),
             event: None,
             event_args: vec![],
+            pin: None,
         })
     );
     assert_eq!(
@@ -365,6 +368,7 @@ fn control_queries() {
             mode: Some(None),
             event: None,
             event_args: vec![],
+            pin: None,
         })
     );
     assert_eq!(
@@ -374,6 +378,7 @@ fn control_queries() {
             mode: None,
             event: None,
             event_args: vec![],
+            pin: None,
         })
     );
     // An event to create: its parameters as smart_limit_event takes them, decoded.
@@ -384,6 +389,7 @@ fn control_queries() {
             mode: None,
             event: Some("drop"),
             event_args: vec!["start=2026-12-01T10:00:00Z".into(), "max_active=5".into()],
+            pin: None,
         })
     );
     for m in Mode::ALL {
@@ -429,4 +435,28 @@ fn build_info_names_the_version_and_nginx() {
          smart_limit_build_info{version=\"0.8.0\",nginx=\"1.28.3\"} 1\n"
     );
     assert!(render_build_info("a\"b", "1").contains("version=\"a\\\"b\""));
+}
+
+#[test]
+fn max_active_without_an_event_pins_auto() {
+    let q = parse_control_query(b"room=shop&max_active=40").unwrap();
+    assert_eq!((q.pin, q.event_args.len()), (Some(Some(40)), 0));
+    let q = parse_control_query(b"max_active=auto&room=shop").unwrap();
+    assert_eq!(q.pin, Some(None));
+    // With event= it is the event's own limit, as before.
+    let q = parse_control_query(b"room=shop&event=e&start=1&max_active=40").unwrap();
+    assert_eq!(q.pin, None);
+    assert!(matches!(
+        parse_control_query(b"room=shop&max_active=0"),
+        Err(QueryError::BadPin(_))
+    ));
+    assert!(matches!(
+        parse_control_query(b"room=shop&max_active=5&mode=reject"),
+        Err(QueryError::ModeAndEvent)
+    ));
+    // Another event parameter without event= is still refused.
+    assert!(matches!(
+        parse_control_query(b"room=shop&max_active=5&start=1"),
+        Err(QueryError::EventParamsWithoutEvent)
+    ));
 }

@@ -14,7 +14,9 @@ const MAGIC: u64 = 0x534d_4152_544c_4d31; // "SMARTLM1"
 /// 6: the table of events made at run time follows the header.
 /// 7: two counters of the proof of work (`challenged`, `proofs_refused`).
 /// 8: the table of spent proofs (see `spent`).
-pub const LAYOUT_VERSION: u32 = 8;
+/// 9: the zone's header (the module's, before the room) gains `max_active=auto`'s state: a
+///    reload onto a module of the earlier layout must not read it.
+pub const LAYOUT_VERSION: u32 = 9;
 pub(super) const NIL: u32 = u32::MAX;
 /// Entries per set of the flood table (a set is scanned whole).
 pub(super) const FLOOD_WAYS: usize = 8;

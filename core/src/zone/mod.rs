@@ -5,6 +5,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::capacity::Auto;
 use crate::challenge::{parse_bits, Bits};
 use crate::config::{
     check_zone_name, key_prefix, parse_digits, parse_rate, parse_size, positive, positive_time,
@@ -100,8 +101,14 @@ pub struct ZoneParams {
     pub redis: RedisParams,
     /// `prefix=`, Redis key prefix, default "smart_limit".
     pub prefix: String,
-    /// `max_active=`, distinct active admitted sessions, default 100.
+    /// `max_active=`, distinct active admitted sessions, default 100 (with `auto`: the lower
+    /// bound, where the room starts).
     pub max_active: u64,
+    /// `max_active=auto:MIN..MAX` with `origin_latency=` ([S26]): the value moves with the
+    /// origin's measurements (shared-memory store only, for now).
+    pub auto: Option<Auto>,
+    /// `origin_latency=` as written (folded into `auto` once every parameter is read).
+    pub origin_latency_ms: Option<u64>,
     /// `new_per_minute=`, admissions per minute, unlimited when absent.
     pub new_per_minute: Option<u64>,
     /// `grant=` (default 10m) or `session=`.
@@ -182,6 +189,7 @@ const PARAMS: &[(&str, &str)] = &[
     ("store", "store=redis"),
     ("prefix", "prefix=smart_limit"),
     ("max_active", "max_active=100"),
+    ("origin_latency", "origin_latency=400ms"),
     ("new_per_minute", "new_per_minute=60"),
     ("grant", "grant=10m"),
     ("session", "session=10m"),
@@ -218,6 +226,8 @@ impl ZoneParams {
             redis: RedisParams::default(),
             prefix: DEFAULT_PREFIX.to_string(),
             max_active: DEFAULT_MAX_ACTIVE,
+            auto: None,
+            origin_latency_ms: None,
             new_per_minute: None,
             admit: AdmitMode::Grant(DEFAULT_GRANT_MS),
             presence_ms: DEFAULT_PRESENCE_MS,
@@ -275,7 +285,18 @@ impl ZoneParams {
             "store" => self.store = store_kind(value)?,
             p if RedisParams::knows(p) => self.redis.set(p, value)?,
             "prefix" => self.prefix = key_prefix(value)?,
-            "max_active" => self.max_active = positive(value)?,
+            "max_active" => match crate::capacity::parse_auto(value) {
+                Some(auto) => {
+                    let auto = auto?;
+                    self.max_active = auto.min;
+                    self.auto = Some(auto);
+                }
+                None => {
+                    self.max_active = positive(value)?;
+                    self.auto = None;
+                }
+            },
+            "origin_latency" => self.origin_latency_ms = Some(origin_latency(value)?),
             "new_per_minute" => self.new_per_minute = Some(positive(value)?),
             "grant" => self.admit = AdmitMode::Grant(positive_time(value)?),
             "session" => self.admit = AdmitMode::Session(positive_time(value)?),
@@ -350,6 +371,7 @@ impl ZoneParams {
         self.redis.check(arg_of)?;
         self.check_sync(arg_of)?;
         self.check_keep(arg_of)?;
+        self.check_auto(arg_of)?;
         // challenge_bits= and challenge_noscript= tune challenge=pow, which must be there and
         // on.
         for b in [arg_of("challenge_bits"), arg_of("challenge_noscript")]
@@ -410,6 +432,30 @@ impl ZoneParams {
                 self.timeout_ms = self.timeout_ms.min(sync_ms * 9 / 10).max(1);
                 Ok(())
             }
+        }
+    }
+
+    /// `max_active=auto` steers from this node's measurements, so it needs the shared-memory
+    /// store (a fleet's value must be one, merged in Redis: not built yet); `origin_latency=`
+    /// tunes it and means nothing without it.
+    fn check_auto<'a>(
+        &mut self,
+        arg_of: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<(), ConfError> {
+        let latency = arg_of("origin_latency");
+        match (self.auto.as_mut(), latency) {
+            (None, Some(l)) => Err(ConfError::Requires(l.to_string(), "max_active=auto")),
+            (Some(_), _) if self.store == StoreKind::Redis => Err(ConfError::Requires(
+                arg_of("max_active")
+                    .unwrap_or("max_active=auto")
+                    .to_string(),
+                "the shared-memory store (store=redis does not steer it yet)",
+            )),
+            (Some(auto), _) => {
+                auto.target_ms = self.origin_latency_ms.unwrap_or(auto.target_ms);
+                Ok(())
+            }
+            (None, None) => Ok(()),
         }
     }
 
@@ -547,6 +593,14 @@ fn refusal_status(value: &str) -> Result<u16, ParseError> {
 
 /// `page_pass=`: 1s to 1m.
 /// `keep=TIME|off`: at most [`MAX_KEEP_MS`].
+/// `origin_latency=`: 1ms to 1m.
+fn origin_latency(value: &str) -> Result<u64, ParseError> {
+    match positive_time(value)? {
+        ms if ms <= 60_000 => Ok(ms),
+        _ => Err(ParseError::Range("must be at most 1m")),
+    }
+}
+
 fn keep(value: &str) -> Result<Option<u64>, ParseError> {
     if value == "off" {
         return Ok(None);

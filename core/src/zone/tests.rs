@@ -423,3 +423,49 @@ fn zone_keep() {
     let off: Vec<&str> = sync.iter().copied().chain(["keep=off"]).collect();
     assert_eq!(ZoneParams::parse(&off).unwrap().effective_keep_ms(), 20_000);
 }
+
+#[test]
+fn zone_max_active_auto() {
+    let z = ZoneParams::parse(&["z", "max_active=auto:20..5000", "origin_latency=400ms"]).unwrap();
+    let auto = z.auto.expect("auto");
+    assert_eq!(
+        (auto.min, auto.max, auto.target_ms, z.max_active),
+        (20, 5000, 400, 20)
+    );
+    // Bare auto: the default bounds and target.
+    let z = ZoneParams::parse(&["z", "max_active=auto"]).unwrap();
+    assert_eq!(
+        z.auto.map(|a| (a.min, a.max, a.target_ms)),
+        Some((20, 5000, 500))
+    );
+    assert_eq!(
+        ZoneParams::parse(&["z", "max_active=7"]).unwrap().auto,
+        None
+    );
+    assert_eq!(
+        err(&["z", "max_active=auto:50..20"]),
+        "invalid max_active \"auto:50..20\": auto:MIN..MAX needs 1 <= MIN <= MAX"
+    );
+    assert_eq!(
+        err(&["z", "max_active=auto:20"]),
+        "invalid max_active \"auto:20\": expected a number, auto, or auto:MIN..MAX"
+    );
+    assert_eq!(
+        err(&["z", "max_active=auto", "origin_latency=2m"]),
+        "invalid origin_latency \"2m\": must be at most 1m"
+    );
+    assert_eq!(
+        err(&["z", "origin_latency=400ms"]),
+        "\"origin_latency=400ms\" requires max_active=auto"
+    );
+    assert_eq!(
+        err(&[
+            "z",
+            "max_active=auto:5..50",
+            "store=redis",
+            "redis=127.0.0.1:6379"
+        ]),
+        "\"max_active=auto:5..50\" requires the shared-memory store (store=redis does not \
+         steer it yet)"
+    );
+}
