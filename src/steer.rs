@@ -8,6 +8,7 @@ use ngx::ffi::{
 };
 use ngx::http::{HttpModuleMainConf, Request};
 use ngx::ngx_log_error;
+use smart_limit_core::capacity::control::Load;
 use smart_limit_core::capacity::steering::Sample;
 
 use crate::clock::now_ms;
@@ -82,7 +83,7 @@ fn upstream_sample(r: &Request) -> Option<Sample> {
 }
 
 /// Counts the sample; the worker whose sample closes a window steps the rule, with the
-/// sessions the room counts active, and logs a change of direction at `notice`.
+/// sessions the room counts active and the people waiting, and logs a change of direction at `notice`.
 pub fn steer(zone: &Zone, sample: Sample, now: u64) {
     let (Some(auto), Some(st)) = (zone.params.auto, zone.shm.steering()) else {
         return;
@@ -91,13 +92,18 @@ pub fn steer(zone: &Zone, sample: Sample, now: u64) {
         return;
     };
     let limits = zone.limits_at(now);
-    let Ok(active) = zone
-        .shm
-        .with_room(|room| room.snapshot(now, &limits).active)
-    else {
+    let Ok(load) = zone.shm.with_room(|room| {
+        let s = room.snapshot(now, &limits);
+        Load {
+            active: s.active,
+            waiting: s.queue_len,
+            // (The steering knows whether it was ever cut.)
+            cut_before: false,
+        }
+    }) else {
         return;
     };
-    let Some(moved) = st.step(window, active, &auto, now) else {
+    let Some(moved) = st.step(window, load, &auto, now) else {
         return;
     };
     if moved.turned {

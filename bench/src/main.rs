@@ -5,6 +5,7 @@
 //! measurement (SPEC §1) for `scripts/bench`.
 
 mod args;
+mod auto;
 mod botnet;
 mod check;
 mod cookies;
@@ -58,6 +59,9 @@ fn main() -> ExitCode {
     }
     if argv.first().map(String::as_str) == Some("rehearse") {
         return rehearse::main(&argv[1..]);
+    }
+    if argv.first().map(String::as_str) == Some("auto") {
+        return auto::main(&argv[1..]);
     }
     if argv.first().map(String::as_str) == Some("origin") {
         return origin::main(&argv[1..]);

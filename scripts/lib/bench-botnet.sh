@@ -77,16 +77,9 @@ botnet_main() {
             *) echo "scripts/bench --botnet: --rooms takes off, pow, user and pow+user, not '$variant'" >&2; return 2 ;;
         esac
     done
-    if [ "$build" = 1 ]; then
-        sl_banner "dependencies and release build"
-        sl_install_deps bench
-        sl_build release
-    fi
-    : "${SL_NGINX:?SL_NGINX is not set}"
-    : "${SL_MODULE:?SL_MODULE is not set}"
-    local root; root="$(sl_root)"
-    (cd "$root" && cargo build --quiet --release -p smart_limit_bench) || return 1
-    local gen="$root/target/release/smart-limit-bench"
+    sl_bench_setup "$build" || return 1
+    local root gen="$SL_BENCH_GEN"
+    root="$(sl_root)"
 
     local prefix
     prefix="$(mktemp -d "${TMPDIR:-/tmp}/sl-botnet.XXXXXX")"

@@ -96,16 +96,9 @@ cost_main() {
     for n in "$seconds" "$rounds" "$conns"; do
         [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench --cost: '$n' is not a positive number" >&2; return 2; }
     done
-    if [ "$build" = 1 ]; then
-        sl_banner "dependencies and release build"
-        sl_install_deps bench
-        sl_build release
-    fi
-    : "${SL_NGINX:?SL_NGINX is not set}"
-    : "${SL_MODULE:?SL_MODULE is not set}"
-    local root; root="$(sl_root)"
-    (cd "$root" && cargo build --quiet --release -p smart_limit_bench) || return 1
-    local gen="$root/target/release/smart-limit-bench"
+    sl_bench_setup "$build" || return 1
+    local root gen="$SL_BENCH_GEN"
+    root="$(sl_root)"
 
     local variants=(limit_req_503 page_floor wait_html wait_json new_arrival plain_proxy admitted_pass
                     plain_bearer token_pass token_var

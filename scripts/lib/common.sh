@@ -149,6 +149,21 @@ sl_build() {
     export SL_NGINX SL_MODULE
 }
 
+# The benchmarks' start: with build=1 (the first argument) the Debian packages and a release
+# build of nginx and the module; SL_NGINX and SL_MODULE must then be set; the load generator
+# is built (release) and SL_BENCH_GEN names it.
+sl_bench_setup() {
+    if [ "$1" = 1 ]; then
+        sl_banner "dependencies and release build"
+        sl_install_deps bench
+        sl_build release
+    fi
+    : "${SL_NGINX:?SL_NGINX is not set}"
+    : "${SL_MODULE:?SL_MODULE is not set}"
+    (cd "$(sl_root)" && cargo build --quiet --release -p smart_limit_bench) || return 1
+    SL_BENCH_GEN="$(sl_root)/target/release/smart-limit-bench"
+}
+
 # Prints a free TCP port on 127.0.0.1 (bound then released by the kernel's choice).
 sl_free_port() {
     perl -MIO::Socket::INET -e '

@@ -9,8 +9,12 @@
 //!   the count is still above the value the last cut has not acted yet and the value holds
 //!   (cutting again would only overshoot: the origin cannot recover faster than people leave).
 //! - **under**: no failure, at most 5 % over the target (the 95th percentile under it), and the
-//!   limit binds (sessions active at 0.9 of the value or more; a limit nobody reaches proves
-//!   nothing about the origin): up by a tenth (at least 1), not above the upper bound.
+//!   limit binds (sessions active at 0.9 of the value or more, or at 0.8 while people wait:
+//!   the line fills a new place only as fast as its head polls; a limit nobody reaches proves
+//!   nothing about the origin): up by half before the first cut (TCP's slow start: a cold
+//!   start finds the origin's size in a few windows), after it by a quarter while at most 5 %
+//!   took over half the target (far from it), else by a tenth; at least 1, not above the upper
+//!   bound.
 //! - otherwise, or with fewer than [`super::MIN_SAMPLES`] responses: it holds.
 //!
 //! Why this and not a latency gradient: Envoy's adaptive concurrency and Netflix's gradient
@@ -18,9 +22,10 @@
 //! they measure by dropping the limit to a floor now and then. A waiting room cannot: its
 //! "requests" are sessions that last minutes and cannot be shed to take a measurement. The
 //! operator states the latency to hold instead (`origin_latency=`, a percentile, as SLOs are
-//! written), and the rule is Netflix's AIMD limit (its backoff ratio 0.9 on a drop) over
-//! windows, with a multiplicative rise so a cold start reaches a large origin's capacity in
-//! tens of windows (20 to 1,000 in 41) rather than thousands.
+//! written), and the rule is Netflix's AIMD limit over windows (its backoff ratio is 0.9 of
+//! the limit; here 0.8 of the sessions active, as a cut acts only through departures), with a
+//! multiplicative rise so a cold start reaches a large origin's capacity in tens of windows
+//! (20 to 1,000 in 18 far under the target, 41 near it) rather than thousands.
 
 use super::{Auto, MIN_SAMPLES};
 
@@ -31,6 +36,8 @@ pub struct Window {
     pub n: u64,
     /// Of those, slower than the target.
     pub slow: u64,
+    /// Of those, slower than half the target (the slow ones included).
+    pub warm: u64,
     /// Of those, failed (5xx, timeouts, connection errors).
     pub errors: u64,
 }
@@ -79,9 +86,22 @@ impl Move {
     }
 }
 
-/// The value after a window: `value` now, `active` sessions counted by the room. None: it
-/// holds.
-pub fn next(value: u64, w: Window, active: u64, auto: &Auto) -> Option<(u64, Move)> {
+/// The room as a step sees it: sessions active, people waiting, and whether the value was
+/// ever cut (the slow start is over).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    pub active: u64,
+    pub waiting: u64,
+    pub cut_before: bool,
+}
+
+/// The value after a window: `value` now, the room's `load`. None: it holds.
+pub fn next(value: u64, w: Window, load: Load, auto: &Auto) -> Option<(u64, Move)> {
+    let Load {
+        active,
+        waiting,
+        cut_before,
+    } = load;
     if w.n < MIN_SAMPLES {
         return None;
     }
@@ -101,10 +121,17 @@ pub fn next(value: u64, w: Window, active: u64, auto: &Auto) -> Option<(u64, Mov
         return (cut < value).then_some((cut, why));
     }
     let calm = w.errors == 0 && w.slow.saturating_mul(20) <= w.n;
-    let binds = active.saturating_mul(10) >= value.saturating_mul(9);
+    let binds = active.saturating_mul(10) >= value.saturating_mul(9)
+        || (waiting > 0 && active.saturating_mul(5) >= value.saturating_mul(4));
     if !(calm && binds) {
         return None;
     }
-    let raised = auto.clamp(value.saturating_add((value / 10).max(1)));
+    let far = w.warm.saturating_mul(20) <= w.n;
+    let step = match (cut_before, far) {
+        (false, _) => value / 2,
+        (true, true) => value / 4,
+        (true, false) => value / 10,
+    };
+    let raised = auto.clamp(value.saturating_add(step.max(1)));
     (raised > value).then_some((raised, Move::Up))
 }

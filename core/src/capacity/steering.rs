@@ -6,7 +6,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::control::{self, Move, Window};
+use super::control::{self, Load, Move, Window};
 use super::{Auto, STEP_MS};
 
 /// `max_active=auto`'s state, `repr(C)` in shared memory; all zero is "not started".
@@ -21,11 +21,14 @@ pub struct Steering {
     window_from: AtomicU64,
     n: AtomicU64,
     slow: AtomicU64,
+    warm: AtomicU64,
     errors: AtomicU64,
     /// Since the zone began, for the metrics.
     total_n: AtomicU64,
     total_slow: AtomicU64,
     total_errors: AtomicU64,
+    /// The value the last cut set (0: never cut: the slow start).
+    last_cut: AtomicU64,
     /// The last move ([`Move::code`]) and when (wall ms).
     last_move: AtomicU64,
     last_move_at: AtomicU64,
@@ -95,6 +98,7 @@ impl Steering {
                 .map(|_| Window {
                     n: self.n.swap(0, Relaxed),
                     slow: self.slow.swap(0, Relaxed),
+                    warm: self.warm.swap(0, Relaxed),
                     errors: self.errors.swap(0, Relaxed),
                 })
         } else {
@@ -104,6 +108,8 @@ impl Steering {
         let failed = u64::from(s.failed);
         self.n.fetch_add(1, Relaxed);
         self.slow.fetch_add(slow, Relaxed);
+        self.warm
+            .fetch_add(u64::from(s.ms > auto.target_ms / 2), Relaxed);
         self.errors.fetch_add(failed, Relaxed);
         self.total_n.fetch_add(1, Relaxed);
         self.total_slow.fetch_add(slow, Relaxed);
@@ -111,14 +117,21 @@ impl Steering {
         closed
     }
 
-    /// Steps the rule on a closed window with `active` sessions counted. Some: the value moved.
-    /// A pinned value is left alone (the window is measured all the same).
-    pub fn step(&self, w: Window, active: u64, auto: &Auto, now: u64) -> Option<Stepped> {
+    /// Steps the rule on a closed window with the room's `load`. Some: the value moved. A
+    /// pinned value is left alone (the window is measured all the same).
+    pub fn step(&self, w: Window, load: Load, auto: &Auto, now: u64) -> Option<Stepped> {
         if self.pinned.load(Relaxed) != 0 {
             return None;
         }
         let from = self.value(auto);
-        let (to, why) = control::next(from, w, active, auto)?;
+        let load = Load {
+            cut_before: self.last_cut.load(Relaxed) != 0,
+            ..load
+        };
+        let (to, why) = control::next(from, w, load, auto)?;
+        if !why.up() {
+            self.last_cut.store(to, Relaxed);
+        }
         self.value.store(to, Relaxed);
         let last = Move::from_code(self.last_move.swap(why.code(), Relaxed));
         self.last_move_at.store(now, Relaxed);
