@@ -97,8 +97,6 @@ pub fn steer(zone: &Zone, sample: Sample, now: u64) {
         Load {
             active: s.active,
             waiting: s.queue_len,
-            // (The steering knows whether it was ever cut.)
-            cut_before: false,
         }
     }) else {
         return;

@@ -280,8 +280,8 @@ impl Zone {
     pub fn limits_in(&self, ev: Option<&EventInForce>) -> Limits {
         let mut l = self.limits;
         // [S26] The value max_active=auto moved to (an event's own max_active still rules).
-        if let (Some(auto), Some(st)) = (self.params.auto, self.shm.steering()) {
-            l.max_active = st.value(&auto);
+        if let Some(auto) = self.params.auto {
+            l.max_active = self.shm.steering().map_or(auto.min, |st| st.value(&auto));
         }
         match ev {
             Some((_, ev)) if !ev.started => l.mode = Mode::QueueAll,

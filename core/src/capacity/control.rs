@@ -86,22 +86,23 @@ impl Move {
     }
 }
 
-/// The room as a step sees it: sessions active, people waiting, and whether the value was
-/// ever cut (the slow start is over).
+/// The room as a step sees it: sessions active, people waiting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Load {
     pub active: u64,
     pub waiting: u64,
-    pub cut_before: bool,
 }
 
-/// The value after a window: `value` now, the room's `load`. None: it holds.
-pub fn next(value: u64, w: Window, load: Load, auto: &Auto) -> Option<(u64, Move)> {
-    let Load {
-        active,
-        waiting,
-        cut_before,
-    } = load;
+/// The value after a window: `value` now, the room's `load`, and whether the value was ever
+/// cut (`cut_before`: the slow start is over). None: it holds.
+pub fn next(
+    value: u64,
+    w: Window,
+    load: Load,
+    cut_before: bool,
+    auto: &Auto,
+) -> Option<(u64, Move)> {
+    let Load { active, waiting } = load;
     if w.n < MIN_SAMPLES {
         return None;
     }

@@ -124,11 +124,8 @@ impl Steering {
             return None;
         }
         let from = self.value(auto);
-        let load = Load {
-            cut_before: self.last_cut.load(Relaxed) != 0,
-            ..load
-        };
-        let (to, why) = control::next(from, w, load, auto)?;
+        let cut_before = self.last_cut.load(Relaxed) != 0;
+        let (to, why) = control::next(from, w, load, cut_before, auto)?;
         if !why.up() {
             self.last_cut.store(to, Relaxed);
         }

@@ -1,4 +1,4 @@
-use super::control::{next, Load, Move, Window};
+use super::control::{next as rule, Load, Move, Window};
 use super::steering::{Sample, Steering};
 use super::{parse_auto, Auto, STEP_MS};
 use crate::config::ParseError;
@@ -28,13 +28,14 @@ fn warm(n: u64, slow: u64, warm: u64) -> Window {
     }
 }
 
-/// `active` sessions, nobody waiting, after a first cut.
+/// `active` sessions, nobody waiting.
 fn on(active: u64) -> Load {
-    Load {
-        active,
-        waiting: 0,
-        cut_before: true,
-    }
+    Load { active, waiting: 0 }
+}
+
+/// The rule after a first cut (the slow start over).
+fn next(value: u64, w: Window, load: Load, auto: &Auto) -> Option<(u64, Move)> {
+    rule(value, w, load, true, auto)
 }
 
 #[test]
@@ -102,12 +103,8 @@ fn a_healthy_origin_raises_the_value_while_the_limit_binds() {
     };
     assert_eq!(next(100, w(500, 0, 0), behind, &AUTO), None);
     // Before the first cut: up by half (the slow start), whatever the warmth.
-    let fresh = Load {
-        cut_before: false,
-        ..on(100)
-    };
     assert_eq!(
-        next(100, warm(500, 10, 100), fresh, &AUTO),
+        rule(100, warm(500, 10, 100), on(100), false, &AUTO),
         Some((150, Move::Up))
     );
     // Never above the upper bound.

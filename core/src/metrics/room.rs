@@ -315,10 +315,7 @@ pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
             family(&mut out, name, kind, help);
             for f in rooms {
                 if let Some((a, v)) = &f.origin {
-                    let _ = write!(out, "smart_limit_{name}{{room=\"");
-                    label(&mut out, f.room);
-                    out.push_str("\"} ");
-                    value(&mut out, get(a, v));
+                    room_value(&mut out, name, f.room, get(a, v));
                 }
             }
         }
@@ -329,15 +326,20 @@ pub fn render_prometheus(rooms: &[RoomFigures]) -> String {
             family(&mut out, &full, kind, help);
             for f in rooms {
                 if let Some(v) = f.fleet.as_ref().and_then(get) {
-                    let _ = write!(out, "smart_limit_{full}{{room=\"");
-                    label(&mut out, f.room);
-                    out.push_str("\"} ");
-                    value(&mut out, v);
+                    room_value(&mut out, &full, f.room, v);
                 }
             }
         }
     }
     out
+}
+
+/// One room's sample of a family whose value may be fractional (`Value`).
+fn room_value(out: &mut String, name: &str, room: &str, v: Value) {
+    let _ = write!(out, "smart_limit_{name}{{room=\"");
+    label(out, room);
+    out.push_str("\"} ");
+    value(out, v);
 }
 
 /// The scheduled events' families ([S18]): each event's phase (1 for the one it is in), its
