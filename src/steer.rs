@@ -3,11 +3,8 @@
 //! ([`smart_limit_core::capacity`]). Requests the room answered itself (waiting pages, cookie
 //! checks, refusals) and those served without an upstream (static files) are not measured.
 
-use ngx::ffi::{
-    ngx_http_request_t, ngx_http_upstream_state_t, ngx_int_t, ngx_msec_t, NGX_LOG_NOTICE,
-};
+use ngx::ffi::{ngx_http_request_t, ngx_http_upstream_state_t, ngx_int_t, ngx_msec_t};
 use ngx::http::{HttpModuleMainConf, Request};
-use ngx::ngx_log_error;
 use smart_limit_core::capacity::control::Load;
 use smart_limit_core::capacity::steering::Sample;
 
@@ -82,12 +79,18 @@ fn upstream_sample(r: &Request) -> Option<Sample> {
     })
 }
 
-/// Counts the sample; the worker whose sample closes a window steps the rule, with the
-/// sessions the room counts active and the people waiting, and logs a change of direction at `notice`.
+/// Counts the sample. On the shared-memory store, the worker whose sample closes a window
+/// steps the rule, with the sessions the room counts active and the people waiting, and logs a
+/// change of direction at `notice`; on a fleet, the counts wait for this node's next call to
+/// Redis, which steps the fleet's window (`store::steer`).
 pub fn steer(zone: &Zone, sample: Sample, now: u64) {
     let (Some(auto), Some(st)) = (zone.params.auto, zone.shm.steering()) else {
         return;
     };
+    if zone.on_fleet() {
+        st.count(sample, &auto);
+        return;
+    }
     let Some(window) = st.observe(sample, now, &auto) else {
         return;
     };
@@ -101,24 +104,7 @@ pub fn steer(zone: &Zone, sample: Sample, now: u64) {
     }) else {
         return;
     };
-    let Some(moved) = st.step(window, load, &auto, now) else {
-        return;
-    };
-    if moved.turned {
-        ngx_log_error!(
-            NGX_LOG_NOTICE,
-            crate::log::cycle_log(),
-            "smart_limit_zone \"{}\": max_active=auto {} from {} to {} ({}: {} of {} \
-             responses over {} ms, {} failed)",
-            zone.params.name,
-            if moved.why.up() { "rises" } else { "falls" },
-            moved.from,
-            moved.to,
-            moved.why.reason(),
-            window.slow,
-            window.n,
-            auto.target_ms,
-            window.errors
-        );
+    if let Some(moved) = st.step(window, load, &auto, now) {
+        zone.log_auto_move(&moved, &window, &auto);
     }
 }

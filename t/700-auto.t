@@ -38,15 +38,7 @@ __DATA__
 --- error_log
 "smart_limit_zone" invalid origin_latency "soon"
 
-=== TEST 4: not on the Redis stores yet
---- http_config
-    smart_limit_zone shop max_active=auto:20..500 store=redis redis=127.0.0.1:1;
---- config
---- must_fail
---- error_log
-"smart_limit_zone" "max_active=auto:20..500" requires the shared-memory store
-
-=== TEST 5: a fast origin raises the value to its upper bound, a reload keeps it, a slow one cuts it once per departure wave
+=== TEST 4: a fast origin raises the value to its upper bound, a reload keeps it, a slow one cuts it once per departure wave
 --- http_config
     smart_limit_zone shop size=1m max_active=auto:2..4 origin_latency=200ms active_window=1m;
     limit_req_zone $server_port zone=origin:1m rate=20r/s;

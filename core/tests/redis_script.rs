@@ -678,7 +678,11 @@ fn the_fleets_pressure_is_one_figure_for_every_node() {
             page: false,
         };
         let le = (&s.limits, None);
-        let reply = redis.cmd(&s.visit_telling(Form::Text, &v, now, le, None, challenges));
+        let telling = redis::Telling {
+            challenges,
+            steer: None,
+        };
+        let reply = redis.cmd(&s.visit_telling(Form::Text, &v, now, le, None, &telling));
         let o = redis::visit_outcome(&reply, &v)
             .unwrap_or_else(|e| panic!("visit({sid}): {e}: {reply:?}"));
         (o.verdict, o.pressure)

@@ -15,12 +15,16 @@
 # the visitors timed the origin's answers; when max_active settled), and for the halving runs
 # the origin's p99 and 5xx from 30 s after the halving on. Each run's JSON and per-second CSV
 # stay in the output directory (--out, default target/bench-auto/).
+#
+# --store redis|sync: the room is a fleet's (one node here, a redis-server of its own per run
+# on loopback; sync= at 200ms): `auto` is then steered in Redis, told by the node's workers
+# (central: one visit in 100 ms per worker; synced: once an interval, beside the sync).
 
 auto_usage() {
     cat <<EOF
 usage: scripts/bench --auto [--seconds N] [--arrivals N] [--capacity N] [--service-ms MS]
                             [--queue N] [--target-ms MS] [--sweep "A B C"] [--halve-at S]
-                            [--out DIR] [--no-build]
+                            [--store shm|redis|sync] [--out DIR] [--no-build]
 
   --seconds N     length of each run (default 60; the halving runs take 30 s more)
   --arrivals N    visitors arriving per second (default 15)
@@ -30,6 +34,8 @@ usage: scripts/bench --auto [--seconds N] [--arrivals N] [--capacity N] [--servi
   --target-ms MS  auto's origin_latency= (default 100)
   --sweep LIST    fixed max_active values (default "40 60 80 100 120 140")
   --halve-at S    when the halving runs halve the origin's capacity (default 40)
+  --store S       the room's store: shm (default), redis (central) or sync (sync=200ms), on
+                  a redis-server of each run's own
   --out DIR       where the runs' JSON and CSV go (default target/bench-auto)
   --no-build      use SL_NGINX and SL_MODULE from the environment
 EOF
@@ -37,7 +43,7 @@ EOF
 
 auto_main() {
     local seconds=60 arrivals=15 capacity=16 service=40 queue=48 target=100 halve=40
-    local sweep="40 60 80 100 120 140" build=1 out=""
+    local sweep="40 60 80 100 120 140" build=1 out="" store=shm
     while [ "$#" -gt 0 ]; do
         case "$1" in
             --seconds) seconds="$2"; shift 2 ;;
@@ -49,6 +55,7 @@ auto_main() {
             --sweep) sweep="$2"; shift 2 ;;
             --halve-at) halve="$2"; shift 2 ;;
             --out) out="$2"; shift 2 ;;
+            --store) store="$2"; shift 2 ;;
             --no-build) build=0; shift ;;
             -h|--help) auto_usage; return 0 ;;
             *) echo "scripts/bench --auto: unknown option '$1'" >&2; auto_usage >&2; return 2 ;;
@@ -58,6 +65,10 @@ auto_main() {
     for n in "$seconds" "$arrivals" "$capacity" "$service" "$queue" "$target" "$halve" $sweep; do
         [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "scripts/bench --auto: '$n' is not a positive number" >&2; return 2; }
     done
+    case "$store" in
+        shm|redis|sync) ;;
+        *) echo "scripts/bench --auto: --store is shm, redis or sync, not '$store'" >&2; return 2 ;;
+    esac
     sl_bench_setup "$build" || return 1
     local root gen="$SL_BENCH_GEN"
     root="$(sl_root)"
@@ -82,6 +93,18 @@ auto_main() {
             --queue "$queue" --seconds $((secs + 30)) >"$prefix/logs/origin.log" 2>&1 &
         local opid=$!
         SL_AUTO_PIDS="$opid"
+        local where="" rport
+        if [ "$store" != shm ]; then
+            rport="$(sl_free_port)"
+            redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
+                >"$prefix/logs/redis.log" 2>&1 &
+            opid="$opid $!"
+            SL_AUTO_PIDS="$opid"
+            local w
+            for w in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+            where="store=redis redis=127.0.0.1:$rport"
+            [ "$store" = sync ] && where="$where sync=200ms"
+        fi
         local latency=""
         [[ "$max" == auto* ]] && latency="origin_latency=${target}ms"
         cat >"$prefix/conf/nginx.conf" <<EOF
@@ -97,7 +120,7 @@ http {
     upstream origin { server 127.0.0.1:$oport; keepalive 64; }
     proxy_http_version 1.1;
     proxy_set_header Connection "";
-    smart_limit_zone shop size=10m max_active=$max $latency active_window=5s flood=off;
+    smart_limit_zone shop size=10m max_active=$max $latency active_window=5s flood=off $where;
     server {
         listen 127.0.0.1:$port backlog=4096;
         location / { smart_limit shop; proxy_pass http://origin; }
@@ -106,7 +129,7 @@ http {
 }
 EOF
         "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t >/dev/null 2>&1 \
-            || { "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t; kill "$opid"; return 1; }
+            || { "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr -t; kill $opid; return 1; }
         "$SL_NGINX" -p "$prefix/" -c conf/nginx.conf -e stderr >"$prefix/logs/stderr.log" 2>&1 &
         local npid=$!
         SL_AUTO_PIDS="$opid $npid"
@@ -121,7 +144,7 @@ EOF
         "$gen" auto --target "http://127.0.0.1:$port" --page / --assets /a.css,/b.js,/c.png \
             --arrivals "$arrivals" --seconds "$secs" --label "$label" \
             --series "$out/$label.csv" "${extra[@]}" >"$out/$label.json"
-        kill "$npid" "$opid" 2>/dev/null; wait "$npid" "$opid" 2>/dev/null || true
+        kill "$npid" $opid 2>/dev/null; wait "$npid" $opid 2>/dev/null || true
         SL_AUTO_PIDS=""
         cat "$out/$label.json"
     }
@@ -145,7 +168,7 @@ print("| {label} | {goodput:.1f} | {goodput_second_half:.1f} | {origin_p50_ms} |
     rows+=("$(row "$(one_run "auto-halved" "auto:10..2000" $((seconds + 30)) "$halve")")")
     [ -n "$best" ] && rows+=("$(row "$(one_run "fixed-$best-halved" "$best" $((seconds + 30)) "$halve")")")
     echo
-    echo "origin: capacity $capacity, service ${service} ms, queue $queue; arrivals $arrivals/s; stay 10-20 s; origin_latency=${target}ms; best fixed (p99 <= 1.5 x target): ${best:-none}"
+    echo "store $store; origin: capacity $capacity, service ${service} ms, queue $queue; arrivals $arrivals/s; stay 10-20 s; origin_latency=${target}ms; best fixed (p99 <= 1.5 x target): ${best:-none}"
     echo
     echo "| run | goodput (pages/s) | goodput, 2nd half | origin p50 (ms) | origin p99 (ms) | origin 5xx | broken pages | max_active settled (s) | max_active at the end |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"

@@ -140,11 +140,14 @@ fn serve(r: &mut Request) -> ngx_int_t {
         }
         (Some(zone), false, None, None) if query.pin.is_some() => {
             let pin = query.pin.flatten();
-            let Some(st) = zone.params.auto.and(zone.shm.steering()) else {
+            if zone.params.auto.and(zone.shm.steering()).is_none() {
                 return error(r, 409, "the room's max_active is not auto: nothing to pin");
-            };
-            st.pin(pin);
-            (zone, ControlAction::Pin(pin), Answer::Now(Ok(())))
+            }
+            (
+                zone,
+                ControlAction::Pin(pin),
+                zone.pin_max_active(pin).into(),
+            )
         }
         (Some(zone), true, None, Some(name)) if query.event_args.is_empty() => {
             let answer = zone.change_events(Change::Cancel(name.to_string()), now);

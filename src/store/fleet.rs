@@ -41,6 +41,7 @@ use smart_limit_core::fleet::{
     FleetSnapshot, FleetVerdict, Report, RoomPicture, SyncAnswer, Waiter,
 };
 use smart_limit_core::redis::resp::Value;
+use smart_limit_core::redis::steer::SteerCall;
 use smart_limit_core::redis::{Form, ReplyError, SpentProof};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
@@ -55,6 +56,7 @@ use crate::redis::{Client, ClientConfig, ConfigError};
 use crate::sync::{Driver, Synced};
 
 mod picture;
+mod steer;
 mod tally;
 
 use tally::TallyCalls;
@@ -73,6 +75,10 @@ pub struct FleetStore {
     script: FleetScript,
     /// The arrival-bucket counts' calls ([S22]).
     tally: TallyCalls,
+    /// `max_active=auto`'s calls: the fleet's value ([S26]).
+    steer: SteerCall,
+    /// Per worker: the interval (its end) of the last steering call, one an interval.
+    steered: core::cell::Cell<u64>,
     pub cfg: FleetConfig,
     pub sync: Driver,
 }
@@ -90,7 +96,10 @@ impl FleetStore {
             cf,
             &params.redis,
             params.timeout_ms,
-            vec![FleetScript::load_command(), TallyScript::load_command()],
+            [FleetScript::load_command(), TallyScript::load_command()]
+                .into_iter()
+                .chain(params.auto.map(|_| SteerCall::load_command()))
+                .collect(),
             &label,
             "the node's last picture of the fleet (its part of the sessions leaving)",
         )?
@@ -113,6 +122,8 @@ impl FleetStore {
         Ok(FleetStore {
             script: FleetScript::new(&params.prefix, &params.name, cfg).with_flood(flood),
             tally: TallyCalls::new(&params.prefix, &params.name),
+            steer: SteerCall::synced(&params.prefix, &params.name),
+            steered: core::cell::Cell::new(0),
             cfg,
             sync,
         })
@@ -125,6 +136,10 @@ impl FleetStore {
             max_active: limits.max_active,
             ..self.cfg
         }
+    }
+
+    pub(super) fn steer_call(&self) -> &SteerCall {
+        &self.steer
     }
 
     /// The connection (a synced room always has one).
@@ -606,6 +621,7 @@ impl Synced for Zone {
     fn take(&'static self, now: u64, generation: u32) -> Option<SyncJob> {
         let fs = self.synced()?;
         self.send_tally(fs, now);
+        self.send_steer(fs, now);
         let (fence, report) = self
             .shm
             .with_fleet(|_, node| {

@@ -31,6 +31,7 @@ pub mod event;
 pub mod fleet;
 pub mod redis;
 pub mod shm;
+mod steer;
 mod waiting;
 
 /// How fresh the central room's figures must be for [`Zone::admits_at_once`] to trust them.
@@ -87,6 +88,11 @@ pub struct Zone {
     page_room: String,
     /// Per worker: `challenge_bits=auto`'s view of the room's pressure.
     pub pressure: RefCell<Pressure>,
+    /// Per worker, on a fleet: the value this worker's rule gave `max_active=auto` for the
+    /// window its last call to Redis closed, for its next call to bring.
+    steer_answer: Cell<Option<smart_limit_core::capacity::fleet::Answer>>,
+    /// Per worker, on a fleet: when it last told the fleet's steering (wall ms).
+    steer_told_at: Cell<u64>,
     /// Mixes flood keys: the same in every worker (set at zone init, before the fork) and,
     /// with `smart_limit_secret`, on every node (derived from the ticket keys), so that one
     /// address names one flood bucket in Redis whichever node it reaches.
@@ -167,6 +173,8 @@ pub fn add_zone(cf: &mut ngx_conf_t, params: ZoneParams) -> Result<NonNull<Zone>
         page_cookie: CookieName::new(&format!("smart_limit_{name}_page")),
         page_room: format!("{name}#page"),
         pressure: RefCell::new(Pressure::default()),
+        steer_answer: Cell::new(None),
+        steer_told_at: Cell::new(0),
         params,
         limits,
         admission,
@@ -246,6 +254,12 @@ impl Zone {
             Store::Synced(fs) => Some(fs),
             Store::Shm | Store::Central(_) => None,
         }
+    }
+
+    /// The room is a fleet's (`store=redis`, central or synced): Redis holds what the nodes
+    /// share, `max_active=auto`'s value among it.
+    pub fn on_fleet(&self) -> bool {
+        !matches!(self.store, Store::Shm)
     }
 
     /// The store as `store=` names it, for metrics and the control endpoint.

@@ -22,9 +22,13 @@ use core::cell::RefCell;
 
 use ngx::ffi::{ngx_conf_t, NGX_LOG_ERR};
 use ngx::ngx_log_error;
+use smart_limit_core::capacity::control::Load;
+use smart_limit_core::capacity::fleet::TELL_MS;
 use smart_limit_core::challenge::Bits;
 use smart_limit_core::redis::resp::Value;
-use smart_limit_core::redis::{self, EventArgs, Form, Outcome, Script, SpentProof, TouchLog};
+use smart_limit_core::redis::steer::{argument, SteerCall};
+use smart_limit_core::redis::{self, EventArgs, Form, Keys, Outcome, Script, SpentProof};
+use smart_limit_core::redis::{Telling, TouchLog};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
 use smart_limit_core::zone::{OnError, ZoneParams};
@@ -37,6 +41,8 @@ use crate::redis::{Client, ClientConfig, ConfigError};
 pub struct RedisStore {
     client: Client,
     script: Script,
+    /// `max_active=auto`'s pin, on the room's state hash (visits steer in the room script).
+    steer: SteerCall,
     touches: RefCell<TouchLog>,
 }
 
@@ -57,7 +63,11 @@ impl RedisStore {
             cf,
             &params.redis,
             params.timeout_ms,
-            vec![Script::load_command()],
+            // (The steering's own script only pins: loaded where there is something to pin.)
+            match params.auto {
+                Some(_) => vec![Script::load_command(), SteerCall::load_command()],
+                None => vec![Script::load_command()],
+            },
             &format!("smart_limit zone \"{}\"", params.name),
             policy,
         )?;
@@ -66,11 +76,16 @@ impl RedisStore {
             script: Script::new(&params.prefix, &params.name, limits, params.max_line)
                 .with_pressure(params.challenge == Some(Bits::Auto)),
             touches: RefCell::new(TouchLog::default()),
+            steer: SteerCall::new(Keys::new(&params.prefix, &params.name).state),
         })
     }
 
     pub(super) fn client(&self) -> &Client {
         &self.client
+    }
+
+    pub(super) fn steer_call(&self) -> &SteerCall {
+        &self.steer
     }
 }
 
@@ -90,6 +105,10 @@ impl Zone {
         }
         let ev = self.event_now(now);
         let limits = self.limits_in(ev.as_ref());
+        let event_rules = ev
+            .as_ref()
+            .is_some_and(|(e, now)| now.started && e.spec.max_active.is_some());
+        let tell = self.steer_tell(event_rules, now, TELL_MS);
         let ev = ev.map(|(e, now)| EventArgs {
             id: now.id,
             started: now.started,
@@ -98,18 +117,40 @@ impl Zone {
                 _ => 0,
             },
         });
-        let told = match (rs.script.pressure, self.pressure.try_borrow_mut()) {
+        let challenges = match (rs.script.pressure, self.pressure.try_borrow_mut()) {
             (true, Ok(mut p)) => p.take_untold(),
             _ => 0,
+        };
+        let telling = Telling {
+            challenges,
+            steer: self
+                .params
+                .auto
+                .zip(tell.as_ref())
+                .map(|(auto, t)| argument(&auto, t)),
         };
         Answer::Later(Box::pin(async move {
             let le = (&limits, ev);
             let reply = rs
                 .client
-                .eval(|form| rs.script.visit_telling(form, &v, 0, le, spent, told))
+                .eval(|form| rs.script.visit_telling(form, &v, 0, le, spent, &telling))
                 .await;
             let now = now_ms();
-            match reply.map(|value| redis::visit_outcome(&value, &v)) {
+            let outcome = reply.map(|value| redis::visit_outcome(&value, &v));
+            match (&outcome, tell) {
+                (Ok(Ok(o)), _) => {
+                    if let Some(f) = &o.steer {
+                        let load = Load {
+                            active: o.active,
+                            waiting: o.queue_len,
+                        };
+                        self.steer_heard(f, load);
+                    }
+                }
+                (_, Some(t)) => self.steer_told_back(t),
+                (_, None) => {}
+            }
+            match outcome {
                 Ok(Ok(o)) => {
                     rs.client.reply_was_good();
                     if let (Some(d), Ok(mut p)) = (o.pressure, self.pressure.try_borrow_mut()) {

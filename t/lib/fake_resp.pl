@@ -11,7 +11,7 @@
 #   silent     never answers
 #   garbage    bytes that are not RESP ("HTTP/1.0 200 OK")
 #   int        ":1" (valid RESP, the wrong type for the room script)
-#   array      "*12" of bulk strings (valid RESP, the visit reply's length, wrong element type)
+#   array      "*22" of bulk strings (valid RESP, the visit reply's length, wrong element type)
 #   error      "-WRONGTYPE Operation against a key holding the wrong kind of value"
 #   truncated  the first half of a valid reply, then the connection is closed
 #   close      closes the connection as soon as a command arrives
@@ -108,7 +108,7 @@ sub reply_for {
     return "-ERR slow\r\n" if $mode eq 'slow';
     return "HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<html>" if $mode eq 'garbage';
     return ":1\r\n" if $mode eq 'int';
-    return "*12\r\n" . ("\$1\r\n1\r\n" x 12) if $mode eq 'array';
+    return "*22\r\n" . ("\$1\r\n1\r\n" x 22) if $mode eq 'array';
     return "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
         if $mode eq 'error';
     return "*10\r\n:2\r\n:17\r\n" if $mode eq 'truncated';

@@ -55,7 +55,7 @@ pub enum Move {
 
 impl Move {
     /// Code kept in shared memory (0: no move yet).
-    pub fn code(self) -> u64 {
+    pub const fn code(self) -> u64 {
         match self {
             Move::Up => 1,
             Move::DownErrors => 2,
@@ -84,6 +84,16 @@ impl Move {
             Move::DownSlow => "origin latency p90 over origin_latency",
         }
     }
+}
+
+/// A step that changed the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stepped {
+    pub from: u64,
+    pub to: u64,
+    pub why: Move,
+    /// The direction differs from the last move's (log it: once per change of direction).
+    pub turned: bool,
 }
 
 /// The room as a step sees it: sessions active, people waiting.

@@ -8,6 +8,7 @@
 //! shared state, and nothing of nginx.
 
 pub mod control;
+pub mod fleet;
 pub mod steering;
 
 use crate::config::ParseError;

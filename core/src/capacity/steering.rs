@@ -6,7 +6,8 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::control::{self, Load, Move, Window};
+use super::control::{self, Load, Move, Stepped, Window};
+use super::fleet::Fleet;
 use super::{Auto, STEP_MS};
 
 /// `max_active=auto`'s state, `repr(C)` in shared memory; all zero is "not started".
@@ -39,16 +40,6 @@ pub struct Steering {
 pub struct Sample {
     pub ms: u64,
     pub failed: bool,
-}
-
-/// A step that changed the value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stepped {
-    pub from: u64,
-    pub to: u64,
-    pub why: Move,
-    /// The direction differs from the last move's (log it: once per change of direction).
-    pub turned: bool,
 }
 
 /// What the metrics and the control endpoint show.
@@ -95,15 +86,16 @@ impl Steering {
                 .compare_exchange(from, now.max(1), Relaxed, Relaxed)
                 .ok()
                 .filter(|&f| f != 0)
-                .map(|_| Window {
-                    n: self.n.swap(0, Relaxed),
-                    slow: self.slow.swap(0, Relaxed),
-                    warm: self.warm.swap(0, Relaxed),
-                    errors: self.errors.swap(0, Relaxed),
-                })
+                .map(|_| self.take_told())
         } else {
             None
         };
+        self.count(s, auto);
+        closed
+    }
+
+    /// Counts one response into the open window (on a fleet, the counts not told yet).
+    pub fn count(&self, s: Sample, auto: &Auto) {
         let slow = u64::from(s.ms > auto.target_ms);
         let failed = u64::from(s.failed);
         self.n.fetch_add(1, Relaxed);
@@ -114,7 +106,38 @@ impl Steering {
         self.total_n.fetch_add(1, Relaxed);
         self.total_slow.fetch_add(slow, Relaxed);
         self.total_errors.fetch_add(failed, Relaxed);
-        closed
+    }
+
+    /// Takes the open window's counts (on a fleet: those not told yet, for a call to Redis). (Each counter is taken
+    /// on its own: a response counted meanwhile by another worker may go with this call in
+    /// one counter and the next in another; nothing is lost or counted twice.)
+    pub fn take_told(&self) -> Window {
+        Window {
+            n: self.n.swap(0, Relaxed),
+            slow: self.slow.swap(0, Relaxed),
+            warm: self.warm.swap(0, Relaxed),
+            errors: self.errors.swap(0, Relaxed),
+        }
+    }
+
+    /// A call that carried `w` failed: its counts go with the next one.
+    pub fn give_back(&self, w: Window) {
+        self.n.fetch_add(w.n, Relaxed);
+        self.slow.fetch_add(w.slow, Relaxed);
+        self.warm.fetch_add(w.warm, Relaxed);
+        self.errors.fetch_add(w.errors, Relaxed);
+    }
+
+    /// On a fleet: what Redis said, so this node's decisions (and its decisions alone while
+    /// Redis is away), metrics and control endpoint use the fleet's value.
+    pub fn mirror(&self, f: &Fleet) {
+        self.value.store(f.value, Relaxed);
+        self.pinned
+            .store(if f.pinned { f.value } else { 0 }, Relaxed);
+        self.last_cut.store(u64::from(f.cut_before), Relaxed);
+        self.last_move
+            .store(f.last_move.map_or(0, Move::code), Relaxed);
+        self.last_move_at.store(f.moved_at, Relaxed);
     }
 
     /// Steps the rule on a closed window with the room's `load`. Some: the value moved. A

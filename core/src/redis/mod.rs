@@ -11,6 +11,7 @@ mod conn;
 mod events;
 mod room;
 mod script;
+pub mod steer;
 
 panic_free! {
     pub mod params;

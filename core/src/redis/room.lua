@@ -66,6 +66,9 @@
 --       to 17 are sent, "0" 0 0 without an event); "0" when only ARGV[19] follows
 --   [19] visit: when the zone's challenge_bits is auto (the node asks for the fleet's
 --       pressure, below), 1 + the challenges the node's worker gave since its last visit
+--   [20] visit: when the zone's max_active is auto ([S26]), the node's steering argument
+--       (steer.lua, included above this text: the fleet's one value, kept in the state hash,
+--       is the visit's max_active); ARGV 15 to 19 are then sent ("0" 0 0 "0" 0 when unused)
 --
 -- Events ([S18]): the first visit of an event's pre-queue notes where the pre-queue begins
 -- (`ev_base`, the tail then) and moves the tail LOTTERY_SPAN on. A client joining during the
@@ -85,7 +88,8 @@
 --            version, pressure}   kind 1 = admit, 2 = wait, 3 = closed (mode reject), 4 = line full,
 --            5 = throttled (flood control: no place; the second element is then the ms until
 --            the address may take one), 6 = the proof brought was spent already (no place);
---            pressure: 0 without ARGV[19], else 1 + the fleet's doublings (below)
+--            pressure: 0 without ARGV[19], else 1 + the fleet's doublings (below), resumed,
+--            then the steering's values (steer.lua's au_reply; all 0 without ARGV[20])
 --
 -- The fleet's pressure (challenge_bits=auto, [S19]): visits with ARGV[19] count, in the state,
 -- the newcomers that took a place or walked in (pr_in), the challenges the nodes gave (pr_ch)
@@ -318,6 +322,18 @@ if asking > 1 then
   pr_ch = pr_ch + asking - 1
   dirty = true
 end
+-- max_active=auto ([S26], steer.lua): the fleet's value is this visit's max_active.
+local au_a, au_s, au_closed = nil, nil, nil
+if ARGV[20] then
+  au_a = au_args(ARGV[20])
+  if not au_a then
+    return redis.error_reply('smart_limit: bad steering argument')
+  end
+  au_s = au_load(K_STATE)
+  au_closed = au_step(au_s, now, au_a)
+  max_active = au_value(au_s, au_a)
+end
+
 local function pressure_figure()
   if pressure then
     return pr_d + 1
@@ -334,6 +350,13 @@ local function visit_reply(kind, second, position, queue_len, active_count, join
     expired
   r[V_MODE], r[V_VERSION], r[V_PRESSURE] = override, version, pressure_figure()
   r[V_RESUMED] = resumed
+  if au_s then
+    au_reply(r, V_STEER, au_s, au_a, au_closed)
+  else
+    for i = V_STEER + 1, V_LEN do
+      r[i] = 0
+    end
+  end
   return r
 end
 
@@ -413,6 +436,10 @@ local function save()
       redis.call('HSET', K_STATE, 'pr_at', ntos(pr_at), 'pr_in', ntos(pr_in), 'pr_out',
         ntos(pr_out), 'pr_r', ntos(pr_r), 'pr_d', ntos(pr_d), 'pr_ch', ntos(pr_ch))
     end
+  end
+  if au_s then
+    -- (Before the TTL below: this may be the state's first write.)
+    au_save(K_STATE, au_s)
   end
   if renew then
     -- Also gives a state this call created its first TTL.

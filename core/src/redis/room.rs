@@ -12,7 +12,9 @@ use crate::room::{Mirror, Place, Refusal, Verdict, Visit, EXPIRE_STEP};
 
 /// The room's rules in Lua: one call per decision, atomic inside Redis. Its constants are
 /// these (their one source), in the preamble before `room.lua`'s text.
-pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"), {
+pub const ROOM_SCRIPT: &str = super::script::lua_script!(
+    concat!(include_str!("steer.lua"), include_str!("room.lua")),
+    {
     EXPIRE_STEP = EXPIRE_STEP,
     LOTTERY_SPAN = LOTTERY_SPAN,
     LOOK_MS = LOOK_MS,
@@ -39,7 +41,10 @@ pub const ROOM_SCRIPT: &str = super::script::lua_script!(include_str!("room.lua"
     T_ACTIVE = reply::touch::ACTIVE, T_VERSION = reply::touch::VERSION,
     R_REMOVED = reply::revoke::REMOVED, R_ACTIVE = reply::revoke::ACTIVE,
     R_VERSION = reply::revoke::VERSION,
-});
+    V_STEER = reply::STEER, V_LEN = reply::LEN,
+    },
+    super::steer::STEER_SHARED
+);
 
 /// Where each value of the script's replies sits, and what a visit's kind says: the one
 /// table the script (in its preamble) and the readers below ([`visit_outcome`],
@@ -62,7 +67,9 @@ pub mod reply {
     pub const VERSION: usize = 10;
     pub const PRESSURE: usize = 11;
     pub const RESUMED: usize = 12;
-    pub const LEN: usize = 12;
+    /// `max_active=auto`'s values follow from place `STEER + 1` (`super::steer::reply`).
+    pub const STEER: usize = 12;
+    pub const LEN: usize = STEER + crate::redis::steer::reply::LEN;
 
     /// A visit's kinds.
     pub const ADMIT: u8 = 1;
@@ -208,7 +215,8 @@ impl Script {
     /// place from this client key's bucket (a seventh key, and the rate as ARGV 13 and 14);
     /// `ev`: a visit while a scheduled event is in force (ARGV 15 to 17); `spent`: the proof
     /// the visit spends to take a new place (the last key, its TTL as ARGV 18); a visit of a
-    /// room with [`Script::pressure`] sends ARGV 19.
+    /// room with [`Script::pressure`] sends ARGV 19, one that steers `max_active=auto` ARGV 20
+    /// ([`Telling`]).
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
@@ -219,7 +227,7 @@ impl Script {
         [a9, a10]: [u64; 2],
         (flood, spent): (Option<(u64, Rate)>, Option<SpentProof>),
         (l, ev): (&Limits, Option<EventArgs>),
-        challenges: u64,
+        telling: &Telling,
     ) -> Vec<u8> {
         let mut cmd = script_call(form, &self.sha, ROOM_SCRIPT);
         cmd.arg(6 + usize::from(flood.is_some()) + usize::from(spent.is_some()))
@@ -249,14 +257,16 @@ impl Script {
             .arg(self.max_line);
         let (interval_us, burst) = flood.map_or((0, 0), |(_, r)| (r.interval_us, r.burst));
         cmd.arg(interval_us).arg(burst);
-        let pressure = self.pressure && (op == "visit" || op == "page");
+        let visit = op == "visit" || op == "page";
+        let steer = telling.steer.as_deref().filter(|_| visit);
+        let pressure = self.pressure && visit;
         match ev {
             Some(ev) => {
                 let phase = if ev.started { 2 } else { 1 };
                 cmd.arg(ev.id).arg(phase).arg(ev.key);
             }
-            // (ARGV 17 or 18 follows: no event is "0" 0 0.)
-            None if spent.is_some() || pressure => {
+            // (ARGV 18 or more follows: no event is "0" 0 0.)
+            None if spent.is_some() || pressure || steer.is_some() => {
                 cmd.arg(0).arg(0).arg(0);
             }
             None => {}
@@ -265,13 +275,18 @@ impl Script {
             Some(s) => {
                 cmd.arg(s.ttl_ms.max(1));
             }
-            None if pressure => {
+            None if pressure || steer.is_some() => {
                 cmd.arg(0);
             }
             None => {}
         }
         if pressure {
-            cmd.arg(challenges.saturating_add(1));
+            cmd.arg(telling.challenges.saturating_add(1));
+        } else if steer.is_some() {
+            cmd.arg(0);
+        }
+        if let Some(steer) = steer {
+            cmd.arg(steer);
         }
         cmd.get_packed_command()
     }
@@ -292,11 +307,10 @@ impl Script {
         le: (&Limits, Option<EventArgs>),
         spent: Option<SpentProof>,
     ) -> Vec<u8> {
-        self.visit_telling(form, v, now, le, spent, 0)
+        self.visit_telling(form, v, now, le, spent, &Telling::default())
     }
 
-    /// The same, telling the fleet's pressure ([`Script::pressure`]) of the `challenges` this
-    /// worker gave since its last visit.
+    /// The same, telling the fleet what this worker measured ([`Telling`]).
     pub fn visit_telling(
         &self,
         form: Form,
@@ -304,19 +318,20 @@ impl Script {
         now: u64,
         (limits, ev): (&Limits, Option<EventArgs>),
         spent: Option<SpentProof>,
-        challenges: u64,
+        telling: &Telling,
     ) -> Vec<u8> {
         let flood = v.flood_key.zip(limits.flood);
         let a = [v.qnum, u64::from(v.draw)];
         let le = (limits, ev);
         let op = if v.page { "page" } else { "visit" };
-        self.call(form, op, now, v.sid, a, (flood, spent), le, challenges)
+        self.call(form, op, now, v.sid, a, (flood, spent), le, telling)
     }
 
     /// A call that is not a visit: no flood bucket, no proof, no event, the room's limits.
     fn other(&self, form: Form, op: &str, now: u64, sid: u64, a: [u64; 2]) -> Vec<u8> {
         let plain = (None, None);
-        self.call(form, op, now, sid, a, plain, (&self.limits, None), 0)
+        let told = &Telling::default();
+        self.call(form, op, now, sid, a, plain, (&self.limits, None), told)
     }
 
     pub fn touch(&self, form: Form, sid: u64, now: u64) -> Vec<u8> {
@@ -332,6 +347,17 @@ impl Script {
         let code = u64::from(mode.map_or(0, Mode::code));
         self.other(form, "mode", 0, 1, [code, 0])
     }
+}
+
+/// What a visit tells the fleet beyond itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Telling {
+    /// [`Script::pressure`]: the challenges this worker gave since its last visit.
+    pub challenges: u64,
+    /// `max_active=auto`: the node's steering argument ([`super::steer::argument`]); the
+    /// fleet's value is then the visit's `max_active`, and the reply says it
+    /// ([`Outcome::steer`]).
+    pub steer: Option<String>,
 }
 
 /// A proof of work a visit brings to take a new place (`challenge=pow`): the room script
@@ -386,6 +412,9 @@ pub struct Outcome {
     /// `challenge_bits=auto`: the fleet's pressure at the script's last look, in doublings
     /// (None: the visit did not ask).
     pub pressure: Option<u8>,
+    /// `max_active=auto`: the fleet's value, and the window this visit closed (None: the
+    /// visit did not steer).
+    pub steer: Option<crate::capacity::fleet::Fleet>,
 }
 
 impl Outcome {
@@ -428,6 +457,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
         0 => None,
         n => Some(u8::try_from(n - 1).map_err(|_| ReplyError::Shape("bad pressure"))?),
     };
+    let steer = super::steer::fleet_of(&x, reply::STEER + 1)?;
     let verdict = match kind {
         reply::ADMIT => Verdict::Admit { sid: visit.sid },
         reply::WAIT => {
@@ -466,6 +496,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
         mode_override,
         version,
         pressure,
+        steer,
     })
 }
 

@@ -21,11 +21,14 @@ pub const PREAMBLE_HEAD: &str =
 /// });
 /// ```
 ///
-/// A value must be an integer Lua holds exactly (below 2^53), a name a Lua upper-case
-/// identifier: else the crate does not build.
+/// More constants may follow the braces as slices of `(name, value)` (the constants of a part
+/// of Lua that several scripts include, given once beside it). A value must be an integer Lua
+/// holds exactly (below 2^53), a name a Lua upper-case identifier: else the crate does not
+/// build.
 macro_rules! lua_script {
-    ($body:expr, { $($name:ident = $value:expr),* $(,)? }) => {{
-        const SHARED: &[(&str, u64)] = &[$((stringify!($name), $value as u64)),*];
+    ($body:expr, { $($name:ident = $value:expr),* $(,)? } $(, $more:expr)* $(,)?) => {{
+        const SHARED: &[&[(&str, u64)]] =
+            &[&[$((stringify!($name), $value as u64)),*] $(, $more)*];
         const BODY: &str = $body;
         const LEN: usize = $crate::redis::script_text_len(SHARED, BODY);
         const BYTES: [u8; LEN] = $crate::redis::script_text(SHARED, BODY);
@@ -50,13 +53,18 @@ const fn decimal_len(mut v: u64) -> usize {
 }
 
 /// The length of [`script_text`]'s text (a constant's array length).
-pub(crate) const fn script_text_len(shared: &[(&str, u64)], body: &str) -> usize {
+pub(crate) const fn script_text_len(shared: &[&[(&str, u64)]], body: &str) -> usize {
     let mut n = PREAMBLE_HEAD.len() + body.len();
-    let mut i = 0;
-    while i < shared.len() {
-        let (name, value) = shared[i];
-        n += "local ".len() + name.len() + " = ".len() + decimal_len(value) + 1;
-        i += 1;
+    let mut p = 0;
+    while p < shared.len() {
+        let part = shared[p];
+        let mut i = 0;
+        while i < part.len() {
+            let (name, value) = part[i];
+            n += "local ".len() + name.len() + " = ".len() + decimal_len(value) + 1;
+            i += 1;
+        }
+        p += 1;
     }
     n
 }
@@ -71,43 +79,55 @@ const fn put<const N: usize>(out: &mut [u8; N], mut at: usize, s: &[u8]) -> usiz
     at
 }
 
-/// The script's text: [`PREAMBLE_HEAD`], `local NAME = value` for each shared constant, the
-/// body (see [`lua_script!`]).
-pub(crate) const fn script_text<const N: usize>(shared: &[(&str, u64)], body: &str) -> [u8; N] {
-    let mut out = [0u8; N];
-    let mut at = put(&mut out, 0, PREAMBLE_HEAD.as_bytes());
-    let mut i = 0;
-    while i < shared.len() {
-        let (name, value) = shared[i];
-        let b = name.as_bytes();
+/// One `local NAME = value` line of the preamble, at `at`.
+const fn put_constant<const N: usize>(
+    out: &mut [u8; N],
+    mut at: usize,
+    (name, value): (&str, u64),
+) -> usize {
+    let b = name.as_bytes();
+    assert!(
+        !b.is_empty() && b[0].is_ascii_uppercase(),
+        "a shared name is upper case"
+    );
+    let mut j = 0;
+    while j < b.len() {
+        let c = b[j];
         assert!(
-            !b.is_empty() && b[0].is_ascii_uppercase(),
+            c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_',
             "a shared name is upper case"
         );
-        let mut j = 0;
-        while j < b.len() {
-            let c = b[j];
-            assert!(
-                c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_',
-                "a shared name is upper case"
-            );
-            j += 1;
+        j += 1;
+    }
+    assert!(value <= LUA_EXACT, "a shared value is exact in Lua");
+    at = put(out, at, b"local ");
+    at = put(out, at, b);
+    at = put(out, at, b" = ");
+    let len = decimal_len(value);
+    let mut v = value;
+    let mut k = len;
+    while k > 0 {
+        k -= 1;
+        out[at + k] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    at += len;
+    put(out, at, b"\n")
+}
+
+/// The script's text: [`PREAMBLE_HEAD`], `local NAME = value` for each shared constant, the
+/// body (see [`lua_script!`]).
+pub(crate) const fn script_text<const N: usize>(shared: &[&[(&str, u64)]], body: &str) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut at = put(&mut out, 0, PREAMBLE_HEAD.as_bytes());
+    let mut p = 0;
+    while p < shared.len() {
+        let mut i = 0;
+        while i < shared[p].len() {
+            at = put_constant(&mut out, at, shared[p][i]);
+            i += 1;
         }
-        assert!(value <= LUA_EXACT, "a shared value is exact in Lua");
-        at = put(&mut out, at, b"local ");
-        at = put(&mut out, at, b);
-        at = put(&mut out, at, b" = ");
-        let len = decimal_len(value);
-        let mut v = value;
-        let mut k = len;
-        while k > 0 {
-            k -= 1;
-            out[at + k] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        at += len;
-        at = put(&mut out, at, b"\n");
-        i += 1;
+        p += 1;
     }
     at = put(&mut out, at, body.as_bytes());
     assert!(at == N, "the script's length");

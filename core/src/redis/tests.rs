@@ -75,13 +75,28 @@ fn script_calls_are_well_formed() {
         .any(|w| w == ROOM_SCRIPT.as_bytes()));
 }
 
+/// A visit's reply without `max_active=auto`: its values, then the steering's zeros.
+fn steering_off(visit: &[i64]) -> Vec<i64> {
+    let mut x = visit.to_vec();
+    x.resize(reply::LEN, 0);
+    x
+}
+
 #[test]
 fn replies_become_verdicts() {
     let v = visit();
-    let o = visit_outcome(&arr(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77, 0, 0]), &v).unwrap();
+    let o = visit_outcome(
+        &arr(&steering_off(&[1, 0, 0, 3, 0, 4, 0, 0, 0, 77, 0, 0])),
+        &v,
+    )
+    .unwrap();
     assert_eq!(o.verdict, Verdict::Admit { sid: v.sid });
     assert_eq!((o.queue_len, o.active), (3, 4));
-    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78, 0, 0]), &v).unwrap();
+    let o = visit_outcome(
+        &arr(&steering_off(&[2, 1000, 3, 7, 1500, 5, 1, 2, 0, 78, 0, 0])),
+        &v,
+    )
+    .unwrap();
     assert_eq!(
         o.verdict,
         Verdict::Wait(Place {
@@ -95,11 +110,19 @@ fn replies_become_verdicts() {
     );
     assert!(o.joined);
     assert_eq!(o.expired, 2);
-    let o = visit_outcome(&arr(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79, 0, 0]), &v).unwrap();
+    let o = visit_outcome(
+        &arr(&steering_off(&[3, 0, 0, 0, 0, 0, 0, 0, 4, 79, 0, 0])),
+        &v,
+    )
+    .unwrap();
     assert_eq!(o.verdict, Verdict::Refuse(Refusal::Closed));
     assert_eq!(o.mode_override, 4);
     // Flood control: no place, the wait in the second element, the line as it is.
-    let o = visit_outcome(&arr(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80, 0, 0]), &v).unwrap();
+    let o = visit_outcome(
+        &arr(&steering_off(&[5, 2500, 0, 6, 0, 1, 0, 0, 0, 80, 0, 0])),
+        &v,
+    )
+    .unwrap();
     assert_eq!(
         o.verdict,
         Verdict::Throttled {
@@ -110,7 +133,11 @@ fn replies_become_verdicts() {
     assert!(!o.joined);
     assert_eq!(o.pressure, None);
     // challenge_bits=auto: 1 + the fleet's doublings.
-    let o = visit_outcome(&arr(&[2, 1000, 3, 7, 1500, 5, 0, 0, 0, 81, 4, 0]), &v).unwrap();
+    let o = visit_outcome(
+        &arr(&steering_off(&[2, 1000, 3, 7, 1500, 5, 0, 0, 0, 81, 4, 0])),
+        &v,
+    )
+    .unwrap();
     assert_eq!(o.pressure, Some(3));
 }
 
@@ -160,7 +187,16 @@ fn bad_replies_are_errors() {
 fn scripts_take_their_constants_from_rust() {
     use crate::fleet::{tally::TALLY_SCRIPT, ENDS_CAP, EXACT_LINE, FLEET_SCRIPT};
     let scripts = [
-        (ROOM_SCRIPT, include_str!("room.lua"), 38),
+        (
+            ROOM_SCRIPT,
+            concat!(include_str!("steer.lua"), include_str!("room.lua")),
+            38 + 2 + steer::STEER_SHARED.len(),
+        ),
+        (
+            steer::STEER_SCRIPT,
+            concat!(include_str!("steer.lua"), include_str!("steer_call.lua")),
+            steer::STEER_SHARED.len(),
+        ),
         (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 71),
         (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
         (
@@ -505,4 +541,57 @@ fn random_info_never_panics() {
         }
         let _ = version::check(&Value::Bulk(buf), &need);
     }
+}
+
+/// `max_active=auto`'s argument, as steer.lua reads it, and its values in a reply, read
+/// fallibly.
+#[test]
+fn steering_argument_and_reply() {
+    use crate::capacity::control::{Move, Window};
+    use crate::capacity::fleet::{Answer, PinOp, Tell};
+    use crate::capacity::Auto;
+    let auto = Auto {
+        min: 5,
+        max: 90,
+        target_ms: 300,
+    };
+    let t = Tell {
+        told: Window {
+            n: 12,
+            slow: 1,
+            warm: 3,
+            errors: 2,
+        },
+        answer: Some(Answer {
+            window: 1_700_000_000_123,
+            to: 7,
+            why: Move::DownErrors,
+        }),
+        pin: PinOp::Pin(40),
+    };
+    assert_eq!(
+        steer::argument(&auto, &t),
+        "5 90 12 1 3 2 1700000000123 7 2 41"
+    );
+    assert_eq!(
+        steer::argument(&auto, &Tell::default()),
+        "5 90 0 0 0 0 0 0 0 0"
+    );
+    assert_eq!(PinOp::Release.code(), 1);
+    // Value, pinned, window, n, slow, warm, errors, cut, move, moved at.
+    let f = steer::fleet_of(&[6, 0, 1000, 11, 2, 3, 0, 1, 3, 999], 1)
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.value, 6);
+    assert_eq!(f.closed.map(|(w, c)| (w, c.n, c.slow)), Some((1000, 11, 2)));
+    assert_eq!((f.cut_before, f.last_move), (true, Some(Move::DownSlow)));
+    assert_eq!(steer::fleet_of(&[0; 10], 1).unwrap(), None, "not steering");
+    for bad in [
+        [6, 2, 0, 0, 0, 0, 0, 0, 0, 0],
+        [6, 0, 0, 0, 0, 0, 0, 0, 9, 0],
+        [6, 0, -1, 0, 0, 0, 0, 0, 0, 0],
+    ] {
+        assert!(steer::fleet_of(&bad, 1).is_err(), "{bad:?}");
+    }
+    assert!(steer::steer_reply(&arr(&[6, 0, 0])).is_err());
 }

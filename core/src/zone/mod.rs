@@ -435,9 +435,7 @@ impl ZoneParams {
         }
     }
 
-    /// `max_active=auto` steers from this node's measurements, so it needs the shared-memory
-    /// store (a fleet's value must be one, merged in Redis: not built yet); `origin_latency=`
-    /// tunes it and means nothing without it.
+    /// `origin_latency=` tunes `max_active=auto` and means nothing without it.
     fn check_auto<'a>(
         &mut self,
         arg_of: impl Fn(&str) -> Option<&'a str>,
@@ -445,12 +443,6 @@ impl ZoneParams {
         let latency = arg_of("origin_latency");
         match (self.auto.as_mut(), latency) {
             (None, Some(l)) => Err(ConfError::Requires(l.to_string(), "max_active=auto")),
-            (Some(_), _) if self.store == StoreKind::Redis => Err(ConfError::Requires(
-                arg_of("max_active")
-                    .unwrap_or("max_active=auto")
-                    .to_string(),
-                "the shared-memory store (store=redis does not steer it yet)",
-            )),
             (Some(auto), _) => {
                 auto.target_ms = self.origin_latency_ms.unwrap_or(auto.target_ms);
                 Ok(())

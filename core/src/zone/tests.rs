@@ -458,14 +458,15 @@ fn zone_max_active_auto() {
         err(&["z", "origin_latency=400ms"]),
         "\"origin_latency=400ms\" requires max_active=auto"
     );
-    assert_eq!(
-        err(&[
+    for fleet in [&[][..], &["sync=1s"][..]] {
+        let mut args = vec![
             "z",
             "max_active=auto:5..50",
             "store=redis",
-            "redis=127.0.0.1:6379"
-        ]),
-        "\"max_active=auto:5..50\" requires the shared-memory store (store=redis does not \
-         steer it yet)"
-    );
+            "redis=127.0.0.1:6379",
+        ];
+        args.extend_from_slice(fleet);
+        let p = ZoneParams::parse(&args).unwrap();
+        assert_eq!(p.auto.map(|a| (a.min, a.max)), Some((5, 50)), "{fleet:?}");
+    }
 }
