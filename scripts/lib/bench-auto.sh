@@ -14,7 +14,9 @@
 # Printed: a markdown table (goodput: pages fully loaded per second; origin p50/p99 and 5xx as
 # the visitors timed the origin's answers; when max_active settled), and for the halving runs
 # the origin's p99 and 5xx from 30 s after the halving on. Each run's JSON and per-second CSV
-# stay in the output directory (--out, default target/bench-auto/).
+# stay in the output directory (--out, default target/bench-auto/), plotted over time in its
+# report.svg (scripts/lib/plot-auto.py: max_active and the sessions active of the auto runs,
+# and every run's pages fully loaded each second).
 #
 # --store redis|sync: the room is a fleet's (one node here, a redis-server of its own per run
 # on loopback; sync= at 200ms): `auto` is then steered in Redis, told by the node's workers
@@ -180,5 +182,6 @@ print("| {label} | {goodput:.1f} | {goodput_second_half:.1f} | {origin_p50_ms} |
 r=json.load(open(sys.argv[1]))
 print("{label}: capacity {h}; from 30 s after the halving: origin p99 {after_halving_p99_ms} ms, 5xx {after_halving_5xx}".format(h=r["halved"], **r))' "$out/$label.json"
     done
-    echo "(runs: $out/*.json, per-second series $out/*.csv)"
+    python3 "$root/scripts/lib/plot-auto.py" "$out" || true
+    echo "(runs: $out/*.json, per-second series $out/*.csv, plotted in $out/report.svg)"
 }
