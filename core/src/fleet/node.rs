@@ -155,13 +155,11 @@ impl<'m> FleetNode<'m> {
         if !self.hdr.share.take(now) {
             return false;
         }
-        // The client the cursor was held at (`decide`: the picture said nobody waits anywhere,
-        // and it was turned away) is in: nobody is ahead of the arrivals after it any more,
-        // who may take the node's places (or draw) as they come, as on one node, rather than
-        // wait for the next picture. (Only a picture of an empty line leaves the cursor at
-        // "everyone", so a cursor at an arrival under such a picture is this node's hold.)
+        // The client the cursor was held at (`decide`) is in: nobody is ahead of the arrivals
+        // after it any more, who may take the node's places (or draw) as they come, as on one
+        // node, rather than wait for the next picture.
         let pic = &mut self.hdr.pic;
-        if pic.rightful == u64::MAX && pic.queue_len == 0 && pic.cursor == arrival {
+        if pic.hold() == Some(arrival) {
             pic.cursor = u64::MAX;
         }
         self.hdr.fresh.left(arrival);

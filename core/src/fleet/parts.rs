@@ -26,12 +26,15 @@ pub(super) struct Syncs {
     /// When a sync left while the node had no picture (0: none out). Requests that need a
     /// decision wait for it rather than decide alone ([S21]).
     pub(super) first_sync_ms: u64,
+    /// When the last sync left: its picture knows nobody who came to this node after it.
+    pub(super) sent_ms: u64,
 }
 
 impl Syncs {
     /// The sequence number of the sync sent at `now`, `first` when the node has no picture.
     pub(super) fn next(&mut self, now: u64, first: bool) -> u64 {
         self.seq += 1;
+        self.sent_ms = now;
         if first {
             self.first_sync_ms = now.max(1);
         }
@@ -97,6 +100,23 @@ impl Picture {
     /// Whether a waiter who arrived at `arrival` may be admitted: at or before the cursor.
     pub(super) fn eligible(&self, arrival: u64) -> bool {
         self.cursor == u64::MAX || arrival <= self.cursor
+    }
+
+    /// The arrival this node holds the cursor at, if it does: the picture said nobody waits
+    /// anywhere, and a client turned away since waits (`FleetNode::decide`). Only a picture of
+    /// an empty line leaves the cursor at "everyone", so a cursor at an arrival under such a
+    /// picture is the node's own hold.
+    pub(super) fn hold(&self) -> Option<u64> {
+        let empty = self.rightful == u64::MAX && self.queue_len == 0;
+        (empty && self.cursor != u64::MAX).then_some(self.cursor)
+    }
+
+    /// Holds the cursor at `arrival` again under a new picture that says nobody waits, when that
+    /// picture cannot know the held client: else a later arrival would come in (or draw) ahead of it.
+    pub(super) fn hold_again(&mut self, arrival: u64) {
+        if self.cursor == u64::MAX {
+            self.cursor = arrival;
+        }
     }
 
     /// A place taken in a line of at most `max_line` (as the picture saw it, with the places

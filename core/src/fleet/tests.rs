@@ -336,6 +336,46 @@ fn places_drawn_for_those_turned_away_are_theirs() {
     assert_eq!(admitted, vec![1, 2, 4]);
 }
 
+/// A picture of an empty line answering a sync that left before the client the node holds the
+/// cursor at came cannot know it: the hold stays, and those who came later neither come in nor
+/// draw ahead of it (t/290 TEST 5 saw a second draw for a later newcomer). A picture answering
+/// a sync sent after the held client came, and still showing nobody, ends the hold.
+#[test]
+fn a_picture_that_cannot_know_the_held_client_keeps_the_hold() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let empty = RoomPicture {
+        fleet_active: 1,
+        cursor: u64::MAX,
+        rightful: u64::MAX,
+        nodes: 1,
+        window_ms: 1000,
+        ..RoomPicture::default()
+    };
+    n.next_sync(900, 1, &c);
+    show(&mut n, &empty, 1001);
+    // B finds no place here: turned away, a draw for it, the pool empty.
+    assert!(matches!(n.visit(w(2, 1020), 1020, &c), FleetVerdict::Wait { .. }));
+    assert_eq!(n.take_draw(1020, &c).map(|a| a.want), Some(1));
+    n.drawn(1, got(0));
+    // The next picture answers a sync that left before B came (at 1010): still "nobody waits".
+    n.next_sync(1010, 1, &c);
+    show(&mut n, &RoomPicture { window_ms: 2000, ..empty.clone() }, 1100);
+    // C, who came after B, waits behind it and sends no draw.
+    assert!(matches!(n.visit(w(3, 1110), 1110, &c), FleetVerdict::Wait { .. }));
+    assert_eq!(n.take_draw(1110, &c), None);
+    // B, back, is the one whose turn it is: the new picture is worth a draw for it.
+    assert!(matches!(n.visit(w(2, 1020), 1120, &c), FleetVerdict::Wait { .. }));
+    assert_eq!(n.take_draw(1120, &c).map(|a| a.oldest), Some(1020));
+    n.drawn(1, got(0));
+    // A picture answering a sync sent after B and C came, showing nobody (they left): no hold.
+    n.next_sync(1200, 1, &c);
+    show(&mut n, &RoomPicture { window_ms: 3000, ..empty.clone() }, 1300);
+    assert!(matches!(n.visit(w(4, 1310), 1310, &c), FleetVerdict::Wait { .. }));
+    assert_eq!(n.take_draw(1310, &c).map(|a| a.oldest), Some(1310));
+}
+
 #[test]
 fn sessions_are_reported_once_an_interval() {
     let mut mem = Mem(vec![0; 1 << 15]);
