@@ -1,9 +1,11 @@
 # max_active=auto ([S26]): the room's max_active moves between its bounds with what the origin
 # does for the admitted requests that reach it (the log phase: upstream time and status). Up
-# by a tenth (at least one) after a window (1 s) of at least 10 responses, under
+# by half before the first cut, by a tenth or a quarter after it (at least one), after a
+# window (1 s) of at least 10 responses, under
 # origin_latency= and none failed, with the limit reached; down to 0.8 of the sessions active
 # when more than 10 % were slow (or 1 % failed), then holding until departures bring the active
-# count under the value (lowering evicts nobody). The origin here is a second server: /fast/
+# count under the value (lowering evicts nobody). Those waiting within the next rise's places
+# are told to come back after 1 s. The origin here is a second server: /fast/
 # answers at once, /slow/ goes through limit_req (20r/s, queued), so a burst of 20 takes up to
 # a second and most of it is over origin_latency=200ms.
 
@@ -187,3 +189,35 @@ max_active=auto rises from 2 to 3 \(origin under origin_latency
 max_active=auto falls from 4 to 3 \(origin latency p90 over origin_latency: \d+ of \d+ responses over 200 ms, 0 failed\)
 --- no_error_log
 rises from 3 to 4
+
+=== TEST 5: those the next rise lets in are told to come back after 1 s; a pinned value or a fixed one opens no place
+--- http_config
+    smart_limit_zone shop size=1m max_active=auto:4..100;
+    smart_limit_zone fixed size=1m max_active=4;
+--- config
+    location / { smart_limit shop; root html; }
+    location /fixed/ { smart_limit fixed; rewrite ^ /index.html break; root html; }
+    location = /control { smart_limit_control; }
+--- user_files
+>>> index.html
+origin
+--- steps
+A GET / => 200
+B GET / => 200
+C GET / => 200
+D GET / => 200
+# At 4, before any cut, the next rise is by half: two places, for positions 1 and 2.
+E GET / Accept: application/json => 503; json.position == 1; json.refresh_seconds == 1; header Retry-After =~ /^1$/
+F GET / => 503; header Retry-After =~ /^1$/; body =~ /content="1"/
+G GET / Accept: application/json => 503; json.position == 3; json.refresh_seconds == 10; header Retry-After =~ /^10$/
+# Pinned, the value does not rise by itself: the configured refresh.
+op POST /control?room=shop&max_active=4 => 200; json.rooms.0.auto.pinned == true
+E GET / Accept: application/json => 503; json.position == 1; json.refresh_seconds == 10
+op POST /control?room=shop&max_active=auto => 200; json.rooms.0.auto.pinned == false
+E GET / Accept: application/json => 503; json.position == 1; json.refresh_seconds == 1
+# A fixed max_active: the head is told the configured refresh (no pace yet to expect its turn by).
+A GET /fixed/ => 200
+B GET /fixed/ => 200
+C GET /fixed/ => 200
+D GET /fixed/ => 200
+E GET /fixed/ Accept: application/json => 503; json.position == 1; json.refresh_seconds == 10

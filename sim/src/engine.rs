@@ -22,8 +22,9 @@
 //! only queues) until its first picture.
 
 use smart_limit_core::fleet::FleetModel;
-use smart_limit_core::fleet::{refresh_secs, FleetConfig, FleetSnapshot, FleetVerdict};
 use smart_limit_core::fleet::{Fence, SyncAnswer, Waiter, MAX_SYNCS_PER_INTERVAL};
+use smart_limit_core::fleet::{FleetConfig, FleetSnapshot, FleetVerdict};
+use smart_limit_core::page::refresh::{refresh_secs, Turn};
 use smart_limit_core::util::fenwick;
 use smart_limit_core::util::time::window_end;
 
@@ -568,7 +569,13 @@ impl Engine {
                 // The waiting answer's refresh, as the handler computes it: sooner than the
                 // configured one when the client's turn is expected sooner.
                 let configured = self.a.refresh_ms.div_ceil(1000).max(1);
-                let secs = refresh_secs(configured, eta_secs, self.a.interval_ms);
+                // (A fixed max_active: no rise opens places.)
+                let turn = Turn {
+                    position,
+                    eta_secs,
+                    opening: 0,
+                };
+                let secs = refresh_secs(configured, self.a.interval_ms.div_ceil(1000), turn);
                 if eta_secs == Some(0) {
                     self.out.come_back_soon += 1;
                 }

@@ -143,7 +143,11 @@ pub(super) fn waiting(r: &Request, turn: &Turn, place: &Place, outcome: Outcome)
             prequeue_view(&mut view, e.spec.start, place.sid, turn.now);
         }
     }
-    view.refresh_secs = turn.zone.refresh_secs(view.refresh_secs, place.eta_secs);
+    view.refresh_secs = turn.zone.refresh_secs(
+        view.refresh_secs,
+        view.position.unwrap_or(0),
+        place.eta_secs,
+    );
     let position = view.position;
     let reply = if turn.dry {
         ngx_log_error!(

@@ -9,6 +9,7 @@
 //! (`fleet/tally.rs`).
 
 use smart_limit_core::fleet;
+use smart_limit_core::page::refresh;
 use smart_limit_core::room::rules;
 use smart_limit_core::room::Place;
 use smart_limit_core::ticket::Ticket;
@@ -97,13 +98,24 @@ impl Zone {
         }
     }
 
-    /// How often a waiting page asks again: a synced room's answers change with its pictures
-    /// ([`fleet::refresh_secs`]), the others' whenever asked.
-    pub fn refresh_secs(&self, refresh_secs: u64, eta_secs: Option<u64>) -> u64 {
-        match &self.store {
-            Store::Synced(fs) => fleet::refresh_secs(refresh_secs, eta_secs, fs.cfg.interval_ms),
-            Store::Shm | Store::Central(_) => refresh_secs,
-        }
+    /// How soon a waiting client comes back ([`refresh::refresh_secs`]): a synced room's
+    /// answers change with its pictures, the others' whenever asked; `max_active=auto`'s next
+    /// rise opens places no pace predicts.
+    pub fn refresh_secs(&self, configured: u64, position: u64, eta_secs: Option<u64>) -> u64 {
+        let floor_secs = match &self.store {
+            Store::Synced(fs) => fs.cfg.interval_ms.div_ceil(1000),
+            Store::Shm | Store::Central(_) => 1,
+        };
+        let opening = match (self.params.auto, self.shm.steering()) {
+            (Some(auto), Some(st)) => st.opening(&auto),
+            _ => 0,
+        };
+        let turn = refresh::Turn {
+            position,
+            eta_secs,
+            opening,
+        };
+        refresh::refresh_secs(configured, floor_secs, turn)
     }
 
     /// Why a line refused a newcomer (the error log's words): the shared-memory line is

@@ -138,11 +138,17 @@ pub fn next(
         return None;
     }
     let far = w.warm.saturating_mul(20) <= w.n;
+    let raised = auto.clamp(value.saturating_add(rise(value, cut_before, far)));
+    (raised > value).then_some((raised, Move::Up))
+}
+
+/// The places a rise adds to `value`: half before the first cut (the slow start), after it a
+/// quarter while the origin is `far` under the target, else a tenth; at least one.
+pub fn rise(value: u64, cut_before: bool, far: bool) -> u64 {
     let step = match (cut_before, far) {
         (false, _) => value / 2,
         (true, true) => value / 4,
         (true, false) => value / 10,
     };
-    let raised = auto.clamp(value.saturating_add(step.max(1)));
-    (raised > value).then_some((raised, Move::Up))
+    step.max(1)
 }

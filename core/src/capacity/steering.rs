@@ -71,6 +71,17 @@ impl Steering {
         }
     }
 
+    /// The places the next rise may open (as far as the upper bound lets it): those waiting
+    /// within them should be at the door when it comes. 0 while pinned.
+    pub fn opening(&self, auto: &Auto) -> u64 {
+        if self.pinned.load(Relaxed) != 0 {
+            return 0;
+        }
+        let value = self.value(auto);
+        let cut_before = self.last_cut.load(Relaxed) != 0;
+        control::rise(value, cut_before, true).min(auto.max.saturating_sub(value))
+    }
+
     /// Pins the value (Some) or gives it back to the controller (None).
     pub fn pin(&self, value: Option<u64>) {
         self.pinned.store(value.unwrap_or(0), Relaxed);

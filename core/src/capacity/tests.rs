@@ -193,3 +193,22 @@ fn the_steering_counts_windows_and_steps_them_once() {
         (33, 0, 0, Some(Move::DownSlow))
     );
 }
+
+/// The places the next rise may open: the step the rule would take up (half in the slow
+/// start, a quarter after a cut), not past the upper bound, none while pinned.
+#[test]
+fn the_opening_is_the_next_rise() {
+    let s = Steering::default();
+    s.start(&AUTO);
+    assert_eq!(s.opening(&AUTO), 10);
+    let window = w(30, 0, 0);
+    s.step(window, on(20), &AUTO, 1).expect("up");
+    assert_eq!(s.opening(&AUTO), 15);
+    s.step(w(30, 30, 0), on(30), &AUTO, 2).expect("down");
+    assert_eq!(s.value(&AUTO), 24);
+    assert_eq!(s.opening(&AUTO), 6);
+    let near_max = Auto { max: 26, ..AUTO };
+    assert_eq!(s.opening(&near_max), 2);
+    s.pin(Some(7));
+    assert_eq!(s.opening(&AUTO), 0);
+}

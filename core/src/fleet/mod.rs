@@ -469,18 +469,6 @@ pub struct FleetNode<'m> {
 #[error("zone memory does not hold a synced room of this module's layout")]
 pub struct NotAFleetNode;
 
-/// How soon a waiting client should come back: a client whose turn is expected within three
-/// of its configured refreshes comes back at a third of that time (a wave of departures moves
-/// the line faster than the last picture saw; the head must be there when places free, or they
-/// stay empty), never sooner than an interval, nor 1 s.
-pub fn refresh_secs(configured: u64, eta_secs: Option<u64>, interval_ms: u64) -> u64 {
-    let floor = interval_ms.div_ceil(1000).max(1);
-    match eta_secs {
-        Some(eta) if eta < configured.saturating_mul(3) => (eta / 3).max(floor).min(configured),
-        _ => configured,
-    }
-}
-
 /// The node's figures, for metrics and the control endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FleetSnapshot {

@@ -356,23 +356,49 @@ fn a_picture_that_cannot_know_the_held_client_keeps_the_hold() {
     n.next_sync(900, 1, &c);
     show(&mut n, &empty, 1001);
     // B finds no place here: turned away, a draw for it, the pool empty.
-    assert!(matches!(n.visit(w(2, 1020), 1020, &c), FleetVerdict::Wait { .. }));
+    assert!(matches!(
+        n.visit(w(2, 1020), 1020, &c),
+        FleetVerdict::Wait { .. }
+    ));
     assert_eq!(n.take_draw(1020, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(0));
     // The next picture answers a sync that left before B came (at 1010): still "nobody waits".
     n.next_sync(1010, 1, &c);
-    show(&mut n, &RoomPicture { window_ms: 2000, ..empty.clone() }, 1100);
+    show(
+        &mut n,
+        &RoomPicture {
+            window_ms: 2000,
+            ..empty.clone()
+        },
+        1100,
+    );
     // C, who came after B, waits behind it and sends no draw.
-    assert!(matches!(n.visit(w(3, 1110), 1110, &c), FleetVerdict::Wait { .. }));
+    assert!(matches!(
+        n.visit(w(3, 1110), 1110, &c),
+        FleetVerdict::Wait { .. }
+    ));
     assert_eq!(n.take_draw(1110, &c), None);
     // B, back, is the one whose turn it is: the new picture is worth a draw for it.
-    assert!(matches!(n.visit(w(2, 1020), 1120, &c), FleetVerdict::Wait { .. }));
+    assert!(matches!(
+        n.visit(w(2, 1020), 1120, &c),
+        FleetVerdict::Wait { .. }
+    ));
     assert_eq!(n.take_draw(1120, &c).map(|a| a.oldest), Some(1020));
     n.drawn(1, got(0));
     // A picture answering a sync sent after B and C came, showing nobody (they left): no hold.
     n.next_sync(1200, 1, &c);
-    show(&mut n, &RoomPicture { window_ms: 3000, ..empty.clone() }, 1300);
-    assert!(matches!(n.visit(w(4, 1310), 1310, &c), FleetVerdict::Wait { .. }));
+    show(
+        &mut n,
+        &RoomPicture {
+            window_ms: 3000,
+            ..empty.clone()
+        },
+        1300,
+    );
+    assert!(matches!(
+        n.visit(w(4, 1310), 1310, &c),
+        FleetVerdict::Wait { .. }
+    ));
     assert_eq!(n.take_draw(1310, &c).map(|a| a.oldest), Some(1310));
 }
 
@@ -544,19 +570,6 @@ fn a_failed_sync_gives_its_report_back() {
     let mut waiters = again.waiters.iter().map(|w| w.sid).collect::<Vec<_>>();
     waiters.sort_unstable();
     assert_eq!(waiters, vec![1, 2]);
-}
-
-#[test]
-fn the_head_of_the_line_comes_back_sooner() {
-    assert_eq!(refresh_secs(10, None, 1000), 10);
-    assert_eq!(refresh_secs(10, Some(40), 1000), 10);
-    // At a third of its expected wait (a wave of departures moves the line faster than the
-    // last picture saw), never sooner than an interval or a second.
-    assert_eq!(refresh_secs(10, Some(12), 1000), 4);
-    assert_eq!(refresh_secs(10, Some(4), 1000), 1);
-    assert_eq!(refresh_secs(10, Some(0), 1000), 1);
-    assert_eq!(refresh_secs(10, Some(0), 2500), 3);
-    assert_eq!(refresh_secs(2, Some(0), 5000), 2);
 }
 
 #[test]

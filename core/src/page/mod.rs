@@ -20,6 +20,7 @@ mod builtin;
 mod fetch;
 mod invite;
 mod json;
+pub mod refresh;
 mod solver;
 mod template;
 mod text;
