@@ -4,8 +4,8 @@
 # window (1 s) of at least 10 responses, under
 # origin_latency= and none failed, with the limit reached; down to 0.8 of the sessions active
 # when more than 10 % were slow (or 1 % failed), then holding until departures bring the active
-# count under the value (lowering evicts nobody). Those waiting within the next rise's places
-# are told to come back after 1 s. The origin here is a second server: /fast/
+# count under the value (lowering evicts nobody). Those waiting within the next rises' places
+# (two rises) are told to come back after 1 s. The origin here is a second server: /fast/
 # answers at once, /slow/ goes through limit_req (20r/s, queued), so a burst of 20 takes up to
 # a second and most of it is over origin_latency=200ms.
 
@@ -190,7 +190,7 @@ max_active=auto falls from 4 to 3 \(origin latency p90 over origin_latency: \d+ 
 --- no_error_log
 rises from 3 to 4
 
-=== TEST 5: those the next rise lets in are told to come back after 1 s; a pinned value or a fixed one opens no place
+=== TEST 5: those the next two rises let in are told to come back after 1 s; a pinned value or a fixed one opens no place
 --- http_config
     smart_limit_zone shop size=1m max_active=auto:4..100;
     smart_limit_zone fixed size=1m max_active=4;
@@ -206,10 +206,14 @@ A GET / => 200
 B GET / => 200
 C GET / => 200
 D GET / => 200
-# At 4, before any cut, the next rise is by half: two places, for positions 1 and 2.
+# At 4, before any cut, the next two rises are by half: 4 to 6 to 9, five places, for
+# positions 1 to 5.
 E GET / Accept: application/json => 503; json.position == 1; json.refresh_seconds == 1; header Retry-After =~ /^1$/
 F GET / => 503; header Retry-After =~ /^1$/; body =~ /content="1"/
-G GET / Accept: application/json => 503; json.position == 3; json.refresh_seconds == 10; header Retry-After =~ /^10$/
+G GET / => 503
+H GET / => 503
+I GET / Accept: application/json => 503; json.position == 5; json.refresh_seconds == 1
+J GET / Accept: application/json => 503; json.position == 6; json.refresh_seconds == 10; header Retry-After =~ /^10$/
 # Pinned, the value does not rise by itself: the configured refresh.
 op POST /control?room=shop&max_active=4 => 200; json.rooms.0.auto.pinned == true
 E GET / Accept: application/json => 503; json.position == 1; json.refresh_seconds == 10

@@ -26,7 +26,7 @@ auto_usage() {
     cat <<EOF
 usage: scripts/bench --auto [--seconds N] [--arrivals N] [--capacity N] [--service-ms MS]
                             [--queue N] [--target-ms MS] [--sweep "A B C"] [--halve-at S]
-                            [--store shm|redis|sync] [--out DIR] [--no-build]
+                            [--store shm|redis|sync] [--out DIR] [--cold] [--no-build]
 
   --seconds N     length of each run (default 60; the halving runs take 30 s more)
   --arrivals N    visitors arriving per second (default 15)
@@ -39,13 +39,15 @@ usage: scripts/bench --auto [--seconds N] [--arrivals N] [--capacity N] [--servi
   --store S       the room's store: shm (default), redis (central) or sync (sync=200ms), on
                   a redis-server of each run's own
   --out DIR       where the runs' JSON and CSV go (default target/bench-auto)
+  --cold          the sweep and auto only (the cold start against the best fixed value): no
+                  far-off values, no halving runs
   --no-build      use SL_NGINX and SL_MODULE from the environment
 EOF
 }
 
 auto_main() {
     local seconds=60 arrivals=15 capacity=16 service=40 queue=48 target=100 halve=40
-    local sweep="40 60 80 100 120 140" build=1 out="" store=shm
+    local sweep="40 60 80 100 120 140" build=1 out="" store=shm cold=0
     while [ "$#" -gt 0 ]; do
         case "$1" in
             --seconds) seconds="$2"; shift 2 ;;
@@ -59,6 +61,7 @@ auto_main() {
             --out) out="$2"; shift 2 ;;
             --store) store="$2"; shift 2 ;;
             --no-build) build=0; shift ;;
+            --cold) cold=1; shift ;;
             -h|--help) auto_usage; return 0 ;;
             *) echo "scripts/bench --auto: unknown option '$1'" >&2; auto_usage >&2; return 2 ;;
         esac
@@ -161,14 +164,18 @@ print("| {label} | {goodput:.1f} | {goodput_second_half:.1f} | {origin_p50_ms} |
     for n in $sweep; do
         rows+=("$(row "$(one_run "fixed-$n" "$n" "$seconds")")")
     done
-    rows+=("$(row "$(one_run "fixed-1000" 1000 "$seconds")")")
-    rows+=("$(row "$(one_run "fixed-10" 10 "$seconds")")")
+    if [ "$cold" = 0 ]; then
+        rows+=("$(row "$(one_run "fixed-1000" 1000 "$seconds")")")
+        rows+=("$(row "$(one_run "fixed-10" 10 "$seconds")")")
+    fi
     rows+=("$(row "$(one_run "auto" "auto:10..2000" "$seconds")")")
     local best
     best="$(for n in $sweep; do python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["goodput"], sys.argv[2]) if r["origin_p99_ms"] <= 1.5*int(sys.argv[3]) else None' "$out/fixed-$n.json" "$n" "$target"; done | sort -g | tail -1 | awk '{print $2}')"
-    sl_banner "the origin's capacity halved $halve s in ($((seconds + 30)) s each)"
-    rows+=("$(row "$(one_run "auto-halved" "auto:10..2000" $((seconds + 30)) "$halve")")")
-    [ -n "$best" ] && rows+=("$(row "$(one_run "fixed-$best-halved" "$best" $((seconds + 30)) "$halve")")")
+    if [ "$cold" = 0 ]; then
+        sl_banner "the origin's capacity halved $halve s in ($((seconds + 30)) s each)"
+        rows+=("$(row "$(one_run "auto-halved" "auto:10..2000" $((seconds + 30)) "$halve")")")
+        [ -n "$best" ] && rows+=("$(row "$(one_run "fixed-$best-halved" "$best" $((seconds + 30)) "$halve")")")
+    fi
     echo
     echo "store $store; origin: capacity $capacity, service ${service} ms, queue $queue; arrivals $arrivals/s; stay 10-20 s; origin_latency=${target}ms; best fixed (p99 <= 1.5 x target): ${best:-none}"
     echo

@@ -100,7 +100,7 @@ impl Zone {
 
     /// How soon a waiting client comes back ([`refresh::refresh_secs`]): a synced room's
     /// answers change with its pictures, the others' whenever asked; `max_active=auto`'s next
-    /// rise opens places no pace predicts.
+    /// rises open places no pace predicts.
     pub fn refresh_secs(&self, configured: u64, position: u64, eta_secs: Option<u64>) -> u64 {
         let floor_secs = match &self.store {
             Store::Synced(fs) => fs.cfg.interval_ms.div_ceil(1000),

@@ -194,19 +194,19 @@ fn the_steering_counts_windows_and_steps_them_once() {
     );
 }
 
-/// The places the next rise may open: the step the rule would take up (half in the slow
-/// start, a quarter after a cut), not past the upper bound, none while pinned.
+/// The places the next two rises may open: the steps the rule would take up (by half in the
+/// slow start, a quarter after a cut), not past the upper bound, none while pinned.
 #[test]
-fn the_opening_is_the_next_rise() {
+fn the_opening_is_the_next_two_rises() {
     let s = Steering::default();
     s.start(&AUTO);
-    assert_eq!(s.opening(&AUTO), 10);
+    assert_eq!(s.opening(&AUTO), 10 + 15);
     let window = w(30, 0, 0);
     s.step(window, on(20), &AUTO, 1).expect("up");
-    assert_eq!(s.opening(&AUTO), 15);
+    assert_eq!(s.opening(&AUTO), 15 + 22);
     s.step(w(30, 30, 0), on(30), &AUTO, 2).expect("down");
     assert_eq!(s.value(&AUTO), 24);
-    assert_eq!(s.opening(&AUTO), 6);
+    assert_eq!(s.opening(&AUTO), 6 + 7);
     let near_max = Auto { max: 26, ..AUTO };
     assert_eq!(s.opening(&near_max), 2);
     s.pin(Some(7));

@@ -14,15 +14,15 @@ pub struct Turn {
     pub position: u64,
     /// When its turn is expected, if the room can tell (from the pace it lets people in).
     pub eta_secs: Option<u64>,
-    /// Places the room may open at its next step without anyone leaving (`max_active=auto`'s
-    /// next rise; 0 for a fixed `max_active`).
+    /// Places the room may open at its next steps without anyone leaving (`max_active=auto`'s
+    /// next two rises; 0 for a fixed `max_active`).
     pub opening: u64,
 }
 
 /// The refresh for `turn`, `configured` being the location's (`smart_limit_refresh`) and
 /// `floor_secs` the soonest the store's answer can change (a synced room's interval; a
 /// second elsewhere):
-/// - a client within the places the next rise opens comes back at the floor: a rise is a
+/// - a client within the places the next rises open comes back at the floor: a rise is a
 ///   step of the controller, which no pace predicts, and a cold start fills one rise at a
 ///   time (`scripts/bench --auto`: the new places stood empty for the head's 5 s refresh);
 /// - a client whose turn is expected within three of its refreshes comes back at a third of
