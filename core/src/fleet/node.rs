@@ -77,11 +77,9 @@ impl<'m> FleetNode<'m> {
         if !h.share.open(now) && (!h.draw.pool_empty(h.pic.window_ms) || h.draw.untold(arrival)) {
             h.draw.wanted(arrival);
         }
-        // The picture said nobody waits, and now someone does: until the next picture,
-        // nobody who came later is let in ahead of it (the place drawn for it is its own).
-        if h.pic.cursor == u64::MAX {
-            h.pic.cursor = arrival;
-        }
+        // The picture said nobody waits, and now someone does: the place drawn for it is its
+        // own.
+        h.pic.hold_at(arrival);
         self.come_back(arrival, sid, now, cfg)
     }
 
@@ -155,13 +153,9 @@ impl<'m> FleetNode<'m> {
         if !self.hdr.share.take(now) {
             return false;
         }
-        // The client the cursor was held at (`decide`) is in: nobody is ahead of the arrivals
-        // after it any more, who may take the node's places (or draw) as they come, as on one
-        // node, rather than wait for the next picture.
-        let pic = &mut self.hdr.pic;
-        if pic.hold() == Some(arrival) {
-            pic.cursor = u64::MAX;
-        }
+        // Nobody is ahead of the arrivals after it any more: they take the node's places (or
+        // draw) as they come, as on one node, rather than wait for the next picture.
+        self.hdr.pic.release(arrival);
         self.hdr.fresh.left(arrival);
         self.admit(sid, now);
         true

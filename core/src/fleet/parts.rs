@@ -74,8 +74,12 @@ pub(super) struct Picture {
 }
 
 impl Picture {
-    /// A new picture at `now`, but for its samples (the caller copies them).
-    pub(super) fn apply(&mut self, p: &RoomPicture, now: u64) {
+    /// A new picture at `now`, but for its samples (the caller copies them), answering the
+    /// sync that left at `sent_ms`. A client this node holds the cursor at who came after that
+    /// is not in it: a picture of an empty line keeps the hold (else the arrivals after the
+    /// client would be let in, or draw from the pool, ahead of it).
+    pub(super) fn apply(&mut self, p: &RoomPicture, now: u64, sent_ms: u64) {
+        let unseen_hold = self.hold().filter(|&arrival| arrival >= sent_ms);
         self.aged_ranks = 0;
         // "Everyone" means everyone only while nobody waits anywhere in the fleet; otherwise
         // those who came after this picture wait for the next one, behind the line it shows.
@@ -95,6 +99,9 @@ impl Picture {
         self.expiring = p.expiring;
         self.leaving = p.leaving;
         self.pressure = u64::from(p.pressure) + 1;
+        if let Some(arrival) = unseen_hold {
+            self.hold_at(arrival);
+        }
     }
 
     /// Whether a waiter who arrived at `arrival` may be admitted: at or before the cursor.
@@ -111,11 +118,19 @@ impl Picture {
         (empty && self.cursor != u64::MAX).then_some(self.cursor)
     }
 
-    /// Holds the cursor at `arrival` again under a new picture that says nobody waits, when that
-    /// picture cannot know the held client: else a later arrival would come in (or draw) ahead of it.
-    pub(super) fn hold_again(&mut self, arrival: u64) {
+    /// A client who arrived at `arrival` was turned away while the picture lets everyone in:
+    /// until the next picture, nobody who came later is let in ahead of it.
+    pub(super) fn hold_at(&mut self, arrival: u64) {
         if self.cursor == u64::MAX {
             self.cursor = arrival;
+        }
+    }
+
+    /// The client who arrived at `arrival` is in: if the cursor was held at it, the arrivals
+    /// after it may take places (or draw) as they come again.
+    pub(super) fn release(&mut self, arrival: u64) {
+        if self.hold() == Some(arrival) {
+            self.cursor = u64::MAX;
         }
     }
 

@@ -126,14 +126,7 @@ impl<'m> FleetNode<'m> {
             return false;
         }
         let h = &mut *self.hdr;
-        // A client this node held the cursor at, who came after the sync this picture answers
-        // left, is not in it: a picture of an empty line keeps the hold (else the arrivals after
-        // the client would be let in, or draw from the pool, ahead of it).
-        let unseen_hold = h.pic.hold().filter(|&arrival| arrival >= h.sync.sent_ms);
-        h.pic.apply(p, now);
-        if let Some(arrival) = unseen_hold {
-            h.pic.hold_again(arrival);
-        }
+        h.pic.apply(p, now, h.sync.sent_ms);
         h.share.grant(p, now);
         h.draw.renew();
         h.metrics.syncs += 1;
