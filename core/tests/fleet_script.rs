@@ -29,14 +29,14 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     // 3 free places: the 3 oldest (1, 2, 5 s), whichever node saw them, and the band beyond
     // them: up to as many again who came within an interval of the third (6 s; not 9 s).
     assert_eq!(p.cursor, BASE + 6000);
-    // The first interval shared its 3 free places out by the polls seen so far (node 1's 3),
-    // half of them (KEEP_PPM): 1 to node 1, the half place carried; node 2, reporting later,
-    // got 1. Both are reserved.
-    assert_eq!(p.quota, 1);
-    // Next interval: node 1 reports (its grant is released, it admitted nobody); node 2's is
-    // still reserved until it reports: 2 free places, shared by the polls (node 2's).
+    // The first interval (nobody polled before it) shared half its 3 free places (KEEP_PPM)
+    // equally by the nodes it knew, not by whoever synced first: node 1, alone, 1 (the half
+    // place carried); node 2 a half of the half: 0.75, none.
+    assert_eq!(p.quota, 0);
+    // Next interval: node 1 reports (its grant is released, it admitted nobody): 3 free
+    // places, shared by the polls (node 2's).
     let p1 = t.sync(1, now + 1000, &waiters(&[]));
-    assert_eq!((p1.free, p1.quota), (2, 0));
+    assert_eq!((p1.free, p1.quota), (3, 0));
     // Node 2 reports (its grant released); it answered no polls this time: no share.
     let p2 = t.sync(2, now + 1001, &waiters(&[]));
     assert_eq!(p2.quota, 0);
@@ -52,6 +52,32 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     };
     let p = t.sync(1, now + 2000, &r);
     assert_eq!((p.fleet_active, p.queue_len), (1, 4));
+}
+
+#[test]
+fn a_crowds_first_interval_is_shared_by_the_nodes_not_by_who_synced_first() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "cold", cfg(60));
+    let now = BASE + 10_000;
+    // Three nodes meet in an empty room nobody waits for.
+    for node in 1..=3 {
+        t.sync(node, now + node, &Report::default());
+    }
+    // The crowd: each node saw 30 newcomers by its sync of the next interval, and counts the
+    // others' grants of the idle interval (one place each: nobody visited them,
+    // SHARE_PER_POLL) as taken until they report. Shared equally, the half of what is free
+    // (KEEP_PPM) gives 58 / 6, 59 / 6 and 60 / 6, and the pool keeps 32 for whoever runs out
+    // first. Shared by the polls known when each synced (the first node's own 30 only), every
+    // node's part was 1: 29, 29 and 2, and the pool kept none.
+    let crowd = Report {
+        polls: 30,
+        ..Report::default()
+    };
+    let quotas: Vec<u64> = (1..=3)
+        .map(|node| t.sync(node, now + 1000 + node, &crowd).quota)
+        .collect();
+    assert_eq!(quotas, [9, 9, 10]);
+    assert_eq!(t.draw(3, now + 1010, 60), 32);
 }
 
 /// A room for the starved-mark tests. Interval W0 (`now`): node 1 sees five waiters (arrived
@@ -530,7 +556,14 @@ fn stale_syncs_and_draws_change_nothing() {
     let mut t = Twin::new(srv.port, "fenced", cfg(4));
     let now = BASE + 10_000;
     t.sync(1, now, &waiters(&[(11, 1000)]));
-    let p = t.sync(1, now + 1000, &waiters(&[]));
+    let p = t.sync(
+        1,
+        now + 1000,
+        &Report {
+            polls: 1,
+            ..Report::default()
+        },
+    );
     assert_eq!(p.quota, 2);
     // A sync answered late (sequence 1 again, e.g. a stalled ex-leader's) is refused; so is
     // one of an older configuration.
@@ -642,7 +675,7 @@ fn a_picture_gives_when_the_places_it_shares_free() {
         1,
         now + 10_000,
         &Report {
-            polls: 10,
+            polls: 100,
             ..Report::default()
         },
     );

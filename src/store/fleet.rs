@@ -67,7 +67,7 @@ const FIRST_PICTURE_LOOK: Duration = Duration::from_millis(5);
 
 /// How long a request waits for the pool draw it sent, at most (Redis answers a draw in well
 /// under a millisecond; a hung Redis must not hold the request for the whole `timeout=`).
-const DRAW_WAIT: Duration = Duration::from_millis(50);
+pub(super) const DRAW_WAIT: Duration = Duration::from_millis(50);
 
 /// The fleet side of a zone with `sync=`: the script, and the driver (per worker after
 /// fork: the connection, the timer, the sync in flight).
@@ -171,6 +171,9 @@ enum Visited {
     Drawing(Draw),
     /// Its turn as the node's picture ends: it waits for the next (the window it saw).
     NextPicture(u64),
+    /// Its turn, turned away while another request's pool draw is out: it waits for that
+    /// draw's answer.
+    AwaitDraw,
 }
 
 impl Zone {
@@ -233,6 +236,16 @@ impl Zone {
             if verdict == FleetVerdict::NextPicture {
                 return Visited::NextPicture(node.picture_window());
             }
+            let turned_away = matches!(
+                verdict,
+                FleetVerdict::Wait {
+                    eta_secs: Some(0),
+                    ..
+                }
+            );
+            if turned_away && draw.is_none() && node.draw_out(now, &cfg) {
+                return Visited::AwaitDraw;
+            }
             visited(room, &v, verdict, draw, now)
         });
         let (step, draw) = match visited {
@@ -241,6 +254,7 @@ impl Zone {
             Ok(Visited::NextPicture(window)) => {
                 return self.fleet_next_picture(fs, v, w, window, now);
             }
+            Ok(Visited::AwaitDraw) => return self.fleet_await_draw(fs, v, now),
             Err(e) => return Answer::Now(Err(e)),
         };
         if let Some(d) = draw {
@@ -477,14 +491,13 @@ impl Zone {
     /// The fleet's picture came back for the sync of `seq`: the node decides by it (unless a
     /// newer sync was sent meanwhile), and its metrics show the fleet's line and active
     /// sessions.
-    /// True when the node's batches still hold sightings for another sync.
-    fn apply_picture(&self, p: &RoomPicture, seq: u64, now: u64) -> bool {
+    fn apply_picture(&self, p: &RoomPicture, seq: u64, now: u64) {
         let Some(fs) = self.synced() else {
-            return false;
+            return;
         };
-        let applied = self.shm.with_fleet(|room, node| {
+        let _ = self.shm.with_fleet(|room, node| {
             if !node.apply(p, seq, now, &fs.cfg) {
-                return false;
+                return;
             }
             // Proofs spent on other nodes: refused here from now on.
             for s in &p.spent {
@@ -499,9 +512,7 @@ impl Zone {
                 },
                 now,
             );
-            node.backlog()
         });
-        applied.unwrap_or(false)
     }
 }
 
@@ -584,6 +595,10 @@ pub struct SyncJob {
     fs: &'static FleetStore,
     fence: Fence,
     report: Report,
+    /// The report was capped (it left sightings in the batches): the next sync follows at
+    /// once. (Following any sighting since, a crowd sent up to [`MAX_SYNCS_PER_INTERVAL`] an
+    /// interval, and each refused the pool draw out: a sync gives the node's draws back.)
+    capped: bool,
     built_at: u64,
     /// The room's limit at `built_at` (a running event's, see [`Zone::limits_at`]).
     max_active: u64,
@@ -622,17 +637,19 @@ impl Synced for Zone {
         let fs = self.synced()?;
         self.send_tally(fs, now);
         self.send_steer(fs, now);
-        let (fence, report) = self
+        let (fence, report, capped) = self
             .shm
             .with_fleet(|_, node| {
                 let report = node.take_report();
-                (node.next_sync(now, generation, &fs.cfg), report)
+                let capped = node.backlog();
+                (node.next_sync(now, generation, &fs.cfg), report, capped)
             })
             .ok()?;
         Some(SyncJob {
             fs,
             fence,
             report,
+            capped,
             built_at: now,
             max_active: self.limits_at(now).max_active,
         })
@@ -655,7 +672,10 @@ impl Synced for Zone {
 
     fn apply(&self, job: SyncJob, answer: SyncAnswer, now: u64) -> bool {
         match answer {
-            SyncAnswer::Picture(p) => self.apply_picture(&p, job.fence.seq, now),
+            SyncAnswer::Picture(p) => {
+                self.apply_picture(&p, job.fence.seq, now);
+                job.capped
+            }
             // The script had taken a newer sync of this node (one sent by another worker
             // while this one stalled): this report never counted, it goes with the next.
             SyncAnswer::Stale => {

@@ -61,6 +61,13 @@ impl<'m> FleetNode<'m> {
             return FleetVerdict::Unknown;
         }
         if !self.eligible(arrival) {
+            // Behind the node's own hold while the pool's draw is out: its turn comes with the
+            // draw's answer (the held client's claim releases the cursor), so it is one of
+            // those the next draw is for, and waits for this one's answer like them.
+            if self.hdr.pic.hold().is_some() && self.draw_out(now, cfg) {
+                self.hdr.draw.wanted(arrival);
+                return self.come_back(arrival, sid, now, cfg);
+            }
             return self.wait(arrival, sid, now, cfg);
         }
         if self.band_waits(arrival, now, cfg) {
@@ -209,6 +216,13 @@ impl<'m> FleetNode<'m> {
         let ask = h.draw.take(now, cfg.interval_ms, h.pic.window_ms)?;
         h.metrics.draws += 1;
         Some(ask)
+    }
+
+    /// Whether a pool draw is out: a client whose turn it is, turned away meanwhile (only one
+    /// is out per node, and it asks for every such client), waits for its answer and claims
+    /// a place it brought ([`FleetNode::claim`]) rather than come back a refresh later.
+    pub fn draw_out(&self, now: u64, cfg: &FleetConfig) -> bool {
+        self.hdr.draw.out(now, cfg.interval_ms)
     }
 
     /// The node's last sync sent (a draw carries it: the script refuses a draw sent before

@@ -313,9 +313,15 @@ impl Draw {
         self.want_oldest = oldest(self.want_oldest, arrival);
     }
 
+    /// Whether a draw is out at `now`: sent, not answered, and not given up (after an
+    /// interval).
+    pub(super) fn out(&self, now: u64, interval_ms: u64) -> bool {
+        self.draw_since != 0 && now.saturating_sub(self.draw_since) < interval_ms
+    }
+
     /// The draw to send at `now`, if one is due (the picture's window `window_ms`).
     pub(super) fn take(&mut self, now: u64, interval_ms: u64, window_ms: u64) -> Option<Ask> {
-        let busy = self.draw_since != 0 && now.saturating_sub(self.draw_since) < interval_ms;
+        let busy = self.out(now, interval_ms);
         if self.want == 0 || busy || (self.pool_empty(window_ms) && !self.untold(self.want_oldest))
         {
             return None;

@@ -38,6 +38,7 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     SPENT_KEEP_MS = model::SPENT_KEEP_MS,
     ENDS = ENDS_CAP,
     EXACT_LINE = EXACT_LINE,
+    SHARE_PER_POLL = super::SHARE_PER_POLL,
     LOOK_MS = crate::challenge::LOOK_MS,
     PPM = crate::util::PPM,
     PRESSURE_KEEP_PCT = crate::challenge::PRESSURE_KEEP_PCT,

@@ -1,12 +1,14 @@
-//! Requests of a synced node that wait for a picture, suspended on nginx's loop and bounded
-//! in looks: a new node's first ([S21]), and a turn at the tick for the next one.
+//! Requests of a synced node that wait, suspended on nginx's loop and bounded in looks: for a
+//! picture (a new node's first, [S21], and a turn at the tick for the next one), and for the
+//! answer of the pool draw another request sent.
 
 use smart_limit_core::fleet::Waiter;
 use smart_limit_core::room::Visit;
 
-use super::{visited, FleetStore, Step, Visited, FIRST_PICTURE_LOOK};
+use super::{visited, FleetStore, Step, Visited, DRAW_WAIT, FIRST_PICTURE_LOOK};
 use crate::clock::now_ms;
 use crate::store::{Answer, Decision, StoreError, Zone};
+use smart_limit_core::fleet::FleetVerdict;
 
 impl Zone {
     /// [S21] The node has no picture yet: the request waits for the node's first sync (sent
@@ -58,8 +60,9 @@ impl Zone {
                         return self.fleet_decided(step, v, now);
                     }
                     // (decide never says NextPicture.)
-                    Some(Visited::NextPicture(_)) | None if self.first_sync_out(now) => {}
-                    Some(Visited::NextPicture(_)) | None => break,
+                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None
+                        if self.first_sync_out(now) => {}
+                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None => break,
                 }
             }
             self.fleet_decided(Step::Unknown, v, now)
@@ -109,7 +112,58 @@ impl Zone {
                         }
                         return self.fleet_decided(step, v, now);
                     }
-                    Some(Visited::NextPicture(_)) | None => {}
+                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None => {}
+                }
+            }
+            self.fleet_decided(Step::Unknown, v, now)
+        }))
+    }
+
+    /// A client whose turn it is, turned away while another request's pool draw is out (one
+    /// per node, asking for every such client): the request waits, suspended, for that
+    /// draw's answer (looks, at most [`DRAW_WAIT`]), then claims a place it brought as the
+    /// drawing client does, or sends the next draw and waits for that one. Told to come back
+    /// a refresh later instead, the first such client held the node's cursor at its arrival
+    /// ([`FleetNode::decide`]: nobody who came later is let in ahead of it), and a node that
+    /// met a crowd told every newcomer after it to wait for a second while the pool held
+    /// places (the rehearsal's first fill: 1-2 s against 0.25 s on one node).
+    ///
+    /// [`FleetNode::decide`]: smart_limit_core::fleet::FleetNode::decide
+    pub(super) fn fleet_await_draw(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        now: u64,
+    ) -> Answer<Result<Decision, StoreError>> {
+        let look = FIRST_PICTURE_LOOK.as_millis() as u64;
+        // Counted in looks, not read off a clock: the wait is bounded whatever the clocks do.
+        let looks = (DRAW_WAIT.as_millis() as u64).div_ceil(look) + 1;
+        Answer::Later(Box::pin(async move {
+            let mut now = now;
+            for left in (0..looks).rev() {
+                ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
+                now = now_ms();
+                let cfg = fs.cfg_under(&self.limits_at(now));
+                let seen = self.shm.with_fleet(|room, node| {
+                    if node.draw_out(now, &cfg) && left > 0 {
+                        return None;
+                    }
+                    let verdict = node.claim(v.sid, v.arrival, now, &cfg);
+                    if verdict != FleetVerdict::Admit {
+                        if let Some(d) = self.draw_to_send(fs, node, now, &cfg) {
+                            return Some(Visited::Drawing(d));
+                        }
+                    }
+                    Some(visited(room, &v, verdict, None, now))
+                })?;
+                match seen {
+                    Some(Visited::Drawing(d)) => {
+                        let want = d.ask.want;
+                        let draw = self.fleet_draw(fs, d, now);
+                        return self.claim_drawn(fs, v, want, draw).await;
+                    }
+                    Some(Visited::Decided(step, _)) => return self.fleet_decided(step, v, now),
+                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None => {}
                 }
             }
             self.fleet_decided(Step::Unknown, v, now)

@@ -6,7 +6,9 @@
 use super::{line::BAND, SpentEntry};
 use super::{FleetModel, Node, EXPIRE_MIN, EXPIRE_STEP, SPENT_EXPIRE, SPENT_KEEP_MS};
 use crate::fleet::{Fence, FloodOver, Report, RoomPicture, SpentProof};
-use crate::fleet::{ENDS_CAP, EXACT_LINE, KEEP_PPM, SPENT_ANSWER_CAP, SPENT_REPORT_CAP};
+use crate::fleet::{
+    ENDS_CAP, EXACT_LINE, KEEP_PPM, SHARE_PER_POLL, SPENT_ANSWER_CAP, SPENT_REPORT_CAP,
+};
 
 /// What the census found: the other live nodes' places (grants and draws not yet reported),
 /// their number and their polls (the script's `fleet`).
@@ -252,6 +254,7 @@ impl FleetModel {
         free: &FreePlaces,
         places: &HeldPlaces,
     ) -> u64 {
+        let before = me.polls;
         me.polls = if me.alloc == f.window {
             me.polls + r.polls
         } else {
@@ -261,8 +264,12 @@ impl FleetModel {
         me.draws = 0;
         let a = &mut self.allocation;
         if a.window != f.window {
+            // A crowd's first interval (nobody polled in the fleet's last) is shared equally
+            // by the live nodes (allocation polls 0): the polls are only the first syncing
+            // node's (the script says why).
+            let cold = fleet.polls == 0 && before == 0;
             (a.window, a.free) = (f.window, free.now);
-            (a.polls, a.given) = (fleet.polls + me.polls, 0);
+            (a.polls, a.given) = (if cold { 0 } else { fleet.polls + me.polls }, 0);
         } else {
             a.free = a.free.max(free.now + a.given);
         }
@@ -276,7 +283,9 @@ impl FleetModel {
             let ppm = u64::from(crate::util::PPM);
             let quota = millionths / ppm;
             me.remainder = millionths - quota * ppm;
-            let quota = quota.min(places.room);
+            let quota = quota
+                .min(places.room)
+                .min(SHARE_PER_POLL.saturating_mul(me.polls) + 1);
             a.given += quota;
             me.alloc = f.window;
             quota
