@@ -163,6 +163,10 @@ impl<'m> FleetNode<'m> {
         // Nobody is ahead of the arrivals after it any more: they take the node's places (or
         // draw) as they come, as on one node, rather than wait for the next picture.
         self.hdr.pic.release(arrival);
+        self.hdr.pic.took(arrival);
+        let line = self.hdr.pic.samples_len as usize;
+        let line = self.samples.get(..line).unwrap_or(&[]);
+        self.hdr.pic.let_in_of_line(sid, line);
         self.hdr.fresh.left(arrival);
         self.admit(sid, now);
         true

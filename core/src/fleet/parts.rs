@@ -6,7 +6,12 @@
 //! valid all-zero, as a fresh zone holds it.
 
 use super::{Ask, FleetConfig, RoomPicture, SpentProof, ENDS_CAP};
-use super::{REVOKE_REPORT_CAP, SPENT_REPORT_CAP};
+use super::{Sample, REVOKE_REPORT_CAP, SPENT_REPORT_CAP};
+
+/// The longest line a picture shows whose clients the node counts as it lets them in
+/// ([`Picture::watch_line`]): a line of a crowd's first moment (the node's own first client),
+/// or of a quiet room's few; the count looks through it once per admission.
+pub(super) const LINE_HERE_CAP: usize = 16;
 
 /// The block's shape, written once by `FleetNode::format`.
 #[repr(C)]
@@ -71,6 +76,15 @@ pub(super) struct Picture {
     /// Newcomers the fleet takes places for in an interval, as this node reckons them when
     /// the picture came ([`super::FleetNode::unseen_ahead`]).
     pub(super) newcomers: u64,
+    /// Clients of a short line the picture shows whole, with a place for each of them (its
+    /// cursor is everyone), not yet let in here (0: no such line). Those who came after the
+    /// picture wait behind that line; once this node has let in every client of it, nobody
+    /// waits ahead of them ([`Picture::let_in_of_line`]).
+    pub(super) line_here: u64,
+    /// Places those who came after the picture may take here while the line it shows waits
+    /// (its cursor is everyone: a place for each of them): this node's part of the places
+    /// beyond the line ([`Picture::room_past_line`]).
+    pub(super) past_line: u64,
 }
 
 impl Picture {
@@ -82,7 +96,8 @@ impl Picture {
         let unseen_hold = self.hold().filter(|&arrival| arrival >= sent_ms);
         self.aged_ranks = 0;
         // "Everyone" means everyone only while nobody waits anywhere in the fleet; otherwise
-        // those who came after this picture wait for the next one, behind the line it shows.
+        // those who came after this picture wait for the next one, behind the line it shows
+        // (but for this node's part of the places beyond it: `room_past_line`).
         self.cursor = match (p.cursor, p.queue_len) {
             (u64::MAX, 0) => u64::MAX,
             (u64::MAX, _) => now,
@@ -104,9 +119,67 @@ impl Picture {
         }
     }
 
-    /// Whether a waiter who arrived at `arrival` may be admitted: at or before the cursor.
+    /// The picture's line, whole (`line`), lets everyone in but holds back those who came
+    /// after the picture: when it is short, the node counts its clients it lets in.
+    pub(super) fn watch_line(&mut self, p: &RoomPicture, line: &[Sample]) {
+        let whole = p.exact && line.len() as u64 == p.queue_len;
+        let short = p.queue_len <= LINE_HERE_CAP as u64;
+        self.line_here = if p.cursor == u64::MAX && whole && short {
+            p.queue_len
+        } else {
+            0
+        };
+    }
+
+    /// `sid` was let in here: if it was the last of the picture's short line not yet let in,
+    /// nobody waits ahead of those who came after the picture (the line it showed is empty).
+    /// A node whose first request came with a crowd sent that client as a waiter in its first
+    /// sync; the picture showed it in line, the node let it in at once, and every newcomer
+    /// after it waited an interval for the next picture (the sync rehearsal's first fill).
+    pub(super) fn let_in_of_line(&mut self, sid: u64, line: &[Sample]) {
+        if self.line_here == 0 || !line.iter().any(|s| s.sid == sid) {
+            return;
+        }
+        self.line_here -= 1;
+        if self.line_here == 0 {
+            self.past_line = 0;
+            self.cursor = u64::MAX;
+            self.rightful = u64::MAX;
+            self.queue_len = 0;
+            self.samples_len = 0;
+        }
+    }
+
+    /// A picture of a line with a place for each of its clients (its cursor is everyone) and
+    /// places beyond them: those who came after it may take this node's part of the places
+    /// beyond, by the nodes, so that whatever every node lets in, each client of the line
+    /// still finds a place when it comes back. Waiting for the next picture instead, a node
+    /// whose first sync showed a few of its own newcomers in line, told to come back in a
+    /// second, let nobody in for that second while the room stood empty.
+    pub(super) fn room_past_line(&mut self, p: &RoomPicture, max_active: u64) {
+        let places = max_active
+            .saturating_add(p.expiring)
+            .saturating_sub(p.fleet_active);
+        let line = p.cursor == u64::MAX && p.queue_len > 0;
+        self.past_line = if line {
+            places.saturating_sub(p.queue_len) / p.nodes.max(1)
+        } else {
+            0
+        };
+    }
+
+    /// Whether a waiter who arrived at `arrival` may be admitted: at or before the cursor, or
+    /// after a line with places beyond it left here.
     pub(super) fn eligible(&self, arrival: u64) -> bool {
-        self.cursor == u64::MAX || arrival <= self.cursor
+        self.cursor == u64::MAX || arrival <= self.cursor || self.past_line > 0
+    }
+
+    /// A client who arrived at `arrival` took a place: past the line, one of the places
+    /// beyond it.
+    pub(super) fn took(&mut self, arrival: u64) {
+        if self.cursor != u64::MAX && arrival > self.cursor {
+            self.past_line = self.past_line.saturating_sub(1);
+        }
     }
 
     /// The arrival this node holds the cursor at, if it does: the picture said nobody waits

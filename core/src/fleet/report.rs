@@ -136,6 +136,8 @@ impl<'m> FleetNode<'m> {
         }
         h.pic.samples_len = n as u64;
         h.pic.samples_exact = u64::from(p.exact && n == p.samples.len());
+        h.pic.watch_line(p, self.samples.get(..n).unwrap_or(&[]));
+        h.pic.room_past_line(p, cfg.max_active);
         h.sync.first_sync_ms = 0;
         let tail = self.tail();
         self.hdr.fresh.after(tail);

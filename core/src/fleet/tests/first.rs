@@ -140,3 +140,64 @@ fn the_table_is_bounded() {
     // Past the table, the last rank it keeps: never more.
     assert_eq!(n.place_alone(5000).0, FRESH_CAP as u64 + 1);
 }
+
+/// A node whose first request comes with a crowd reports that client as a waiter, and its
+/// first picture shows it in line (with a place for it): the node lets it in, and then nobody
+/// waits ahead of those who came after the picture. A line of a client it did not let in
+/// still holds them back until the next picture.
+#[test]
+fn a_short_line_the_node_let_in_whole_holds_nobody_back() {
+    let c = cfg();
+    let own = |sid| RoomPicture {
+        exact: true,
+        ..picture(
+            1,
+            u64::MAX,
+            3,
+            vec![Sample {
+                rank: 0,
+                arrival: 1000,
+                sid,
+            }],
+        )
+    };
+    for (in_line, let_in) in [(1, true), (9, false)] {
+        let mut mem = Mem(vec![0; 1 << 15]);
+        let mut n = node(&mut mem);
+        assert_eq!(n.visit(newcomer(1, 1000), 1000, &c), FleetVerdict::Unknown);
+        n.next_sync(1000, 1, &c);
+        show(&mut n, &own(in_line), 1005);
+        assert_eq!(n.decide(w(1, 1000), 1005, &c), FleetVerdict::Admit);
+        let later = n.visit(newcomer(2, 1010), 1010, &c);
+        assert_eq!(
+            later == FleetVerdict::Admit,
+            let_in,
+            "line of {in_line}: {later:?}"
+        );
+    }
+}
+
+/// A picture of a line with a place for each of its clients and places beyond them: those
+/// who came after it take this node's part of the places beyond (by the nodes), not more, so
+/// the line's clients still find theirs when they come back.
+#[test]
+fn those_after_a_line_with_room_beyond_take_the_nodes_part_of_it() {
+    let c = cfg();
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    n.next_sync(1000, 1, &c);
+    // Two wait elsewhere; 10 places, none taken, two nodes: 4 beyond the line are this node's.
+    let p = RoomPicture {
+        fleet_active: 0,
+        nodes: 2,
+        ..picture(2, u64::MAX, 6, line_of(2))
+    };
+    show(&mut n, &p, 1005);
+    let after: Vec<bool> = (0..6)
+        .map(|i| n.visit(newcomer(10 + i, 1010 + i), 1010 + i, &c) == FleetVerdict::Admit)
+        .collect();
+    assert_eq!(after, [true, true, true, true, false, false]);
+    // The line's clients take the places left of the node's share.
+    assert_eq!(n.decide(w(1, 100), 1020, &c), FleetVerdict::Admit);
+    assert_eq!(n.decide(w(2, 200), 1020, &c), FleetVerdict::Admit);
+}
