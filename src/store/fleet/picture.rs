@@ -42,27 +42,16 @@ impl Zone {
                     let draw = self.draw_to_send(fs, node, now, &cfg);
                     Some(visited(room, &v, verdict, draw, now))
                 })?;
-                match seen {
-                    // The first picture had no share for this node (the sync that brought it
-                    // was sent before the node saw anyone): the client whose turn it is waits
-                    // for the pool's answer and claims its place, as on any visit. Told to
-                    // come back instead, it found the cursor set to its own arrival and
-                    // everyone behind it waited a whole interval (t/274's first round).
-                    Some(Visited::Drawing(d)) => {
-                        let want = d.ask.want;
-                        let draw = self.fleet_draw(fs, d, now);
-                        return self.claim_drawn(fs, v, want, draw).await;
-                    }
-                    Some(Visited::Decided(step, draw)) => {
-                        if let Some(d) = draw {
-                            self.draw_for_later(fs, d, now);
-                        }
-                        return self.fleet_decided(step, v, now);
-                    }
-                    // (decide never says NextPicture.)
-                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None
-                        if self.first_sync_out(now) => {}
-                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None => break,
+                // The first picture may have had no share for this node (the sync that
+                // brought it was sent before the node saw anyone): the client whose turn it is
+                // waits for the pool's answer and claims its place, as on any visit. Told to
+                // come back instead, it found the cursor set to its own arrival and everyone
+                // behind it waited a whole interval (t/274's first round).
+                if let Some(decided) = self.carry_out(fs, v, seen, now).await {
+                    return decided;
+                }
+                if !self.first_sync_out(now) {
+                    break;
                 }
             }
             self.fleet_decided(Step::Unknown, v, now)
@@ -100,23 +89,37 @@ impl Zone {
                     let draw = self.draw_to_send(fs, node, now, &cfg);
                     Some(visited(room, &v, verdict, draw, now))
                 })?;
-                match seen {
-                    Some(Visited::Drawing(d)) => {
-                        let want = d.ask.want;
-                        let draw = self.fleet_draw(fs, d, now);
-                        return self.claim_drawn(fs, v, want, draw).await;
-                    }
-                    Some(Visited::Decided(step, draw)) => {
-                        if let Some(d) = draw {
-                            self.draw_for_later(fs, d, now);
-                        }
-                        return self.fleet_decided(step, v, now);
-                    }
-                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None => {}
+                if let Some(decided) = self.carry_out(fs, v, seen, now).await {
+                    return decided;
                 }
             }
             self.fleet_decided(Step::Unknown, v, now)
         }))
+    }
+
+    /// What a look found, carried out: the draw it sent waited for (at most [`DRAW_WAIT`]) and
+    /// the place claimed, or the decision (with a draw for others sent); None: look again.
+    async fn carry_out(
+        &'static self,
+        fs: &'static FleetStore,
+        v: Visit,
+        seen: Option<Visited>,
+        now: u64,
+    ) -> Option<Result<Decision, StoreError>> {
+        match seen? {
+            Visited::Drawing(d) => {
+                let want = d.ask.want;
+                let draw = self.fleet_draw(fs, d, now);
+                Some(self.claim_drawn(fs, v, want, draw).await)
+            }
+            Visited::Decided(step, draw) => {
+                if let Some(d) = draw {
+                    self.draw_for_later(fs, d, now);
+                }
+                Some(self.fleet_decided(step, v, now))
+            }
+            Visited::NextPicture(_) | Visited::AwaitDraw => None,
+        }
     }
 
     /// A client whose turn it is, turned away while another request's pool draw is out (one
@@ -156,14 +159,8 @@ impl Zone {
                     }
                     Some(visited(room, &v, verdict, None, now))
                 })?;
-                match seen {
-                    Some(Visited::Drawing(d)) => {
-                        let want = d.ask.want;
-                        let draw = self.fleet_draw(fs, d, now);
-                        return self.claim_drawn(fs, v, want, draw).await;
-                    }
-                    Some(Visited::Decided(step, _)) => return self.fleet_decided(step, v, now),
-                    Some(Visited::NextPicture(_) | Visited::AwaitDraw) | None => {}
+                if let Some(decided) = self.carry_out(fs, v, seen, now).await {
+                    return decided;
                 }
             }
             self.fleet_decided(Step::Unknown, v, now)
