@@ -54,32 +54,6 @@ fn the_cursor_takes_the_oldest_and_grants_never_exceed_max_active() {
     assert_eq!((p.fleet_active, p.queue_len), (1, 4));
 }
 
-#[test]
-fn a_crowds_first_interval_is_shared_by_the_nodes_not_by_who_synced_first() {
-    let Some(srv) = start() else { return };
-    let mut t = Twin::new(srv.port, "cold", cfg(60));
-    let now = BASE + 10_000;
-    // Three nodes meet in an empty room nobody waits for.
-    for node in 1..=3 {
-        t.sync(node, now + node, &Report::default());
-    }
-    // The crowd: each node saw 30 newcomers by its sync of the next interval, and counts the
-    // others' grants of the idle interval (one place each: nobody visited them,
-    // SHARE_PER_POLL) as taken until they report. Shared equally, the half of what is free
-    // (KEEP_PPM) gives 58 / 6, 59 / 6 and 60 / 6, and the pool keeps 32 for whoever runs out
-    // first. Shared by the polls known when each synced (the first node's own 30 only), every
-    // node's part was 1: 29, 29 and 2, and the pool kept none.
-    let crowd = Report {
-        polls: 30,
-        ..Report::default()
-    };
-    let quotas: Vec<u64> = (1..=3)
-        .map(|node| t.sync(node, now + 1000 + node, &crowd).quota)
-        .collect();
-    assert_eq!(quotas, [9, 9, 10]);
-    assert_eq!(t.draw(3, now + 1010, 60), 32);
-}
-
 /// A room for the starved-mark tests. Interval W0 (`now`): node 1 sees five waiters (arrived
 /// at 1..5 s) and takes its share; node 2 draws the pool empty for the youngest, then finds it
 /// empty for the head (`starve`), or does not (no mark). Then the syncs of the interval `later`

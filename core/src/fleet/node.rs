@@ -132,11 +132,7 @@ impl<'m> FleetNode<'m> {
         }
         // The last waiter the places rightly take is the script's (`rightful`): among those
         // present, so a kept place of someone away ([S27]) does not hold the band back.
-        let places = cfg
-            .max_active
-            .saturating_add(h.expiring)
-            .saturating_sub(h.fleet_active);
-        places > 0 && arrival > h.rightful
+        h.places(cfg.max_active) > 0 && arrival > h.rightful
     }
 
     /// The same client once the pool's answer to its draw is in (it was turned away because

@@ -156,16 +156,22 @@ impl Picture {
     /// still finds a place when it comes back. Waiting for the next picture instead, a node
     /// whose first sync showed a few of its own newcomers in line, told to come back in a
     /// second, let nobody in for that second while the room stood empty.
+    /// (After `apply`: the picture's counts are this one's.)
     pub(super) fn room_past_line(&mut self, p: &RoomPicture, max_active: u64) {
-        let places = max_active
-            .saturating_add(p.expiring)
-            .saturating_sub(p.fleet_active);
         let line = p.cursor == u64::MAX && p.queue_len > 0;
         self.past_line = if line {
-            places.saturating_sub(p.queue_len) / p.nodes.max(1)
+            self.places(max_active).saturating_sub(p.queue_len) / self.nodes
         } else {
             0
         };
+    }
+
+    /// The places free within the picture's interval, as the script's cursor counts them:
+    /// those free now and those of the sessions whose window ends in it.
+    pub(super) fn places(&self, max_active: u64) -> u64 {
+        max_active
+            .saturating_add(self.expiring)
+            .saturating_sub(self.fleet_active)
     }
 
     /// Whether a waiter who arrived at `arrival` may be admitted: at or before the cursor, or
