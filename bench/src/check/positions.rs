@@ -26,6 +26,9 @@ pub struct Positions {
     pub max_growth: u64,
     /// Pairs of answers compared.
     pub compared: u64,
+    /// Pairs that grew past the plain tolerance (max(2, 1 %)): violations, but on a synced
+    /// room only past the estimate's bound too; the figure issue 51 is to bring to zero there.
+    pub beyond: u64,
 }
 
 /// Shared memory draws the pre-queue's order from the start on, 64 places a decision
@@ -112,8 +115,10 @@ fn client(reqs: &[Req], h: &History, tol: &Tolerances, moves: Option<&Moves>, ou
             out.compared += 1;
             let growth = pos.saturating_sub(ppos);
             out.max_growth = out.max_growth.max(growth);
+            let plain = tol.position_growth(ppos);
+            out.beyond += u64::from(growth > plain);
             let estimate = moves.map_or(0, |m| m.bound(p).saturating_add(m.bound(r)));
-            let allowed = tol.position_growth(ppos).saturating_add(estimate);
+            let allowed = plain.saturating_add(estimate);
             if growth > allowed {
                 out.violations.push(Violation::at(
                     Rule::PositionGrew,
