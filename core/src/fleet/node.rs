@@ -9,10 +9,6 @@ use super::{Sample, Sighting, WaiterSighting};
 
 use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Waiter};
 
-/// The fewest newcomers of an interval in the picture's line from which a node takes its part
-/// of the fleet's newcomers ([`FleetNode::own_pace_ahead`]).
-const PART_SAMPLE: u64 = 32;
-
 impl<'m> FleetNode<'m> {
     /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
     /// (`new_place`: it takes it now).
@@ -309,7 +305,7 @@ impl<'m> FleetNode<'m> {
     fn saw_waiting(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) {
         let Waiter { sid, arrival, .. } = w;
         if w.new_place {
-            self.hdr.fresh.took(arrival, cfg.interval_ms);
+            self.hdr.fresh.took(arrival);
             self.hdr.pending.n_asked += 1;
         }
         let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
@@ -451,47 +447,15 @@ impl<'m> FleetNode<'m> {
         let pic = &self.hdr.pic;
         let interval = cfg.interval_ms.max(1);
         let from = pic.window_ms.saturating_sub(interval);
-        if pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
+        if pic.newcomers == 0 || pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
             return 0;
         }
         let span = (arrival - from).min(2 * interval);
         let expected = u128::from(pic.newcomers) * u128::from(span) / u128::from(interval);
-        let expected = u64::try_from(expected).unwrap_or(u64::MAX);
         let known = self.shown_between(from, arrival);
-        expected
-            .max(self.own_pace_ahead(from, arrival, cfg))
+        u64::try_from(expected)
+            .unwrap_or(u64::MAX)
             .saturating_sub(known)
-    }
-
-    /// The fleet's newcomers from `from` to `arrival` as this node's own let it reckon them:
-    /// those that took their places here and still wait, over this node's part of the
-    /// newcomers in the interval before (those of it still waiting here, against those the
-    /// picture's line shows), and a quarter more, as the line's pace
-    /// ([`FleetNode::fleet_pace`]); less this node's own the picture does not show, which the
-    /// position counts apart. This answers a burst the line's pace, an interval behind, cannot
-    /// show, and a crowd's first two intervals, when the picture shows no pace at all (told the
-    /// line's pace of nobody, the crowd's first newcomers were told positions far too near the
-    /// head, then moved back by as many as the other nodes had taken: up to 150 places in the
-    /// 60-second rehearsal). With no part known (fewer than [`PART_SAMPLE`] in the line's
-    /// interval before: a crowd's first, mostly let in, gave parts of a few clients, and the
-    /// node that took them all told its newcomers of no others), the node's part is one of the nodes: a node
-    /// that takes more than that (a sticky balancer) tells positions too far back for two
-    /// intervals; with its part known it does not (`t/270` TEST 7, one node taking 60 % of
-    /// the newcomers: told 413 for a true 185 at one node's part, in 1 run of 4).
-    fn own_pace_ahead(&self, from: u64, arrival: u64, cfg: &FleetConfig) -> u64 {
-        let fresh = &self.hdr.fresh;
-        let before = from.saturating_sub(cfg.interval_ms.max(1));
-        let (mine, shown) = (
-            fresh.recent_between(before, from),
-            self.shown_between(before, from),
-        );
-        let here = u128::from(fresh.recent_between(from, arrival));
-        let fleet = match (mine, shown) {
-            (1.., PART_SAMPLE..) => here * u128::from(shown) / u128::from(mine),
-            _ => here * u128::from(self.hdr.pic.nodes),
-        };
-        let fleet = u64::try_from(fleet + fleet / 4).unwrap_or(u64::MAX);
-        fleet.saturating_sub(fresh.unshown_between(from, arrival))
     }
 
     /// The waiters of a whole line (the picture holds every one) who took their places in
