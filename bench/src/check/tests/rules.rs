@@ -265,6 +265,8 @@ fn growing_position_is_caught() {
     let f = findings(&h);
     assert_eq!(rules(&f), vec![Rule::PositionGrew]);
     assert_eq!(f.positions.max_growth, 2);
+    // On shared memory every growth past the tolerance (0 here) is a violation.
+    assert_eq!(f.positions.beyond, 1);
     assert_eq!(f.positions.violations[0].at_ms, 1100);
 }
 
@@ -277,7 +279,10 @@ fn sync_positions_are_estimates_within_the_documented_bound() {
         run(Mode::Sync, 3),
         vec![wait(1, 100, 300), wait(1, 1100, 317)],
     );
-    assert!(findings(&ok).clean());
+    let f = findings(&ok);
+    assert!(f.clean());
+    // Past max(2, 1 %) all the same: counted apart, the figure issue 51 brings to zero.
+    assert_eq!((f.positions.compared, f.positions.beyond), (1, 1));
     let bad = history(
         run(Mode::Sync, 3),
         vec![wait(1, 100, 300), wait(1, 1100, 318)],
