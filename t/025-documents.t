@@ -355,3 +355,61 @@ parallel 3 p GET /style.css from 127.0.0.2 Sec-Fetch-Dest: style | Sec-Fetch-Mod
 until 5: C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1
 sleep 0.5
 C GET /control?room=shop from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1; json.rooms.0.queue_length == 0
+
+=== TEST 11: two tabs on one waiting ticket: the first let in takes the place, the second is the same person (no second admission, no new place)
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 flood=off $TEST_NGINX_STORE;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_PORT2;
+        location / { return 200 "origin $uri\n"; }
+        location = /logout { add_header X-Smart-Limit revoke; return 200 "bye\n"; }
+    }
+--- config
+    location / {
+        smart_limit shop;
+        proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2;
+    }
+    location = /control { smart_limit_control; }
+--- steps
+A GET / => 200; body =~ /origin/
+B GET / from 127.0.0.2 Accept: application/json => 503; json.position == 1
+# B's second tab holds the same waiting ticket.
+jar B copy T
+A GET /logout => 200; body =~ /bye/
+B GET / from 127.0.0.2 => 200; body =~ /origin/
+# The room is full again (B): the second tab is B, let in as it is.
+T GET / from 127.0.0.2 => 200; body =~ /origin/
+C GET /control from 127.0.0.3 => 200; json.rooms.0.counters.admitted == 2; json.rooms.0.active_sessions == 1; json.rooms.0.queue_length == 0
+
+=== TEST 12: a synced room (sync=): two tabs on one waiting ticket take one place
+--- redis
+--- http_config
+    smart_limit_zone shop size=1m max_active=1 flood=off store=redis redis=127.0.0.1:$TEST_NGINX_REDIS_PORT sync=200ms;
+    server {
+        listen 127.0.0.1:$TEST_NGINX_PORT2;
+        location / { return 200 "origin $uri\n"; }
+        location = /logout { add_header X-Smart-Limit revoke; return 200 "bye\n"; }
+    }
+--- config
+    location / {
+        smart_limit shop;
+        proxy_pass http://127.0.0.1:$TEST_NGINX_PORT2;
+    }
+    location = /control { smart_limit_control; }
+    location = /m { smart_limit_metrics; }
+--- timeout: 60
+--- steps
+until 10: C GET /m from 127.0.0.3 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 1\n/
+A GET / => 200; body =~ /origin/
+B GET / from 127.0.0.2 Accept: application/json => 503; json.position == 1
+jar B copy T
+sh 30: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORT --quiet && redis-cli -p $TEST_NGINX_REDIS_PORT ZCARD 'smart_limit:{shop}:active' => /^1$/
+A GET /logout => 200; body =~ /bye/
+sh 30: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORT --quiet && redis-cli -p $TEST_NGINX_REDIS_PORT ZCARD 'smart_limit:{shop}:active' => /^0$/
+until 10: B GET / from 127.0.0.2 => 200; body =~ /origin/
+# The node's share of the interval is used (B): the second tab is B, let in as it is.
+T GET / from 127.0.0.2 => 200; body =~ /origin/
+C GET /control from 127.0.0.3 => 200; json.rooms.0.counters.admitted == 2
+# Once the fleet has the node's report: one session, nobody in line.
+sh 30: perl t/lib/fleet_syncs.pl --ports $TEST_NGINX_PORT --quiet && redis-cli -p $TEST_NGINX_REDIS_PORT ZCARD 'smart_limit:{shop}:active' => /^1$/
+until 5: C GET /control from 127.0.0.3 => 200; json.rooms.0.active_sessions == 1; json.rooms.0.queue_length == 0; json.rooms.0.counters.admitted == 2

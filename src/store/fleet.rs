@@ -203,8 +203,9 @@ impl Zone {
         };
         let cfg = fs.cfg_under(&limits);
         let visited = self.shm.with_fleet(|room, node| {
-            // [S29] A page's sub-resource on its pass (`Visit::page`), as in `Room::visit`.
-            if v.page && w.new_place && room.is_admitted(v.sid, now, &limits) {
+            // [S29] A page's sub-resource on its pass, or a waiting ticket this node let in
+            // already (`Visit::follows_admission`), as in `Room::visit`.
+            if v.follows_admission() && room.is_admitted(v.sid, now, &limits) {
                 room.touch(v.sid, now);
                 return Visited::Decided(Step::Done(Verdict::Admit { sid: v.sid }), None);
             }

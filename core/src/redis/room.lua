@@ -43,7 +43,8 @@
 -- Flood control costs one GET and at most one SET of KEYS[5].
 --
 -- ARGV:
---   [1] op: "visit" | "page" (a visit of a page's sub-resource on its page pass) | "touch" |
+--   [1] op: "visit" | "page" (Visit::follows_admission: a page's sub-resource on its page
+--       pass, or a visit on a waiting ticket) | "touch" |
 --       "revoke" | "mode"
 --   [2] now in unix ms; "0" = use the Redis server's clock (what nginx sends: one clock for
 --       the whole fleet). Tests pass explicit times.
@@ -110,7 +111,8 @@ end
 local K_STATE, K_LINE, K_SEEN, K_ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_HERE, K_AWAY = KEYS[5], KEYS[6]
 local op = ARGV[1]
--- [S29] "page": a visit of a page's sub-resource on its page pass (Visit::page).
+-- [S29] "page": a visit let in as it is if its session is admitted and active and it holds
+-- no place (Visit::follows_admission).
 local page = op == 'page'
 if page then
   op = 'visit'
@@ -511,8 +513,9 @@ if mode == PASSTHROUGH then
   return admit(false)
 end
 
--- [S29] A page's sub-resource on its page pass (Room::visit): a session admitted and still
--- active is let in as it is, never admitted a second time nor given a place in the line.
+-- [S29] A page's sub-resource on its page pass, or a waiting ticket whose place its own
+-- admission ended (Room::visit): a session admitted and still active is let in as it is,
+-- never admitted a second time nor given a place in the line.
 if page and not held then
   local seen = tonumber(redis.call('ZSCORE', K_ACTIVE, sid))
   if seen and seen > now - window then

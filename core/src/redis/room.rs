@@ -323,7 +323,11 @@ impl Script {
         let flood = v.flood_key.zip(limits.flood);
         let a = [v.qnum, u64::from(v.draw)];
         let le = (limits, ev);
-        let op = if v.page { "page" } else { "visit" };
+        let op = if v.follows_admission() {
+            "page"
+        } else {
+            "visit"
+        };
         self.call(form, op, now, v.sid, a, (flood, spent), le, telling)
     }
 

@@ -396,7 +396,7 @@ impl<'m> Room<'m> {
             Mode::Fifo | Mode::Random | Mode::QueueAll => {}
         }
         let Some(ix) = held else {
-            if v.page && self.is_admitted(v.sid, now, limits) {
+            if v.follows_admission() && self.is_admitted(v.sid, now, limits) {
                 self.touch(v.sid, now);
                 return Verdict::Admit { sid: v.sid };
             }

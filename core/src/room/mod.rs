@@ -108,6 +108,20 @@ pub struct Visit {
     pub page: bool,
 }
 
+impl Visit {
+    /// Whether this visit, when it holds no place and its session is admitted and still
+    /// active, is let in as it is: never admitted a second time nor given a place in line.
+    /// A page's sub-resource on its page pass ([`Visit::page`]); or a visit on a waiting
+    /// ticket, whose place only the session's own admission can have ended: the same person
+    /// again (two tabs opened at once on one waiting ticket both reach the store at its
+    /// turn; on `sync=` the second took a second place, t/355's visitor counted twice). Every
+    /// store asks this (the shm room, the central script's op "page", a synced node); a
+    /// visit without a ticket's place (a user key's second device) takes the line as before.
+    pub fn follows_admission(&self) -> bool {
+        self.page || self.qnum != 0
+    }
+}
+
 /// The room's answer to a waiting client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {

@@ -137,6 +137,34 @@ fn a_page_pass_visit_of_an_admitted_session_takes_nothing_more() {
     assert_eq!(second_device.position, 1);
 }
 
+/// A waiting ticket shown again once its session was let in (two tabs opened at once on it:
+/// the first took the place) is the same person: let in as it is, no second admission
+/// counted, no new place at the tail, even with the room full (`Visit::follows_admission`).
+#[test]
+fn a_waiting_ticket_shown_after_its_admission_takes_nothing_more() {
+    let mut mem = Mem::new(64 * 1024);
+    let l = Limits {
+        max_active: 1,
+        ..limits()
+    };
+    let mut room = Room::format(mem.bytes(), 1).unwrap();
+    assert_eq!(visit(&mut room, 1, 0, 1000, &l), Verdict::Admit { sid: 1 });
+    let waiting = place(visit(&mut room, 2, 0, 1000, &l));
+    assert_eq!(waiting.position, 1);
+    assert!(room.revoke(1));
+    assert_eq!(
+        visit(&mut room, 2, waiting.qnum, 1200, &l),
+        Verdict::Admit { sid: 2 }
+    );
+    // The second tab, with the same waiting ticket, a moment later; the room is full.
+    assert_eq!(
+        visit(&mut room, 2, waiting.qnum, 1201, &l),
+        Verdict::Admit { sid: 2 }
+    );
+    let s = room.snapshot(1201, &l);
+    assert_eq!((s.active, s.queue_len, s.counters.admitted), (1, 0, 2));
+}
+
 #[test]
 fn head_is_admitted_when_capacity_frees_after_active_window() {
     let mut mem = Mem::new(64 * 1024);
