@@ -203,11 +203,8 @@ impl Zone {
         };
         let cfg = fs.cfg_under(&limits);
         let visited = self.shm.with_fleet(|room, node| {
-            // [S29] A page's sub-resource on its pass, or a waiting ticket this node let in
-            // already (`Visit::follows_admission`), as in `Room::visit`.
-            if v.follows_admission() && room.is_admitted(v.sid, now, &limits) {
-                room.touch(v.sid, now);
-                return Visited::Decided(Step::Done(Verdict::Admit { sid: v.sid }), None);
+            if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                return Visited::Decided(Step::Done(admit), None);
             }
             let (verdict, draw) = match room.mode(&limits) {
                 Mode::Reject => {
@@ -362,7 +359,11 @@ impl Zone {
             if let Some(granted) = answered {
                 node.drawn(want, granted);
             }
-            let verdict = node.claim(v.sid, v.arrival, now, &fs.cfg_under(&self.limits_at(now)));
+            let limits = self.limits_at(now);
+            if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                return Step::Done(admit);
+            }
+            let verdict = node.claim(v.sid, v.arrival, now, &fs.cfg_under(&limits));
             step(room, &v, verdict, now)
         })?;
         self.fleet_decided(step, v, now)
@@ -553,6 +554,25 @@ fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
         // (NextPicture never comes here: `visited` takes it.)
         FleetVerdict::Unknown | FleetVerdict::NextPicture => Step::Unknown,
     }
+}
+
+/// [S29] One person, one place: a visit that follows its session's admission
+/// ([`Visit::follows_admission`]: a page's sub-resource on its pass, a waiting ticket) of a
+/// session this node let in and that is still active is let in as it is, as in
+/// `Room::visit`. Asked at a visit's first look and again at every look after a wait (for a
+/// picture, for a draw): two of a page's assets that both waited for the next picture each
+/// took a place (t/355, `sync=`: a visitor counted twice).
+pub(super) fn admitted_already(
+    room: &mut Room,
+    v: &Visit,
+    now: u64,
+    limits: &Limits,
+) -> Option<Verdict> {
+    if !(v.follows_admission() && room.is_admitted(v.sid, now, limits)) {
+        return None;
+    }
+    room.touch(v.sid, now);
+    Some(Verdict::Admit { sid: v.sid })
 }
 
 /// Admitted here: known to this node's room as an active session (for its request rate and

@@ -5,7 +5,7 @@
 use smart_limit_core::fleet::Waiter;
 use smart_limit_core::room::Visit;
 
-use super::{visited, FleetStore, Step, Visited, DRAW_WAIT, FIRST_PICTURE_LOOK};
+use super::{admitted_already, visited, FleetStore, Step, Visited, DRAW_WAIT, FIRST_PICTURE_LOOK};
 use crate::clock::now_ms;
 use crate::store::{Answer, Decision, StoreError, Zone};
 use smart_limit_core::fleet::FleetVerdict;
@@ -33,10 +33,14 @@ impl Zone {
             for _ in 0..looks {
                 ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
                 now = now_ms();
-                let cfg = fs.cfg_under(&self.limits_at(now));
+                let limits = self.limits_at(now);
+                let cfg = fs.cfg_under(&limits);
                 let seen = self.shm.with_fleet(|room, node| {
                     if !node.synced() {
                         return None;
+                    }
+                    if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                        return Some(Visited::Decided(Step::Done(admit), None));
                     }
                     let verdict = node.decide(w, now, &cfg);
                     let draw = self.draw_to_send(fs, node, now, &cfg);
@@ -80,10 +84,14 @@ impl Zone {
             for left in (0..looks).rev() {
                 ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
                 now = now_ms();
-                let cfg = fs.cfg_under(&self.limits_at(now));
+                let limits = self.limits_at(now);
+                let cfg = fs.cfg_under(&limits);
                 let seen = self.shm.with_fleet(|room, node| {
                     if node.picture_window() == window && left > 0 {
                         return None;
+                    }
+                    if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                        return Some(Visited::Decided(Step::Done(admit), None));
                     }
                     let verdict = node.decide(w, now, &cfg);
                     let draw = self.draw_to_send(fs, node, now, &cfg);
@@ -146,10 +154,14 @@ impl Zone {
             for left in (0..looks).rev() {
                 ngx::async_::sleep(FIRST_PICTURE_LOOK).await;
                 now = now_ms();
-                let cfg = fs.cfg_under(&self.limits_at(now));
+                let limits = self.limits_at(now);
+                let cfg = fs.cfg_under(&limits);
                 let seen = self.shm.with_fleet(|room, node| {
                     if node.draw_out(now, &cfg) && left > 0 {
                         return None;
+                    }
+                    if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                        return Some(Visited::Decided(Step::Done(admit), None));
                     }
                     let verdict = node.claim(v.sid, v.arrival, now, &cfg);
                     if verdict != FleetVerdict::Admit {
