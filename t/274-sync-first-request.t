@@ -45,9 +45,11 @@ node $TEST_NGINX_INSTANCE
 sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1 --clients 15 --gap 0.05 --syncs $TEST_NGINX_PORT_N1 --rounds 2 => /round 0: admitted [1-5] .*\n.*\nround 2: admitted 5 waiting 10 positions 1,2,3,4,5,6,7,8,9,10 distinct yes/
 until 4: M GET /m @1 => 200; body =~ /smart_limit_queue_length\{room="shop"\} 10\n/
 # Node 2 starts; ten newcomers come to it as soon as it listens, 10 ms apart: on the node they
-# are told distinct places behind the line at once, and after the next pictures 11..20.
+# are told distinct places behind the line at once (the first 11, the others further back than
+# 12..20: the node reckons the other node's newcomers it cannot see yet at its own pace,
+# docs/fleet.md), and after the next pictures exactly 11..20: positions fall, never grow.
 nginx-start @2
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes .*\nround 1: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 10 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 10 positions 11(,\d+){9} distinct yes .*\nround 1: admitted 0 waiting 10 positions 11,12,13,14,15,16,17,18,19,20 distinct yes/
 # Ten more at once (one process each): none let in, all behind those 20 (clients that take
 # their place in the same millisecond share its first position until docs/fleet.md's limits
 # say otherwise).
@@ -82,10 +84,10 @@ until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n
 sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 12 --gap 0.1 --syncs $TEST_NGINX_PORTS --rounds 3 => /round 3: admitted 4 waiting 8 positions 1,2,3,4,5,6,7,8 distinct yes/
 # Stopped gracefully, node 2 sends its last sync first: what it let in since its last sync
 # stays counted by the fleet, and those places leave the line (the active set holds 4 below,
-# and the newcomers are told 9.., not behind a ghost).
+# and the newcomers are told 9.., not behind a ghost; the first round's from 9 on, as above).
 nginx-stop @2
 nginx-start @2
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 6 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes .*\nround 1: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 6 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 6 positions 9(,\d+){5} distinct yes .*\nround 1: admitted 0 waiting 6 positions 9,10,11,12,13,14 distinct yes/
 M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
 redis ZCARD smart_limit:{shop}:active => /^4$/
 --- no_error_log
@@ -140,9 +142,10 @@ node $TEST_NGINX_INSTANCE
 --- steps
 until 3: M GET /m @2 => 200; body =~ /smart_limit_fleet_nodes\{room="shop"\} 2\n/
 sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N1,$TEST_NGINX_PORT_N2 --clients 10 --gap 0.1 --syncs $TEST_NGINX_PORTS --rounds 3 => /round 3: admitted 4 waiting 6 positions 1,2,3,4,5,6 distinct yes/
-# The new master of node 2 makes its zone anew: no picture, no room of its own.
+# The new master of node 2 makes its zone anew: no picture, no room of its own (its newcomers
+# told 7.. at once, as above, then 7..11).
 nginx-upgrade @2
-sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 5 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes .*\nround 1: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes/
+sh 30: perl t/lib/line_probe.pl --ports $TEST_NGINX_PORT_N2 --clients 5 --gap 0.01 --syncs $TEST_NGINX_PORTS => /round 0: admitted 0 waiting 5 positions 7(,\d+){4} distinct yes .*\nround 1: admitted 0 waiting 5 positions 7,8,9,10,11 distinct yes/
 M GET /m @2 => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} 0\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/
 redis ZCARD smart_limit:{shop}:active => /^4$/
 --- no_error_log

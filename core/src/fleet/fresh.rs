@@ -10,57 +10,115 @@
 
 use super::{FleetNode, FRESH_CAP};
 
-/// The header's part ([`super::layout`]): the arrivals of the places taken here that the
-/// picture cannot show (taken since its report), sorted, the first [`FRESH_CAP`] of them.
+/// Arrivals kept sorted, the first [`FRESH_CAP`] of them.
 #[repr(C)]
-pub(super) struct Fresh {
+pub(super) struct Arrivals {
     len: u64,
-    arrivals: [u64; FRESH_CAP],
+    at: [u64; FRESH_CAP],
 }
 
-impl Fresh {
+impl Arrivals {
     /// The kept arrivals, sorted.
-    fn arrivals(&self) -> &[u64] {
+    fn all(&self) -> &[u64] {
         let n = (self.len as usize).min(FRESH_CAP);
-        self.arrivals.get(..n).unwrap_or_default()
+        self.at.get(..n).unwrap_or_default()
     }
 
-    /// A place taken here at `arrival` (it waits: the picture does not hold it).
-    pub(super) fn took(&mut self, arrival: u64) {
-        let n = self.arrivals().len();
-        let at = self.arrivals().partition_point(|&a| a <= arrival);
+    /// `arrival` kept in its place (not when the table is full).
+    fn insert(&mut self, arrival: u64) {
+        let n = self.all().len();
+        let at = self.all().partition_point(|&a| a <= arrival);
         if n == FRESH_CAP {
             return;
         }
-        self.arrivals.copy_within(at..n, at + 1);
-        if let Some(slot) = self.arrivals.get_mut(at) {
+        self.at.copy_within(at..n, at + 1);
+        if let Some(slot) = self.at.get_mut(at) {
             *slot = arrival;
             self.len = (n + 1) as u64;
         }
     }
 
-    /// A newcomer let in (or gone): it is no longer ahead of anyone.
-    pub(super) fn left(&mut self, arrival: u64) {
-        let n = self.arrivals().len();
-        let at = self.arrivals().partition_point(|&a| a < arrival);
-        if self.arrivals().get(at) == Some(&arrival) {
-            self.arrivals.copy_within(at + 1..n, at);
+    /// One `arrival` out of the table, if kept.
+    fn remove(&mut self, arrival: u64) {
+        let n = self.all().len();
+        let at = self.all().partition_point(|&a| a < arrival);
+        if self.all().get(at) == Some(&arrival) {
+            self.at.copy_within(at + 1..n, at);
             self.len = (n - 1) as u64;
         }
     }
 
-    /// How many of the newcomers kept took their place before `arrival`.
+    /// How many kept arrivals are before `arrival`.
+    fn before(&self, arrival: u64) -> u64 {
+        self.all().partition_point(|&a| a < arrival) as u64
+    }
+
+    /// The arrivals up to `through` (inclusive) out of the table.
+    fn drop_through(&mut self, through: u64) {
+        let n = self.all().len();
+        let gone = self.all().partition_point(|&a| a <= through);
+        self.at.copy_within(gone..n, 0);
+        self.len = (n - gone) as u64;
+    }
+}
+
+/// The header's part ([`super::layout`]): this node's waiting newcomers, by arrival.
+#[repr(C)]
+pub(super) struct Fresh {
+    /// Those the picture cannot show (their places taken since its report).
+    unshown: Arrivals,
+    /// Those of the last three intervals, shown or not: this node's own pace and its part of
+    /// the fleet's newcomers, which [`FleetNode::unseen_ahead`] goes by.
+    recent: Arrivals,
+}
+
+impl Fresh {
+    /// A place taken here at `arrival` (it waits: the picture does not hold it); the recent
+    /// ones older than three intervals before it leave.
+    pub(super) fn took(&mut self, arrival: u64, interval_ms: u64) {
+        self.unshown.insert(arrival);
+        let old = arrival.saturating_sub(interval_ms.saturating_mul(3));
+        if old > 0 {
+            self.recent.drop_through(old - 1);
+        }
+        self.recent.insert(arrival);
+    }
+
+    /// A newcomer let in (or gone): it is no longer ahead of anyone.
+    pub(super) fn left(&mut self, arrival: u64) {
+        self.unshown.remove(arrival);
+        self.recent.remove(arrival);
+    }
+
+    /// How many of the newcomers the picture cannot show took their place before `arrival`.
     pub(super) fn ahead(&self, arrival: u64) -> u64 {
-        self.arrivals().partition_point(|&a| a < arrival) as u64
+        self.unshown.before(arrival)
+    }
+
+    /// How many of those took their place from `from` to before `to`.
+    pub(super) fn unshown_between(&self, from: u64, to: u64) -> u64 {
+        self.unshown
+            .before(to)
+            .saturating_sub(self.unshown.before(from))
+    }
+
+    /// How many newcomers of the last three intervals still waiting took their place from
+    /// `from` to before `to`, whether the picture shows them or not.
+    pub(super) fn recent_between(&self, from: u64, to: u64) -> u64 {
+        self.recent
+            .before(to)
+            .saturating_sub(self.recent.before(from))
+    }
+
+    /// How many newcomers the picture cannot show are kept.
+    fn kept(&self) -> u64 {
+        self.unshown.all().len() as u64
     }
 
     /// A new picture, whose line ends at `tail` (0: it shows nobody): the newcomers it shows
     /// leave the table, those who came after its tail stay.
     pub(super) fn after(&mut self, tail: u64) {
-        let n = self.arrivals().len();
-        let shown = self.arrivals().partition_point(|&a| a <= tail);
-        self.arrivals.copy_within(shown..n, 0);
-        self.len = (n - shown) as u64;
+        self.unshown.drop_through(tail);
     }
 }
 
@@ -75,7 +133,7 @@ impl<'m> FleetNode<'m> {
     /// sync failed, Redis away at its start): its 1-based position among the newcomers the
     /// node kept, and how many they are.
     pub fn place_alone(&self, arrival: u64) -> (u64, u64) {
-        let kept = self.hdr.fresh.arrivals().len() as u64;
+        let kept = self.hdr.fresh.kept();
         let position = self.fresh_ahead(arrival) + 1;
         (position, kept.max(position))
     }

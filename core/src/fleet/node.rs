@@ -305,7 +305,7 @@ impl<'m> FleetNode<'m> {
     fn saw_waiting(&mut self, w: Waiter, now: u64, cfg: &FleetConfig) {
         let Waiter { sid, arrival, .. } = w;
         if w.new_place {
-            self.hdr.fresh.took(arrival);
+            self.hdr.fresh.took(arrival, cfg.interval_ms);
             self.hdr.pending.n_asked += 1;
         }
         let (new, at) = match self.sight(sid, now, cfg.presence_ms / 2) {
@@ -440,22 +440,50 @@ impl<'m> FleetNode<'m> {
     /// showed yet ([S27]: a position that only goes down). Every node reports each interval,
     /// so the picture of window T knows every place taken before T less an interval; of the
     /// places taken since (up to `arrival`), it knows some, and this node its own (`fresh`,
-    /// counted apart). The rest are reckoned at the fleet's pace (`newcomers` an interval):
-    /// told so many more now, a client learns of fewer later, and its position falls rather
-    /// than grows. (This node's own newcomers are in the pace too: the estimate errs high.)
+    /// counted apart). The rest are reckoned at the fleet's pace (`newcomers` an interval) or
+    /// at this node's own ([`FleetNode::own_pace_ahead`]), whichever is more: told so many
+    /// more now, a client learns of fewer later, and its position falls rather than grows.
+    /// (This node's own newcomers are in the paces too: the estimate errs high.)
     pub(super) fn unseen_ahead(&self, arrival: u64, cfg: &FleetConfig) -> u64 {
         let pic = &self.hdr.pic;
         let interval = cfg.interval_ms.max(1);
         let from = pic.window_ms.saturating_sub(interval);
-        if pic.newcomers == 0 || pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
+        if pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
             return 0;
         }
         let span = (arrival - from).min(2 * interval);
         let expected = u128::from(pic.newcomers) * u128::from(span) / u128::from(interval);
+        let expected = u64::try_from(expected).unwrap_or(u64::MAX);
         let known = self.shown_between(from, arrival);
-        u64::try_from(expected)
-            .unwrap_or(u64::MAX)
+        expected
+            .max(self.own_pace_ahead(from, arrival))
             .saturating_sub(known)
+    }
+
+    /// The fleet's newcomers from `from` to `arrival` as this node's own let it reckon them:
+    /// those that took their places here and still wait, over this node's part of the
+    /// fleet's newcomers (taken when the picture came, [`FleetNode::take_part`]; one of the
+    /// nodes while the picture showed too few to tell, clamped to between one of the nodes
+    /// and all of them), and a quarter more, as the line's pace ([`FleetNode::fleet_pace`]);
+    /// less this node's own the picture does not show, which the position counts apart. This
+    /// answers a crowd's first two intervals, when the picture shows no pace at all: told the
+    /// line's pace of nobody, the crowd's first newcomers were told positions far too near
+    /// the head and moved back by as many as the other nodes had taken when the next picture
+    /// came (up to 157 places in the 60-second rehearsal).
+    pub(super) fn own_pace_ahead(&self, from: u64, arrival: u64) -> u64 {
+        let pic = &self.hdr.pic;
+        let fresh = &self.hdr.fresh;
+        let here = u128::from(fresh.recent_between(from, arrival));
+        let nodes = u128::from(pic.nodes.max(1));
+        let fleet = match (pic.part_mine, pic.part_shown) {
+            (1.., 1..) => {
+                let (mine, shown) = (u128::from(pic.part_mine), u128::from(pic.part_shown));
+                (here * shown / mine).clamp(here, here * nodes)
+            }
+            _ => here * nodes,
+        };
+        let fleet = u64::try_from(fleet + fleet / 4).unwrap_or(u64::MAX);
+        fleet.saturating_sub(fresh.unshown_between(from, arrival))
     }
 
     /// The waiters of a whole line (the picture holds every one) who took their places in

@@ -76,6 +76,12 @@ pub(super) struct Picture {
     /// Newcomers the fleet takes places for in an interval, as this node reckons them when
     /// the picture came ([`super::FleetNode::unseen_ahead`]).
     pub(super) newcomers: u64,
+    /// This node's part of the fleet's newcomers, as the picture let it reckon them when it
+    /// came: of the waiters of the line's last complete interval, those it shows
+    /// (`part_shown`) and those of them that took their places here (`part_mine`); 0 and 0:
+    /// too few to tell ([`super::FleetNode::own_pace_ahead`]).
+    pub(super) part_shown: u64,
+    pub(super) part_mine: u64,
     /// Clients of a short line the picture shows whole, with a place for each of them (its
     /// cursor is everyone), not yet let in here (0: no such line). Those who came after the
     /// picture wait behind that line; once this node has let in every client of it, nobody

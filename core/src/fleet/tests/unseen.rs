@@ -24,15 +24,20 @@ fn position(v: FleetVerdict) -> u64 {
 /// before the picture of window 2000 shows them), and four newcomers take places here at 2100
 /// to 2103: the positions this node tells them.
 fn told(nodes: u64) -> Vec<u64> {
+    told_behind(nodes, 3)
+}
+
+/// As [`told`], behind a line of `line` (0: the picture shows no pace).
+fn told_behind(nodes: u64, line: u64) -> Vec<u64> {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
     let picture = RoomPicture {
         fleet_active: 10,
-        queue_len: 3,
+        queue_len: line,
         nodes,
         window_ms: 2000,
-        samples: line_of(3),
+        samples: line_of(line),
         exact: true,
         ..RoomPicture::default()
     };
@@ -49,6 +54,89 @@ fn newcomers_are_told_the_other_nodes_newcomers_no_picture_shows_yet() {
     assert_eq!(told(1), [4, 5, 6, 7]);
     // Two nodes: the newcomers since the picture's last complete interval (1000 on) are
     // reckoned at the fleet's pace (the three the interval before shows, and a quarter more:
-    // 3 an interval), 3 more for each; positions stay distinct.
-    assert_eq!(told(2), [7, 8, 9, 10]);
+    // 3 an interval), 3 more for each; positions stay distinct. The fourth is told this
+    // node's own pace, higher: three newcomers here in 3 ms, so as many on the other node.
+    assert_eq!(told(2), [7, 8, 9, 11]);
+}
+
+/// A crowd's first newcomers, while the picture shows no pace (nobody in its last complete
+/// interval): each is told the others' newcomers reckoned at this node's own pace, as many on
+/// every node and a quarter more. Told only the line and this node's own, they were told
+/// positions far too near the head and moved back by up to 150 places in the 60-second
+/// rehearsal when the next picture showed the others.
+#[test]
+fn a_crowds_first_newcomers_are_told_the_others_at_this_nodes_pace() {
+    // Alone: nobody else can come between.
+    assert_eq!(told_behind(1, 0), [1, 2, 3, 4]);
+    // Three nodes: the i-th newcomer has i here ahead of it, so about 3i in the fleet, and a
+    // quarter more (rounded down): 0, 3, 7 and 11 ahead.
+    assert_eq!(told_behind(3, 0), [1, 4, 8, 12]);
+}
+
+/// This node's own pace counts its newcomers of the last two intervals that still wait: those
+/// let in are no longer ahead of anyone, and those before the picture's last complete
+/// interval are in its line.
+#[test]
+fn the_own_pace_counts_recent_newcomers_who_still_wait() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let picture = RoomPicture {
+        fleet_active: 10,
+        nodes: 2,
+        window_ms: 2000,
+        ..RoomPicture::default()
+    };
+    n.next_sync(2000, 1, &c);
+    show(&mut n, &picture, 2000);
+    // Newcomers here: two long before, two in the picture's last complete interval, one
+    // later; those more than three intervals older than the last leave the count.
+    for (sid, at) in [(1, 10), (2, 20), (3, 1500), (4, 1600), (5, 3500)] {
+        position(n.visit(newcomer(sid, at), 3500, &c));
+    }
+    assert_eq!(n.hdr.fresh.recent_between(0, 4000), 3);
+    assert_eq!(n.hdr.fresh.recent_between(1000, 2100), 2);
+    // One of them let in: no longer ahead.
+    n.hdr.fresh.left(1500);
+    assert_eq!(n.hdr.fresh.recent_between(1000, 2100), 1);
+}
+
+/// A node that took all of the last interval's newcomers (its part known from the picture's
+/// line: all 32 it shows are this node's) reckons the others' newcomers in a burst by that
+/// part, not by one of the nodes: nobody else is coming, and it tells no phantom newcomers of
+/// the others (`t/270` TEST 7: a node taking 60 % of the newcomers told 413 for a true 185 by
+/// one node's part).
+#[test]
+fn a_node_that_takes_every_newcomer_tells_no_phantoms() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let line: Vec<Sample> = (0..32)
+        .map(|rank| Sample {
+            rank,
+            arrival: 1100 + 25 * rank,
+            sid: 0,
+        })
+        .collect();
+    for s in &line {
+        n.hdr.fresh.took(s.arrival, c.interval_ms);
+    }
+    let picture = RoomPicture {
+        fleet_active: 10,
+        queue_len: 32,
+        nodes: 3,
+        window_ms: 3000,
+        samples: line,
+        exact: true,
+        ..RoomPicture::default()
+    };
+    n.next_sync(3000, 1, &c);
+    show(&mut n, &picture, 3000);
+    // A burst of 40 here: the last is told the line's 32, the 39 before it here, and the
+    // line's pace since its last complete interval (40 an interval, 45 in 1,139 ms); one of
+    // three nodes' part would tell it 107 others instead of 45.
+    let told: Vec<u64> = (0..40)
+        .map(|i| position(n.visit(newcomer(10 + i, 3100 + i), 3100 + i, &c)))
+        .collect();
+    assert_eq!(told.last(), Some(&117));
 }
