@@ -44,7 +44,7 @@ use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::steer::SteerCall;
 use smart_limit_core::redis::{Form, ReplyError, SpentProof};
 use smart_limit_core::room::rules::{Limits, Mode};
-use smart_limit_core::room::{Mirror, PassVerdict, Place, Refusal, Room, Verdict, Visit};
+use smart_limit_core::room::{Mirror, PassVerdict, Refusal, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
 use smart_limit_core::ticket::Ticket;
 use smart_limit_core::util::time::window_end;
@@ -58,8 +58,10 @@ use crate::sync::{Driver, Synced};
 mod picture;
 mod steer;
 mod tally;
+mod verdict;
 
 use tally::TallyCalls;
+use verdict::{admitted_already, step, visited, waiting};
 
 /// How often a request waiting for the node's first picture looks whether it came (another
 /// worker may have sent the sync, so there is nothing to wake this one: it looks).
@@ -516,96 +518,6 @@ impl Zone {
             );
         });
     }
-}
-
-/// What a visit comes to: decided now, or, when it is the client's turn, the node's share is
-/// used up and this visit sent the draw, a wait for the pool's answer.
-fn visited(
-    room: &mut Room,
-    v: &Visit,
-    verdict: FleetVerdict,
-    draw: Option<Draw>,
-    now: u64,
-) -> Visited {
-    match (verdict, draw) {
-        (
-            FleetVerdict::Wait {
-                eta_secs: Some(0), ..
-            },
-            Some(draw),
-        ) => Visited::Drawing(draw),
-        (verdict, draw) => Visited::Decided(step(room, v, verdict, now), draw),
-    }
-}
-
-/// The node's verdict as the room's: counted, and remembered as the zone remembers any.
-fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) -> Step {
-    match verdict {
-        FleetVerdict::Admit => Step::Done(admitted(room, v.sid, now)),
-        FleetVerdict::Wait {
-            position,
-            queue_len,
-            eta_secs,
-        } => Step::Done(waiting(room, v, position, queue_len, eta_secs)),
-        FleetVerdict::LineFull { queue_len } => {
-            room.counters_mut().rejected += 1;
-            Step::Done(Verdict::Refuse(Refusal::LineFull { queue_len }))
-        }
-        // (NextPicture never comes here: `visited` takes it.)
-        FleetVerdict::Unknown | FleetVerdict::NextPicture => Step::Unknown,
-    }
-}
-
-/// [S29] One person, one place: a visit that follows its session's admission
-/// ([`Visit::follows_admission`]: a page's sub-resource on its pass, a waiting ticket) of a
-/// session this node let in and that is still active is let in as it is, as in
-/// `Room::visit`. Asked at a visit's first look and again at every look after a wait (for a
-/// picture, for a draw): two of a page's assets that both waited for the next picture each
-/// took a place (t/355, `sync=`: a visitor counted twice).
-pub(super) fn admitted_already(
-    room: &mut Room,
-    v: &Visit,
-    now: u64,
-    limits: &Limits,
-) -> Option<Verdict> {
-    if !(v.follows_admission() && room.is_admitted(v.sid, now, limits)) {
-        return None;
-    }
-    room.touch(v.sid, now);
-    Some(Verdict::Admit { sid: v.sid })
-}
-
-/// Admitted here: known to this node's room as an active session (for its request rate and
-/// metrics) and counted.
-fn admitted(room: &mut Room, sid: u64, now: u64) -> Verdict {
-    room.touch(sid, now);
-    room.counters_mut().admitted += 1;
-    Verdict::Admit { sid }
-}
-
-/// Waiting in the fleet's line, which is ordered by arrival: the ticket's queue number is the
-/// moment the client took its place (see [`smart_limit_core::fleet::place_arrival`]).
-fn waiting(
-    room: &mut Room,
-    v: &Visit,
-    position: u64,
-    queue_len: u64,
-    eta_secs: Option<u64>,
-) -> Verdict {
-    let c = room.counters_mut();
-    c.waited += 1;
-    if v.qnum == 0 {
-        c.queued += 1;
-    }
-    Verdict::Wait(Place {
-        sid: v.sid,
-        qnum: v.arrival.max(1),
-        position,
-        queue_len,
-        eta_secs,
-        // (The ticket tells whether the place was resumed: `Zone::resumes`.)
-        resumed: false,
-    })
 }
 
 // ------------------------------------------------------------------------------ the sync
