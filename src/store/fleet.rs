@@ -61,7 +61,7 @@ mod tally;
 mod verdict;
 
 use tally::TallyCalls;
-use verdict::{admitted_already, step, visited, waiting};
+use verdict::{step, visited, waiting};
 
 /// How often a request waiting for the node's first picture looks whether it came (another
 /// worker may have sent the sync, so there is nothing to wake this one: it looks).
@@ -205,7 +205,7 @@ impl Zone {
         };
         let cfg = fs.cfg_under(&limits);
         let visited = self.shm.with_fleet(|room, node| {
-            if let Some(admit) = admitted_already(room, &v, now, &limits) {
+            if let Some(admit) = room.admitted_already(&v, now, &limits) {
                 return Visited::Decided(Step::Done(admit), None);
             }
             let (verdict, draw) = match room.mode(&limits) {
@@ -362,7 +362,7 @@ impl Zone {
                 node.drawn(want, granted);
             }
             let limits = self.limits_at(now);
-            if let Some(admit) = admitted_already(room, &v, now, &limits) {
+            if let Some(admit) = room.admitted_already(&v, now, &limits) {
                 return Step::Done(admit);
             }
             let verdict = node.claim(v.sid, v.arrival, now, &fs.cfg_under(&limits));

@@ -396,9 +396,8 @@ impl<'m> Room<'m> {
             Mode::Fifo | Mode::Random | Mode::QueueAll => {}
         }
         let Some(ix) = held else {
-            if v.follows_admission() && self.is_admitted(v.sid, now, limits) {
-                self.touch(v.sid, now);
-                return Verdict::Admit { sid: v.sid };
+            if let Some(admit) = self.admitted_already(&v, now, limits) {
+                return admit;
             }
             return self.newcomer(v, mode, now, limits);
         };

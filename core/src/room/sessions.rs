@@ -15,7 +15,7 @@ use super::rules::Mode;
 
 use super::rules::Limits;
 use super::sight::{cut, Cuts};
-use super::{PassVerdict, Room, Snapshot};
+use super::{PassVerdict, Room, Snapshot, Verdict, Visit};
 
 /// How many steps a decision may move the fence when `max_active` changed (a reload): each
 /// step is one link followed, so 1,024 cost a few microseconds at most, and until the fence
@@ -215,6 +215,20 @@ impl<'m> Room<'m> {
         }
         self.head(Cuts::at(now, limits)).is_some()
             || self.active_now(now, limits) >= limits.max_active
+    }
+
+    /// [S29] One person, one place: a visit that follows its session's admission
+    /// ([`Visit::follows_admission`]) of a session admitted here and still active is let in as
+    /// it is (seen now, not counted again); None otherwise. The room asks it for a visit that
+    /// holds no place; a synced node at every look of a visit, the first and each after a
+    /// wait (for a picture, for a draw), since two of a page's assets that both waited each
+    /// took a place (t/355, `sync=`).
+    pub fn admitted_already(&mut self, v: &Visit, now: u64, limits: &Limits) -> Option<Verdict> {
+        if !(v.follows_admission() && self.is_admitted(v.sid, now, limits)) {
+            return None;
+        }
+        self.touch(v.sid, now);
+        Some(Verdict::Admit { sid: v.sid })
     }
 
     /// Whether `sid` is an admitted session still active at `now` (seen within

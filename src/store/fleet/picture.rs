@@ -5,7 +5,7 @@
 use smart_limit_core::fleet::Waiter;
 use smart_limit_core::room::Visit;
 
-use super::{admitted_already, visited, FleetStore, Step, Visited, DRAW_WAIT, FIRST_PICTURE_LOOK};
+use super::{visited, FleetStore, Step, Visited, DRAW_WAIT, FIRST_PICTURE_LOOK};
 use crate::clock::now_ms;
 use crate::store::{Answer, Decision, StoreError, Zone};
 use smart_limit_core::fleet::FleetVerdict;
@@ -39,7 +39,7 @@ impl Zone {
                     if !node.synced() {
                         return None;
                     }
-                    if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                    if let Some(admit) = room.admitted_already(&v, now, &limits) {
                         return Some(Visited::Decided(Step::Done(admit), None));
                     }
                     let verdict = node.decide(w, now, &cfg);
@@ -90,7 +90,7 @@ impl Zone {
                     if node.picture_window() == window && left > 0 {
                         return None;
                     }
-                    if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                    if let Some(admit) = room.admitted_already(&v, now, &limits) {
                         return Some(Visited::Decided(Step::Done(admit), None));
                     }
                     let verdict = node.decide(w, now, &cfg);
@@ -160,7 +160,7 @@ impl Zone {
                     if node.draw_out(now, &cfg) && left > 0 {
                         return None;
                     }
-                    if let Some(admit) = admitted_already(room, &v, now, &limits) {
+                    if let Some(admit) = room.admitted_already(&v, now, &limits) {
                         return Some(Visited::Decided(Step::Done(admit), None));
                     }
                     let verdict = node.claim(v.sid, v.arrival, now, &cfg);

@@ -1,9 +1,7 @@
 //! A synced node's verdict as the room's: what a visit comes to (decided, or a wait for the
-//! pool's answer), counted and told as the room counts and tells any, and the visit that
-//! follows its session's own admission, let in as it is.
+//! pool's answer), counted and told as the room counts and tells any.
 
 use smart_limit_core::fleet::FleetVerdict;
-use smart_limit_core::room::rules::Limits;
 use smart_limit_core::room::{Place, Refusal, Room, Verdict, Visit};
 
 use super::{Draw, Step, Visited};
@@ -44,25 +42,6 @@ pub(super) fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) 
         // (NextPicture never comes here: `visited` takes it.)
         FleetVerdict::Unknown | FleetVerdict::NextPicture => Step::Unknown,
     }
-}
-
-/// [S29] One person, one place: a visit that follows its session's admission
-/// ([`Visit::follows_admission`]: a page's sub-resource on its pass, a waiting ticket) of a
-/// session this node let in and that is still active is let in as it is, as in
-/// `Room::visit`. Asked at a visit's first look and again at every look after a wait (for a
-/// picture, for a draw): two of a page's assets that both waited for the next picture each
-/// took a place (t/355, `sync=`: a visitor counted twice).
-pub(super) fn admitted_already(
-    room: &mut Room,
-    v: &Visit,
-    now: u64,
-    limits: &Limits,
-) -> Option<Verdict> {
-    if !(v.follows_admission() && room.is_admitted(v.sid, now, limits)) {
-        return None;
-    }
-    room.touch(v.sid, now);
-    Some(Verdict::Admit { sid: v.sid })
 }
 
 /// Admitted here: known to this node's room as an active session (for its request rate and
