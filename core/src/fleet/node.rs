@@ -462,10 +462,11 @@ impl<'m> FleetNode<'m> {
 
     /// The fleet's newcomers from `from` to `arrival` as this node's own let it reckon them:
     /// those that took their places here and still wait, over this node's part of the
-    /// fleet's newcomers (taken when the picture came, [`FleetNode::take_part`]; one of the
-    /// nodes while the picture showed too few to tell, clamped to between one of the nodes
-    /// and all of them), and a quarter more, as the line's pace ([`FleetNode::fleet_pace`]);
-    /// less this node's own the picture does not show, which the position counts apart. This
+    /// fleet's newcomers (taken when the picture came,
+    /// [`FleetNode::newcomers_of_last_interval`]; one of the nodes while the picture showed
+    /// too few to tell, clamped to between one of the nodes and all of them), and a quarter
+    /// more, as the line's pace; less this node's own the picture does not show, which the
+    /// position counts apart. This
     /// answers a crowd's first two intervals, when the picture shows no pace at all: told the
     /// line's pace of nobody, the crowd's first newcomers were told positions far too near
     /// the head and moved back by as many as the other nodes had taken when the next picture

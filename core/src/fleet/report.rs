@@ -8,7 +8,7 @@ use super::{FleetConfig, FleetNode, FleetSnapshot, Report, RoomPicture, SpentPro
 use crate::util::time::window_end;
 
 /// The fewest waiters of the line's last complete interval from which a node reckons its part
-/// of the fleet's newcomers ([`FleetNode::take_part`]): a few tell nothing.
+/// of the fleet's newcomers ([`FleetNode::newcomers_of_last_interval`]): a few tell nothing.
 const PART_SAMPLE: u64 = 32;
 
 impl<'m> FleetNode<'m> {
@@ -145,33 +145,26 @@ impl<'m> FleetNode<'m> {
         h.sync.first_sync_ms = 0;
         let tail = self.tail();
         self.hdr.fresh.after(tail);
-        self.hdr.pic.newcomers = self.fleet_pace(cfg);
-        self.take_part(cfg);
+        self.newcomers_of_last_interval(cfg);
         self.hdr.pending.turn_weight = self.turn_weight();
         self.flood_answers(&p.flood, now);
         true
     }
 
-    /// The fleet's newcomers an interval, as the new picture lets this node reckon them: the
-    /// places of the line's last interval every node has reported (a whole line shows them;
-    /// whatever node they came to), and a quarter more (arrivals come in bursts; a position
-    /// told too far back only falls). A crowd's first intervals have no such pace: the node's
-    /// own answers them ([`FleetNode::own_pace_ahead`]).
-    fn fleet_pace(&self, cfg: &FleetConfig) -> u64 {
-        let interval = cfg.interval_ms.max(1);
-        let to = self.hdr.pic.window_ms.saturating_sub(interval);
-        let shown = self.shown_between(to.saturating_sub(interval), to);
-        shown.saturating_add(shown / 4)
-    }
-
-    /// This node's part of the fleet's newcomers, when a picture comes: of the waiters its
-    /// line shows from the line's last complete interval, how many took their places here
-    /// and still wait ([`FleetNode::own_pace_ahead`]). Both counted at once, when the picture
-    /// came: counted later, the node's own let in since shrank its part (a node taking 60 %
-    /// of the newcomers read a part of a few percent and told 2,391 for a true 180, `t/270`
-    /// TEST 7). Fewer than [`PART_SAMPLE`] shown tell nothing (a crowd's first interval, most
-    /// of it let in at once).
-    fn take_part(&mut self, cfg: &FleetConfig) {
+    /// What the new picture's line shows of the fleet's newcomers in its last complete
+    /// interval (every node has reported it; a whole line shows them, whatever node they came
+    /// to), counted once for the two paces a newcomer no picture shows is told
+    /// ([`FleetNode::unseen_ahead`]):
+    /// - the fleet's pace (`newcomers`): those places, and a quarter more (arrivals come in
+    ///   bursts; a position told too far back only falls). A crowd's first intervals have no
+    ///   such pace: the node's own answers them ([`FleetNode::own_pace_ahead`]);
+    /// - this node's part of them (`part_shown`, `part_mine`): how many of those the line
+    ///   shows took their places here and still wait. Both counted at once, now: counted
+    ///   later, the node's own let in since shrank its part (a node taking 60 % of the
+    ///   newcomers read a part of a few percent and told 2,391 for a true 180, `t/270` TEST
+    ///   7). Fewer than [`PART_SAMPLE`] shown tell nothing (a crowd's first interval, most of
+    ///   it let in at once).
+    fn newcomers_of_last_interval(&mut self, cfg: &FleetConfig) {
         let interval = cfg.interval_ms.max(1);
         let to = self.hdr.pic.window_ms.saturating_sub(interval);
         let from = to.saturating_sub(interval);
@@ -179,6 +172,7 @@ impl<'m> FleetNode<'m> {
         let mine = self.hdr.fresh.recent_between(from, to).min(shown);
         let known = shown >= PART_SAMPLE && mine > 0;
         let pic = &mut self.hdr.pic;
+        pic.newcomers = shown.saturating_add(shown / 4);
         (pic.part_shown, pic.part_mine) = if known { (shown, mine) } else { (0, 0) };
     }
 
