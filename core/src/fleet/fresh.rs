@@ -38,6 +38,16 @@ impl Arrivals {
         }
     }
 
+    /// `arrival` kept in its place, the oldest kept leaving a full table for it: for counts
+    /// of the latest arrivals, which a table full of older ones would stop.
+    fn push(&mut self, arrival: u64) {
+        if self.all().len() == FRESH_CAP && self.all().first().is_some_and(|&a| a < arrival) {
+            let oldest = self.all().first().copied().unwrap_or(0);
+            self.drop_through(oldest);
+        }
+        self.insert(arrival);
+    }
+
     /// One `arrival` out of the table, if kept.
     fn remove(&mut self, arrival: u64) {
         let n = self.all().len();
@@ -70,6 +80,9 @@ pub(super) struct Fresh {
     /// Those of the last three intervals, shown or not: this node's own pace and its part of
     /// the fleet's newcomers, which [`FleetNode::unseen_ahead`] goes by.
     recent: Arrivals,
+    /// Every place taken here in the last three intervals, those let in at once too: how
+    /// fast a crowd comes while free places still take it ([`FleetNode::filling_ahead`]).
+    arrived: Arrivals,
 }
 
 impl Fresh {
@@ -80,8 +93,10 @@ impl Fresh {
         let old = arrival.saturating_sub(interval_ms.saturating_mul(3));
         if old > 0 {
             self.recent.drop_through(old - 1);
+            self.arrived.drop_through(old - 1);
         }
         self.recent.insert(arrival);
+        self.arrived.push(arrival);
     }
 
     /// A newcomer let in (or gone): it is no longer ahead of anyone.
@@ -108,6 +123,14 @@ impl Fresh {
         self.recent
             .before(to)
             .saturating_sub(self.recent.before(from))
+    }
+
+    /// How many places were taken here from `from` to before `to`, whether let in since or
+    /// not (of the last three intervals).
+    pub(super) fn arrived_between(&self, from: u64, to: u64) -> u64 {
+        self.arrived
+            .before(to)
+            .saturating_sub(self.arrived.before(from))
     }
 
     /// How many newcomers the picture cannot show are kept.

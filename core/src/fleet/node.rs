@@ -458,31 +458,58 @@ impl<'m> FleetNode<'m> {
         expected
             .max(self.own_pace_ahead(from, arrival))
             .saturating_sub(known)
+            .max(self.filling_ahead(arrival, cfg))
     }
 
-    /// The fleet's newcomers from `from` to `arrival` as this node's own let it reckon them:
-    /// those that took their places here and still wait, over this node's part of the
+    /// The fleet's newcomers since the picture's tick, up to `arrival`, that the free places
+    /// did not take, less this node's own (counted apart): the fleet's places taken since,
+    /// reckoned from this node's own (those let in at once too,
+    /// [`FleetNode::fleet_of_own`]) and a quarter more, less the places the picture gave the
+    /// interval. This answers a crowd that fills the room: the nodes' shares run out at
+    /// different moments, and a node whose share lasted longest, reckoning the fleet's
+    /// waiters from its own few, told its first ones places near the head while the others
+    /// had a line already (the 60-second rehearsal: told 12 for a true 39, 0.5 s in).
+    pub(super) fn filling_ahead(&self, arrival: u64, cfg: &FleetConfig) -> u64 {
+        let (pic, fresh) = (&self.hdr.pic, &self.hdr.fresh);
+        let since = pic.window_ms;
+        if since == 0 || arrival <= since {
+            return 0;
+        }
+        let fleet = self.fleet_of_own(fresh.arrived_between(since, arrival));
+        let fleet = u64::try_from(fleet + fleet / 4).unwrap_or(u64::MAX);
+        fleet
+            .saturating_sub(pic.per_interval(cfg))
+            .saturating_sub(fresh.unshown_between(since, arrival))
+    }
+
+    /// The fleet's count of what this node counted `here` of: over this node's part of the
     /// fleet's newcomers (taken when the picture came,
     /// [`FleetNode::newcomers_of_last_interval`]; one of the nodes while the picture showed
-    /// too few to tell, clamped to between one of the nodes and all of them), and a quarter
-    /// more, as the line's pace; less this node's own the picture does not show, which the
-    /// position counts apart. This
-    /// answers a crowd's first two intervals, when the picture shows no pace at all: told the
-    /// line's pace of nobody, the crowd's first newcomers were told positions far too near
-    /// the head and moved back by as many as the other nodes had taken when the next picture
-    /// came (up to 157 places in the 60-second rehearsal).
-    pub(super) fn own_pace_ahead(&self, from: u64, arrival: u64) -> u64 {
+    /// too few to tell), clamped to between one of the nodes and all of them.
+    fn fleet_of_own(&self, here: u64) -> u128 {
         let pic = &self.hdr.pic;
-        let fresh = &self.hdr.fresh;
-        let here = u128::from(fresh.recent_between(from, arrival));
+        let here = u128::from(here);
         let nodes = u128::from(pic.nodes.max(1));
-        let fleet = match (pic.part_mine, pic.part_shown) {
+        match (pic.part_mine, pic.part_shown) {
             (1.., 1..) => {
                 let (mine, shown) = (u128::from(pic.part_mine), u128::from(pic.part_shown));
                 (here * shown / mine).clamp(here, here * nodes)
             }
             _ => here * nodes,
-        };
+        }
+    }
+
+    /// The fleet's newcomers from `from` to `arrival` as this node's own let it reckon them:
+    /// those that took their places here and still wait, as many of the fleet's
+    /// ([`FleetNode::fleet_of_own`]), and a quarter more, as the line's pace; less this
+    /// node's own the picture does not show, which the position counts apart. This
+    /// answers a crowd's first two intervals, when the picture shows no pace at all: told the
+    /// line's pace of nobody, the crowd's first newcomers were told positions far too near
+    /// the head and moved back by as many as the other nodes had taken when the next picture
+    /// came (up to 157 places in the 60-second rehearsal).
+    pub(super) fn own_pace_ahead(&self, from: u64, arrival: u64) -> u64 {
+        let fresh = &self.hdr.fresh;
+        let fleet = self.fleet_of_own(fresh.recent_between(from, arrival));
         let fleet = u64::try_from(fleet + fleet / 4).unwrap_or(u64::MAX);
         fleet.saturating_sub(fresh.unshown_between(from, arrival))
     }
