@@ -140,3 +140,49 @@ fn a_node_that_takes_every_newcomer_tells_no_phantoms() {
         .collect();
     assert_eq!(told.last(), Some(&117));
 }
+
+/// A crowd that fills the room: this node's share (6 of the 10 free places) lasts longer than
+/// the others' (2 each), so its first waiter comes when the others have a line already. With
+/// as many newcomers on each of the three nodes, 12 came to the others by then and 4 places
+/// took them: 8 wait ahead of it. Reckoned from its own waiting newcomers (none yet), it was
+/// told 1; reckoned from its own places taken (6, those let in too), 18 in the fleet and a
+/// quarter more, less the 10 places, it is told 13: too far back, so its position falls.
+#[test]
+fn a_crowd_filling_the_room_is_reckoned_from_the_places_taken() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    let picture = RoomPicture {
+        cursor: u64::MAX,
+        rightful: u64::MAX,
+        quota: 6,
+        free: 10,
+        nodes: 3,
+        window_ms: 2000,
+        ..RoomPicture::default()
+    };
+    n.next_sync(2000, 1, &c);
+    show(&mut n, &picture, 2000);
+    let answers: Vec<FleetVerdict> = (0..10)
+        .map(|i| n.visit(newcomer(10 + i, 2100 + i), 2100 + i, &c))
+        .collect();
+    assert!(answers.iter().take(6).all(|v| *v == FleetVerdict::Admit));
+    let told: Vec<u64> = answers.into_iter().skip(6).map(position).collect();
+    // Each later one: three more places taken in the fleet (and a quarter, rounded down).
+    assert_eq!(told, [13, 17, 21, 24]);
+}
+
+/// The places taken are counted from the latest: a full table lets its oldest go, so a crowd
+/// faster than the table still counts its last arrivals (a table that kept its first 1,024
+/// counted none after them).
+#[test]
+fn the_places_taken_are_counted_from_the_latest() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let n = node(&mut mem);
+    let c = cfg();
+    for at in 1000..2100 {
+        n.hdr.fresh.took(at, c.interval_ms);
+    }
+    assert_eq!(n.hdr.fresh.arrived_between(2000, 2100), 100);
+    assert_eq!(n.hdr.fresh.arrived_between(0, 2100), FRESH_CAP as u64);
+}
