@@ -49,6 +49,7 @@ pub fn bearer_ticket(r: &Request, zone: &Zone, now: u64) -> Option<Ticket> {
         issued_at: a.admitted_at,
         accepted_at: a.admitted_at,
         last_seen: a.issued_at,
+        told: 0,
     };
     (rules::ticket_state(&t, zone.admission, now) == TicketState::Admitted).then_some(t)
 }

@@ -88,6 +88,7 @@ pub fn main(argv: &[String]) -> Result<(), MintError> {
             issued_at: now,
             accepted_at: 0,
             last_seen: now,
+            told: 0,
         };
         let sealed = keys.seal_fixed(&m.room, &t)?;
         writeln!(out, "{cookie}={}", sealed.as_str())?;

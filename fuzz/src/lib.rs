@@ -155,6 +155,7 @@ mod tests {
             issued_at: 1_700_000_000_000,
             accepted_at: 0,
             last_seen: 1_700_000_005_000,
+            told: 0,
         };
         // The envelope is right when what core seals and what the harness seals open alike.
         let by_core = keys.seal(ROOM, &t).unwrap();

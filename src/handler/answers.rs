@@ -3,6 +3,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use smart_limit_core::room::told::told;
 
 /// A first contact: a ticket with no place yet, and `307` back to the same URL (a cookie
 /// check: a browser returns at once with the ticket; a client that keeps no cookie never
@@ -15,6 +16,7 @@ pub(super) fn arrived(turn: &Turn, sid: u64) -> Fate {
             issued_at: turn.now,
             accepted_at: 0,
             last_seen: turn.now,
+            told: 0,
         }),
         ..Fate::of(Outcome::New, Reply::CookieCheck)
     }
@@ -113,6 +115,7 @@ pub(super) fn admitted(turn: &Turn, sid: u64, outcome: Outcome) -> Fate {
         issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
         accepted_at: turn.now,
         last_seen: turn.now,
+        told: 0,
     };
     Fate {
         ticket: Some(ticket),
@@ -124,19 +127,36 @@ pub(super) fn admitted(turn: &Turn, sid: u64, outcome: Outcome) -> Fate {
 
 /// Told to wait: the waiting answer (in a dry run: a log line, and the request goes on).
 pub(super) fn waiting(r: &Request, turn: &Turn, place: &Place, outcome: Outcome) -> Fate {
-    // A new ticket only when the place changed (or a synced room's proof of presence is old):
-    // polling costs no encryption.
+    // [S27] Never more than the lowest position told for this place, which the ticket carries
+    // where positions are estimates (a synced room).
+    let told = told(turn.held.as_ref(), place, turn.zone.keeps_position_floors());
+    let place = &Place {
+        position: told.position,
+        ..*place
+    };
+    // A new ticket only when the place changed (or a synced room's proof of presence is old,
+    // or the position fell past what the ticket carries): polling costs no encryption.
     let renewed = turn.zone.renews_waiting(turn.held, place, turn.now);
     if renewed && !turn.dry {
         turn.zone.count_waiting(turn.held, place, turn.now);
     }
-    let ticket = renewed.then_some(Ticket {
-        sid: place.sid,
-        qnum: place.qnum,
-        issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
-        accepted_at: 0,
-        last_seen: turn.now,
-    });
+    let ticket = match turn.held {
+        _ if renewed => Some(Ticket {
+            sid: place.sid,
+            qnum: place.qnum,
+            issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
+            accepted_at: 0,
+            last_seen: turn.now,
+            told: told.floor,
+        }),
+        // The same place and proof of presence, a lower floor: the line's counts keep it where
+        // its stamp (`last_seen`) put it.
+        Some(held) if told.reseal => Some(Ticket {
+            told: told.floor,
+            ..held
+        }),
+        _ => None,
+    };
     let mut view = turn.view(ViewStatus::Waiting, Some(place));
     if let Some((e, ev)) = turn.zone.event_now(turn.now) {
         if !ev.started {

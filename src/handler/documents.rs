@@ -173,6 +173,7 @@ pub(super) fn page_concluded(
                 issued_at: turn.now,
                 accepted_at: 0,
                 last_seen: turn.now,
+                told: 0,
             });
         }
         Ok(_) => {}

@@ -357,6 +357,7 @@ impl Zone {
             issued_at: now,
             accepted_at: 0,
             last_seen: now,
+            told: 0,
         };
         self.keys.as_ref()?.seal_fixed(&self.page_room, &pass).ok()
     }

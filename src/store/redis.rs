@@ -258,6 +258,7 @@ impl Zone {
                         queue_len: 0,
                         eta_secs: None,
                         resumed: false,
+                        settled: true,
                     }),
                     by_policy: true,
                 })

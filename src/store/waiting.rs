@@ -63,6 +63,15 @@ impl Zone {
         })
     }
 
+    /// Whether the room's waiting tickets carry the lowest position told ([S27],
+    /// `room::told`): where positions are estimates (a synced room) and final (no event, whose
+    /// draw orders its pre-queue later). Shared memory and a central room count the waiters
+    /// ahead exactly: their positions never rise, and a floor would only cost a ticket sealed
+    /// again every few places the line moves.
+    pub fn keeps_position_floors(&self) -> bool {
+        matches!(self.store, Store::Synced(_)) && self.events().is_empty()
+    }
+
     /// Whether a waiting ticket is written again: its place changed, or (a synced room) its
     /// `last_seen` is a quarter of a presence old ([`fleet::ticket_renew_ms`]), so every node
     /// can tell it is still present. (Its stamp is then of an earlier epoch of the line's

@@ -140,10 +140,11 @@ impl Tolerances {
         }
     }
 
-    /// (c) growth allowed from position `from`: the given one, or for sync (an estimate within
-    /// 1 % [S22]) max(2, 1 % of it).
+    /// (c) growth allowed from position `from`: the given one, or max(2, 1 % of it), the most
+    /// the module lets a told position rise (`room::told::slack`, [S27]).
     pub fn position_growth(&self, from: u64) -> u64 {
-        self.position.unwrap_or((from / 100).max(2))
+        self.position
+            .unwrap_or_else(|| smart_limit_core::room::told::slack(from))
     }
 }
 

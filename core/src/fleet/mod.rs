@@ -437,6 +437,11 @@ pub enum FleetVerdict {
         position: u64,
         queue_len: u64,
         eta_secs: Option<u64>,
+        /// The position counts every place taken ahead that a picture can show: the client
+        /// took its place an interval before the picture's tick or earlier
+        /// ([`FleetNode::settled`]). Otherwise it also reckons newcomers no picture shows yet,
+        /// and may be too near the head ([S27]: no floor is kept from it, `room::told`).
+        settled: bool,
     },
     /// No place left in the fleet's line (`max_line`) for a client taking one.
     LineFull {

@@ -96,11 +96,13 @@ impl<'m> FleetNode<'m> {
             FleetVerdict::Wait {
                 position,
                 queue_len,
+                settled,
                 ..
             } => FleetVerdict::Wait {
                 position,
                 queue_len,
                 eta_secs: Some(0),
+                settled,
             },
             other => other,
         }
@@ -418,7 +420,17 @@ impl<'m> FleetNode<'m> {
             position,
             queue_len: queue_len.max(position),
             eta_secs: self.eta_secs(position, cfg),
+            settled: self.settled(arrival, cfg),
         }
+    }
+
+    /// Whether a waiter who took its place at `arrival` is told every place taken ahead of it
+    /// that a picture can show: every node reported the places taken before the picture's
+    /// tick less an interval ([`FleetNode::unseen_ahead`] reckons none for it). Its position
+    /// may still be too far back, by the let-ins since the nodes' reports.
+    pub fn settled(&self, arrival: u64, cfg: &FleetConfig) -> bool {
+        let pic = &self.hdr.pic;
+        pic.window_ms != 0 && arrival <= pic.window_ms.saturating_sub(cfg.interval_ms)
     }
 
     /// The position the picture's line gives (whole, or its samples), less the ranks the

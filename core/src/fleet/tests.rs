@@ -102,6 +102,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         position: 2,
         queue_len: 3,
         eta_secs: Some(0),
+        settled: false,
     };
     assert_eq!(n.visit(w(2, 200), 1100, &c), back);
     assert_eq!(n.take_draw(1100, &c), None);
@@ -175,7 +176,8 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
         FleetVerdict::Wait {
             position: 2,
             queue_len: 3,
-            eta_secs: Some(0)
+            eta_secs: Some(0),
+            settled: false,
         }
     );
     assert_eq!(n.take_draw(1100, &c).map(|a| a.want), Some(1));

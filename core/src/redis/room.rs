@@ -478,6 +478,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
                 queue_len,
                 eta_secs,
                 resumed,
+                settled: true,
             })
         }
         reply::CLOSED => Verdict::Refuse(Refusal::Closed),

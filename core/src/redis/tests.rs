@@ -106,6 +106,7 @@ fn replies_become_verdicts() {
             queue_len: 7,
             eta_secs: Some(5),
             resumed: false,
+            settled: true,
         })
     );
     assert!(o.joined);

@@ -499,6 +499,7 @@ impl<'m> Room<'m> {
             queue_len,
             eta_secs,
             resumed: w.resumed,
+            settled: true,
         })
     }
 

@@ -36,6 +36,7 @@ mod table;
 pub mod gcra;
 pub mod poll;
 pub mod rules;
+pub mod told;
 
 #[cfg(test)]
 mod tests;
@@ -148,6 +149,10 @@ pub struct Place {
     /// The client came back to its kept place after an absence ([S27]): its first answer
     /// after the absence says so.
     pub resumed: bool,
+    /// The position counts every place taken ahead (false: a synced room's estimate of places
+    /// no picture shows yet is in it, which may be too near the head): only a settled
+    /// position is kept as the floor of what the client is told next ([`told`]).
+    pub settled: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

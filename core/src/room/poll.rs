@@ -142,6 +142,7 @@ mod tests {
             queue_len: 30,
             eta_secs: None,
             resumed: false,
+            settled: true,
         }
     }
 

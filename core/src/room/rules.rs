@@ -243,6 +243,7 @@ mod tests {
             issued_at: iat,
             accepted_at: acc,
             last_seen: seen,
+            told: 0,
         }
     }
 

@@ -53,6 +53,9 @@ pub struct Ticket {
     pub accepted_at: u64,
     /// Last check-in, unix milliseconds.
     pub last_seen: u64,
+    /// The lowest position a waiting answer told for this place (`qnum`), 0 = none: no later
+    /// answer tells more ([`crate::room::told`]).
+    pub told: u64,
 }
 
 /// Why a key file (or key generation) was refused. Messages never contain key material:

@@ -39,6 +39,13 @@ pub(super) struct Wire<'a> {
     pub(super) accepted_at: u64,
     #[serde(rename = "seen")]
     pub(super) last_seen: u64,
+    /// Written only when set: a ticket sealed before it existed opens with none.
+    #[serde(rename = "pos", default, skip_serializing_if = "is_zero")]
+    pub(super) told: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl<'a> Wire<'a> {
@@ -51,6 +58,7 @@ impl<'a> Wire<'a> {
             issued_at: t.issued_at,
             accepted_at: t.accepted_at,
             last_seen: t.last_seen,
+            told: t.told,
         }
     }
 
@@ -61,6 +69,7 @@ impl<'a> Wire<'a> {
             issued_at: self.issued_at,
             accepted_at: self.accepted_at,
             last_seen: self.last_seen,
+            told: self.told,
         }
     }
 }
@@ -82,7 +91,8 @@ impl Sealed {
 }
 
 /// The sealed document as [`Wire`] serialises it (same bytes, checked by a test), written
-/// without allocating: `{"room":..,"sid":..,"q":..,"iat":..,"acc":..,"seen":..}`.
+/// without allocating: `{"room":..,"sid":..,"q":..,"iat":..,"acc":..,"seen":..}`, and
+/// `"pos":..` when set.
 pub(super) fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
     out.put(b"{\"room\":");
     put_json_str(out, room);
@@ -95,6 +105,10 @@ pub(super) fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
     ] {
         out.put(key);
         out.put_u64(n);
+    }
+    if t.told != 0 {
+        out.put(b",\"pos\":");
+        out.put_u64(t.told);
     }
     out.put(b"}");
 }

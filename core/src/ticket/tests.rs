@@ -16,6 +16,7 @@ fn ticket() -> Ticket {
         issued_at: 1_694_432_700_000,
         accepted_at: 0,
         last_seen: 1_694_432_754_000,
+        told: 0,
     }
 }
 
@@ -98,6 +99,7 @@ fn max_size_ticket_fits() {
         issued_at: u64::MAX,
         accepted_at: u64::MAX,
         last_seen: u64::MAX,
+        told: u64::MAX,
     };
     let v = kr.seal(&room, &t).unwrap();
     assert!(v.len() <= MAX_TICKET_LEN, "{}", v.len());
@@ -306,6 +308,7 @@ fn wire_writer_matches_serde() {
                 issued_at: 1,
                 accepted_at: u64::MAX,
                 last_seen: 0,
+                told: 7,
             },
         ] {
             let mut out = Vec::new();
@@ -335,6 +338,24 @@ fn wire_format_uses_short_names() {
         json,
         r#"{"room":"shop","sid":16045690981402826360,"q":42,"iat":1694432700000,"acc":0,"seen":1694432754000}"#
     );
+}
+
+/// [S27] The lowest position told is written only when there is one, and a ticket sealed
+/// before it existed opens with none.
+#[test]
+fn the_position_floor_is_optional_on_the_wire() {
+    let old = r#"{"room":"shop","sid":1,"q":42,"iat":5,"acc":0,"seen":6}"#;
+    let w: Wire = serde_json::from_str(old).unwrap();
+    assert_eq!(w.ticket().told, 0);
+    let t = Ticket {
+        told: 17,
+        ..ticket()
+    };
+    let json = serde_json::to_string(&Wire::new("shop", &t)).unwrap();
+    let tail = r#","seen":1694432754000,"pos":17}"#;
+    assert!(json.ends_with(tail), "{json}");
+    let w: Wire = serde_json::from_str(&json).unwrap();
+    assert_eq!(w.ticket(), t);
 }
 
 #[test]

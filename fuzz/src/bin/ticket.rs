@@ -21,6 +21,7 @@ fn main() {
         issued_at: 1,
         accepted_at: 1,
         last_seen: 1,
+        told: 0,
     };
     afl::fuzz!(|data: &[u8]| {
         let sealed;

@@ -34,13 +34,25 @@ pub(super) fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) 
             position,
             queue_len,
             eta_secs,
-        } => Step::Done(waiting(room, v, position, queue_len, eta_secs)),
+            settled,
+        } => {
+            let place = waiting(room, v, position, queue_len, eta_secs);
+            Step::Done(settle(place, settled))
+        }
         FleetVerdict::LineFull { queue_len } => {
             room.counters_mut().rejected += 1;
             Step::Done(Verdict::Refuse(Refusal::LineFull { queue_len }))
         }
         // (NextPicture never comes here: `visited` takes it.)
         FleetVerdict::Unknown | FleetVerdict::NextPicture => Step::Unknown,
+    }
+}
+
+/// A waiting verdict whose position counts newcomers no picture shows yet (or not).
+pub(super) fn settle(verdict: Verdict, settled: bool) -> Verdict {
+    match verdict {
+        Verdict::Wait(place) => Verdict::Wait(Place { settled, ..place }),
+        other => other,
     }
 }
 
@@ -74,5 +86,7 @@ pub(super) fn waiting(
         eta_secs,
         // (The ticket tells whether the place was resumed: `Zone::resumes`.)
         resumed: false,
+        // (An estimate until `settle` says otherwise: a node alone tells its own line only.)
+        settled: false,
     })
 }
