@@ -384,7 +384,7 @@ impl Zone {
                 let verdict = self.shm.with_fleet(|room, node| {
                     room.counters_mut().store_errors += 1;
                     let (position, queue_len) = node.place_alone(v.arrival);
-                    waiting(room, &v, position, queue_len, None)
+                    waiting(room, &v, position, queue_len, None, false)
                 })?;
                 Ok(Decision {
                     verdict,

@@ -35,24 +35,13 @@ pub(super) fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) 
             queue_len,
             eta_secs,
             settled,
-        } => {
-            let place = waiting(room, v, position, queue_len, eta_secs);
-            Step::Done(settle(place, settled))
-        }
+        } => Step::Done(waiting(room, v, position, queue_len, eta_secs, settled)),
         FleetVerdict::LineFull { queue_len } => {
             room.counters_mut().rejected += 1;
             Step::Done(Verdict::Refuse(Refusal::LineFull { queue_len }))
         }
         // (NextPicture never comes here: `visited` takes it.)
         FleetVerdict::Unknown | FleetVerdict::NextPicture => Step::Unknown,
-    }
-}
-
-/// A waiting verdict whose position counts newcomers no picture shows yet (or not).
-pub(super) fn settle(verdict: Verdict, settled: bool) -> Verdict {
-    match verdict {
-        Verdict::Wait(place) => Verdict::Wait(Place { settled, ..place }),
-        other => other,
     }
 }
 
@@ -66,12 +55,15 @@ fn admitted(room: &mut Room, sid: u64, now: u64) -> Verdict {
 
 /// Waiting in the fleet's line, which is ordered by arrival: the ticket's queue number is the
 /// moment the client took its place (see [`smart_limit_core::fleet::place_arrival`]).
+/// `settled`: the position counts every place taken ahead (`FleetNode::settled`; a node alone
+/// tells its own line only, an estimate).
 pub(super) fn waiting(
     room: &mut Room,
     v: &Visit,
     position: u64,
     queue_len: u64,
     eta_secs: Option<u64>,
+    settled: bool,
 ) -> Verdict {
     let c = room.counters_mut();
     c.waited += 1;
@@ -86,7 +78,6 @@ pub(super) fn waiting(
         eta_secs,
         // (The ticket tells whether the place was resumed: `Zone::resumes`.)
         resumed: false,
-        // (An estimate until `settle` says otherwise: a node alone tells its own line only.)
-        settled: false,
+        settled,
     })
 }
