@@ -50,6 +50,7 @@ pub fn bearer_ticket(r: &Request, zone: &Zone, now: u64) -> Option<Ticket> {
         accepted_at: a.admitted_at,
         last_seen: a.issued_at,
         told: 0,
+        told_estimate: false,
     };
     (rules::ticket_state(&t, zone.admission, now) == TicketState::Admitted).then_some(t)
 }

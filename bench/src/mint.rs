@@ -89,6 +89,7 @@ pub fn main(argv: &[String]) -> Result<(), MintError> {
             accepted_at: 0,
             last_seen: now,
             told: 0,
+            told_estimate: false,
         };
         let sealed = keys.seal_fixed(&m.room, &t)?;
         writeln!(out, "{cookie}={}", sealed.as_str())?;

@@ -60,6 +60,7 @@ fn main() {
         accepted_at: 0,
         last_seen: 1_795_332_865_123,
         told: 0,
+        told_estimate: false,
     };
     let sealed = keys.seal("shop", &t).expect("seal");
     let cookie = format!("_ga=GA1.2.3; smart_limit_shop={sealed}; theme=dark");

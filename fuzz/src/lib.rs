@@ -156,6 +156,7 @@ mod tests {
             accepted_at: 0,
             last_seen: 1_700_000_005_000,
             told: 0,
+            told_estimate: false,
         };
         // The envelope is right when what core seals and what the harness seals open alike.
         let by_core = keys.seal(ROOM, &t).unwrap();

@@ -17,6 +17,7 @@ pub(super) fn arrived(turn: &Turn, sid: u64) -> Fate {
             accepted_at: 0,
             last_seen: turn.now,
             told: 0,
+            told_estimate: false,
         }),
         ..Fate::of(Outcome::New, Reply::CookieCheck)
     }
@@ -116,6 +117,7 @@ pub(super) fn admitted(turn: &Turn, sid: u64, outcome: Outcome) -> Fate {
         accepted_at: turn.now,
         last_seen: turn.now,
         told: 0,
+        told_estimate: false,
     };
     Fate {
         ticket: Some(ticket),
@@ -148,11 +150,13 @@ pub(super) fn waiting(r: &Request, turn: &Turn, place: &Place, outcome: Outcome)
             accepted_at: 0,
             last_seen: turn.now,
             told: told.floor,
+            told_estimate: told.estimate,
         }),
         // The same place and proof of presence, a lower floor: the line's counts keep it where
         // its stamp (`last_seen`) put it.
         Some(held) if told.reseal => Some(Ticket {
             told: told.floor,
+            told_estimate: told.estimate,
             ..held
         }),
         _ => None,

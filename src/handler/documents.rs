@@ -174,6 +174,7 @@ pub(super) fn page_concluded(
                 accepted_at: 0,
                 last_seen: turn.now,
                 told: 0,
+                told_estimate: false,
             });
         }
         Ok(_) => {}

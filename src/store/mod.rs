@@ -358,6 +358,7 @@ impl Zone {
             accepted_at: 0,
             last_seen: now,
             told: 0,
+            told_estimate: false,
         };
         self.keys.as_ref()?.seal_fixed(&self.page_room, &pass).ok()
     }

@@ -244,6 +244,7 @@ mod tests {
             accepted_at: acc,
             last_seen: seen,
             told: 0,
+            told_estimate: false,
         }
     }
 

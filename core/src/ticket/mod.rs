@@ -56,6 +56,9 @@ pub struct Ticket {
     /// The lowest position a waiting answer told for this place (`qnum`), 0 = none: no later
     /// answer tells more ([`crate::room::told`]).
     pub told: u64,
+    /// Whether `told` is a synced room's estimate for a newcomer no picture showed yet: it
+    /// holds later estimates, not a settled position ([`crate::room::told`]).
+    pub told_estimate: bool,
 }
 
 /// Why a key file (or key generation) was refused. Messages never contain key material:

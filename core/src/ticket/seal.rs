@@ -42,10 +42,17 @@ pub(super) struct Wire<'a> {
     /// Written only when set: a ticket sealed before it existed opens with none.
     #[serde(rename = "pos", default, skip_serializing_if = "is_zero")]
     pub(super) told: u64,
+    /// Written only when set, like `pos`.
+    #[serde(rename = "est", default, skip_serializing_if = "is_false")]
+    pub(super) told_estimate: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl<'a> Wire<'a> {
@@ -59,6 +66,7 @@ impl<'a> Wire<'a> {
             accepted_at: t.accepted_at,
             last_seen: t.last_seen,
             told: t.told,
+            told_estimate: t.told_estimate,
         }
     }
 
@@ -70,6 +78,7 @@ impl<'a> Wire<'a> {
             accepted_at: self.accepted_at,
             last_seen: self.last_seen,
             told: self.told,
+            told_estimate: self.told_estimate,
         }
     }
 }
@@ -92,7 +101,7 @@ impl Sealed {
 
 /// The sealed document as [`Wire`] serialises it (same bytes, checked by a test), written
 /// without allocating: `{"room":..,"sid":..,"q":..,"iat":..,"acc":..,"seen":..}`, and
-/// `"pos":..` when set.
+/// `"pos":..` and `"est":true` when set.
 pub(super) fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
     out.put(b"{\"room\":");
     put_json_str(out, room);
@@ -109,6 +118,9 @@ pub(super) fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
     if t.told != 0 {
         out.put(b",\"pos\":");
         out.put_u64(t.told);
+    }
+    if t.told_estimate {
+        out.put(b",\"est\":true");
     }
     out.put(b"}");
 }

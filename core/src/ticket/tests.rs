@@ -17,6 +17,7 @@ fn ticket() -> Ticket {
         accepted_at: 0,
         last_seen: 1_694_432_754_000,
         told: 0,
+        told_estimate: false,
     }
 }
 
@@ -100,6 +101,7 @@ fn max_size_ticket_fits() {
         accepted_at: u64::MAX,
         last_seen: u64::MAX,
         told: u64::MAX,
+        told_estimate: true,
     };
     let v = kr.seal(&room, &t).unwrap();
     assert!(v.len() <= MAX_TICKET_LEN, "{}", v.len());
@@ -309,6 +311,12 @@ fn wire_writer_matches_serde() {
                 accepted_at: u64::MAX,
                 last_seen: 0,
                 told: 7,
+                told_estimate: false,
+            },
+            Ticket {
+                told: 9,
+                told_estimate: true,
+                ..ticket()
             },
         ] {
             let mut out = Vec::new();
@@ -356,6 +364,15 @@ fn the_position_floor_is_optional_on_the_wire() {
     assert!(json.ends_with(tail), "{json}");
     let w: Wire = serde_json::from_str(&json).unwrap();
     assert_eq!(w.ticket(), t);
+    // An estimate's floor says so; an older ticket's is settled.
+    assert!(!w.ticket().told_estimate);
+    let t = Ticket {
+        told_estimate: true,
+        ..t
+    };
+    let json = serde_json::to_string(&Wire::new("shop", &t)).unwrap();
+    assert!(json.ends_with(r#","pos":17,"est":true}"#), "{json}");
+    assert_eq!(serde_json::from_str::<Wire>(&json).unwrap().ticket(), t);
 }
 
 #[test]

@@ -22,6 +22,7 @@ fn main() {
         accepted_at: 1,
         last_seen: 1,
         told: 0,
+        told_estimate: false,
     };
     afl::fuzz!(|data: &[u8]| {
         let sealed;
