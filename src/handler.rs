@@ -35,7 +35,7 @@ use ngx::ngx_log_error;
 use smart_limit_core::page::{Fetch, Template, ViewStatus, WaitView};
 use smart_limit_core::room::rules::{self, Mode, TicketState};
 use smart_limit_core::room::{flood_hash, PassVerdict, Place, Refusal, Verdict, Visit};
-use smart_limit_core::ticket::{self, Ticket};
+use smart_limit_core::ticket::{self, Floor, Ticket};
 
 use crate::answer;
 use crate::challenge::{self, Challenge, Gate};

@@ -4,7 +4,7 @@
 
 use ngx::http::Request;
 use smart_limit_core::room::rules::{self, TicketState};
-use smart_limit_core::ticket::Ticket;
+use smart_limit_core::ticket::{Floor, Ticket};
 use smart_limit_core::token::{TokenCache, TokenError, DEFAULT_BEARER, MAX_TOKEN_LEN};
 
 use crate::clock::now_ms;
@@ -49,8 +49,7 @@ pub fn bearer_ticket(r: &Request, zone: &Zone, now: u64) -> Option<Ticket> {
         issued_at: a.admitted_at,
         accepted_at: a.admitted_at,
         last_seen: a.issued_at,
-        told: 0,
-        told_estimate: false,
+        told: Floor::NONE,
     };
     (rules::ticket_state(&t, zone.admission, now) == TicketState::Admitted).then_some(t)
 }

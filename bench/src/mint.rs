@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use smart_limit_core::ticket::{random_sid, KeyError, Keyring, Ticket, TicketError};
+use smart_limit_core::ticket::{random_sid, Floor, KeyError, Keyring, Ticket, TicketError};
 
 const ABOUT: &str = "\
 Prints N tickets of room NAME, each a first contact's (a new session id, no place, issued
@@ -88,8 +88,7 @@ pub fn main(argv: &[String]) -> Result<(), MintError> {
             issued_at: now,
             accepted_at: 0,
             last_seen: now,
-            told: 0,
-            told_estimate: false,
+            told: Floor::NONE,
         };
         let sealed = keys.seal_fixed(&m.room, &t)?;
         writeln!(out, "{cookie}={}", sealed.as_str())?;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use smart_limit_core::page::{self, Lang, Template, ViewStatus, WaitView};
 use smart_limit_core::room::rules::{Limits, Mode};
 use smart_limit_core::room::{Room, Visit};
-use smart_limit_core::ticket::{self, Keyring, OpenCache, Ticket};
+use smart_limit_core::ticket::{self, Floor, Keyring, OpenCache, Ticket};
 use smart_limit_core::token;
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
@@ -59,8 +59,7 @@ fn main() {
         issued_at: 1_795_332_865_123,
         accepted_at: 0,
         last_seen: 1_795_332_865_123,
-        told: 0,
-        told_estimate: false,
+        told: Floor::NONE,
     };
     let sealed = keys.seal("shop", &t).expect("seal");
     let cookie = format!("_ga=GA1.2.3; smart_limit_shop={sealed}; theme=dark");

@@ -141,7 +141,7 @@ pub fn sign_token(header_eddsa: &str, header_hs256: &str, payload: &[u8]) -> (St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smart_limit_core::ticket::{Keyring, Ticket, TicketError};
+    use smart_limit_core::ticket::{Floor, Keyring, Ticket, TicketError};
 
     /// The ticket target's sealed-plaintext mode is only useful while the harness seals
     /// exactly like core does; if the ticket envelope changes, this fails (and the target
@@ -155,8 +155,7 @@ mod tests {
             issued_at: 1_700_000_000_000,
             accepted_at: 0,
             last_seen: 1_700_000_005_000,
-            told: 0,
-            told_estimate: false,
+            told: Floor::NONE,
         };
         // The envelope is right when what core seals and what the harness seals open alike.
         let by_core = keys.seal(ROOM, &t).unwrap();

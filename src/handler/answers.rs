@@ -16,8 +16,7 @@ pub(super) fn arrived(turn: &Turn, sid: u64) -> Fate {
             issued_at: turn.now,
             accepted_at: 0,
             last_seen: turn.now,
-            told: 0,
-            told_estimate: false,
+            told: Floor::NONE,
         }),
         ..Fate::of(Outcome::New, Reply::CookieCheck)
     }
@@ -116,8 +115,7 @@ pub(super) fn admitted(turn: &Turn, sid: u64, outcome: Outcome) -> Fate {
         issued_at: turn.held.map_or(turn.now, |t| t.issued_at),
         accepted_at: turn.now,
         last_seen: turn.now,
-        told: 0,
-        told_estimate: false,
+        told: Floor::NONE,
     };
     Fate {
         ticket: Some(ticket),
@@ -150,13 +148,11 @@ pub(super) fn waiting(r: &Request, turn: &Turn, place: &Place, outcome: Outcome)
             accepted_at: 0,
             last_seen: turn.now,
             told: told.floor,
-            told_estimate: told.estimate,
         }),
         // The same place and proof of presence, a lower floor: the line's counts keep it where
         // its stamp (`last_seen`) put it.
         Some(held) if told.reseal => Some(Ticket {
             told: told.floor,
-            told_estimate: told.estimate,
             ..held
         }),
         _ => None,

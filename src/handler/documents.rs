@@ -173,8 +173,7 @@ pub(super) fn page_concluded(
                 issued_at: turn.now,
                 accepted_at: 0,
                 last_seen: turn.now,
-                told: 0,
-                told_estimate: false,
+                told: Floor::NONE,
             });
         }
         Ok(_) => {}

@@ -20,7 +20,7 @@ use smart_limit_core::room::gcra::Rate;
 use smart_limit_core::room::poll::{Poll, PollCache};
 use smart_limit_core::room::rules::{self, Admission, Limits, Mode};
 use smart_limit_core::room::{EventNow, PassVerdict, Place, Room, Snapshot, Verdict, Visit};
-use smart_limit_core::ticket::{CookieName, Keyring, OpenCache, Sealed, Ticket};
+use smart_limit_core::ticket::{CookieName, Floor, Keyring, OpenCache, Sealed, Ticket};
 use smart_limit_core::token::{InviteKey, TokenCache, Tokens};
 use smart_limit_core::zone::{AdmitMode, StoreKind, ZoneParams};
 
@@ -357,8 +357,7 @@ impl Zone {
             issued_at: now,
             accepted_at: 0,
             last_seen: now,
-            told: 0,
-            told_estimate: false,
+            told: Floor::NONE,
         };
         self.keys.as_ref()?.seal_fixed(&self.page_room, &pass).ok()
     }

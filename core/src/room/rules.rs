@@ -243,8 +243,7 @@ mod tests {
             issued_at: iat,
             accepted_at: acc,
             last_seen: seen,
-            told: 0,
-            told_estimate: false,
+            told: crate::ticket::Floor::NONE,
         }
     }
 

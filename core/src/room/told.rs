@@ -28,17 +28,15 @@
 //! hid the smaller of those in the rehearsal, but told a newcomer 6 of 6 where it was 4 of 4.
 
 use super::Place;
-use crate::ticket::Ticket;
+use crate::ticket::{Floor, Ticket};
 
 /// What a waiting answer tells, and what its ticket carries for its place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Told {
     /// The position told (0: none, the room keeps no order).
     pub position: u64,
-    /// The lowest position the ticket carries for this place (0: none).
-    pub floor: u64,
-    /// Whether `floor` is an estimate's, which holds later estimates only.
-    pub estimate: bool,
+    /// What the ticket carries for this place ([`Floor::NONE`]: nothing).
+    pub floor: Floor,
     /// Whether the ticket the client holds must be sealed again to carry `floor`.
     pub reseal: bool,
 }
@@ -55,37 +53,40 @@ pub fn slack(position: u64) -> u64 {
 /// lottery's positions before its draw are provisional, and may rightly grow); a room that
 /// counts exactly keeps none, as its positions never rise.
 pub fn told(held: Option<&Ticket>, place: &Place, floors: bool) -> Told {
-    if place.position == 0 || !floors {
+    let position = place.position;
+    if position == 0 || !floors {
         return Told {
-            position: place.position,
-            floor: 0,
-            estimate: false,
+            position,
+            floor: Floor::NONE,
             reseal: false,
         };
     }
-    let (position, estimate) = (place.position, !place.settled);
     let fresh = Told {
         position,
-        floor: position,
-        estimate,
+        floor: Floor {
+            position,
+            estimate: !place.settled,
+        },
         reseal: true,
     };
     // Only the same place's floor: a new place (at the tail, or after `keep`) starts afresh.
-    let Some(held) = held.filter(|t| t.told != 0 && t.sid == place.sid && t.qnum == place.qnum)
-    else {
+    let held = held
+        .filter(|t| t.sid == place.sid && t.qnum == place.qnum)
+        .map(|t| t.told)
+        .filter(|f| f.position != 0);
+    let Some(held) = held else {
         return fresh;
     };
     // A settled position replaces an estimate's floor; an estimate lowers only an
     // estimate's.
-    if held.told_estimate && !estimate {
+    if held.estimate && place.settled {
         return fresh;
     }
-    let shown = position.min(held.told);
-    let reseal = (held.told_estimate || !estimate) && held.told - shown > slack(shown);
+    let shown = position.min(held.position);
+    let reseal = (held.estimate || place.settled) && held.position - shown > slack(shown);
     Told {
         position: shown,
-        floor: if reseal { shown } else { held.told },
-        estimate: if reseal { estimate } else { held.told_estimate },
+        floor: if reseal { fresh.floor } else { held },
         reseal,
     }
 }
@@ -113,8 +114,10 @@ mod tests {
             issued_at: 1,
             accepted_at: 0,
             last_seen: 1,
-            told,
-            told_estimate: false,
+            told: Floor {
+                position: told,
+                estimate: false,
+            },
         }
     }
 
@@ -138,7 +141,6 @@ mod tests {
                 let t = told(Some(&held), p, true);
                 if t.reseal {
                     held.told = t.floor;
-                    held.told_estimate = t.estimate;
                 }
                 t.position
             })
@@ -165,8 +167,10 @@ mod tests {
             told(Some(&ticket(0)), &place(50), true),
             Told {
                 position: 50,
-                floor: 50,
-                estimate: false,
+                floor: Floor {
+                    position: 50,
+                    estimate: false,
+                },
                 reseal: true
             }
         );
@@ -174,7 +178,7 @@ mod tests {
         assert!(!told(Some(&ticket(50)), &place(48), true).reseal);
         // Past it: the lower floor.
         let t = told(Some(&ticket(50)), &place(47), true);
-        assert_eq!((t.position, t.floor, t.reseal), (47, 47, true));
+        assert_eq!((t.position, t.floor.position, t.reseal), (47, 47, true));
     }
 
     #[test]
@@ -198,24 +202,27 @@ mod tests {
         assert_eq!((t.position, t.reseal), (30, false));
         let t = told(Some(&ticket(30)), &estimate(10), true);
         assert_eq!(
-            (t.position, t.floor, t.estimate, t.reseal),
+            (t.position, t.floor.position, t.floor.estimate, t.reseal),
             (10, 30, false, false)
         );
         // An estimate's floor is lowered by an estimate that fell past the slack, and says
         // it is an estimate's.
         let held = Ticket {
-            told_estimate: true,
-            ..ticket(50)
+            told: Floor {
+                position: 50,
+                estimate: true,
+            },
+            ..ticket(0)
         };
         let t = told(Some(&held), &estimate(40), true);
         assert_eq!(
-            (t.position, t.floor, t.estimate, t.reseal),
+            (t.position, t.floor.position, t.floor.estimate, t.reseal),
             (40, 40, true, true)
         );
         // A settled position replaces it, higher or lower.
         let t = told(Some(&held), &place(51), true);
         assert_eq!(
-            (t.position, t.floor, t.estimate, t.reseal),
+            (t.position, t.floor.position, t.floor.estimate, t.reseal),
             (51, 51, false, true)
         );
     }
@@ -255,8 +262,10 @@ mod tests {
             told(Some(&ticket(5)), &place(400), false),
             Told {
                 position: 400,
-                floor: 0,
-                estimate: false,
+                floor: Floor {
+                    position: 0,
+                    estimate: false,
+                },
                 reseal: false
             }
         );

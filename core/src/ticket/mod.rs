@@ -53,12 +53,26 @@ pub struct Ticket {
     pub accepted_at: u64,
     /// Last check-in, unix milliseconds.
     pub last_seen: u64,
-    /// The lowest position a waiting answer told for this place (`qnum`), 0 = none: no later
-    /// answer tells more ([`crate::room::told`]).
-    pub told: u64,
-    /// Whether `told` is a synced room's estimate for a newcomer no picture showed yet: it
-    /// holds later estimates, not a settled position ([`crate::room::told`]).
-    pub told_estimate: bool,
+    /// While waiting, the lowest position told for this place (`qnum`).
+    pub told: Floor,
+}
+
+/// The lowest position a waiting answer told for a place, which no later answer exceeds
+/// ([`crate::room::told`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Floor {
+    /// The position, 0 = none.
+    pub position: u64,
+    /// A synced room's estimate for a newcomer no picture showed yet: it holds later
+    /// estimates only.
+    pub estimate: bool,
+}
+
+impl Floor {
+    pub const NONE: Floor = Floor {
+        position: 0,
+        estimate: false,
+    };
 }
 
 /// Why a key file (or key generation) was refused. Messages never contain key material:

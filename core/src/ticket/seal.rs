@@ -12,7 +12,7 @@ use hkdf::Hkdf;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::{BadKey, KeyError, Ticket, TicketError, MAX_TICKET_LEN};
+use super::{BadKey, Floor, KeyError, Ticket, TicketError, MAX_TICKET_LEN};
 use crate::util::out::{put_json_str, FixedBuf, Out};
 
 /// AES-256 key length in bytes.
@@ -65,8 +65,8 @@ impl<'a> Wire<'a> {
             issued_at: t.issued_at,
             accepted_at: t.accepted_at,
             last_seen: t.last_seen,
-            told: t.told,
-            told_estimate: t.told_estimate,
+            told: t.told.position,
+            told_estimate: t.told.estimate,
         }
     }
 
@@ -77,8 +77,10 @@ impl<'a> Wire<'a> {
             issued_at: self.issued_at,
             accepted_at: self.accepted_at,
             last_seen: self.last_seen,
-            told: self.told,
-            told_estimate: self.told_estimate,
+            told: Floor {
+                position: self.told,
+                estimate: self.told_estimate,
+            },
         }
     }
 }
@@ -115,11 +117,11 @@ pub(super) fn write_wire(room: &str, t: &Ticket, out: &mut impl Out) {
         out.put(key);
         out.put_u64(n);
     }
-    if t.told != 0 {
+    if t.told.position != 0 {
         out.put(b",\"pos\":");
-        out.put_u64(t.told);
+        out.put_u64(t.told.position);
     }
-    if t.told_estimate {
+    if t.told.estimate {
         out.put(b",\"est\":true");
     }
     out.put(b"}");

@@ -16,8 +16,7 @@ fn ticket() -> Ticket {
         issued_at: 1_694_432_700_000,
         accepted_at: 0,
         last_seen: 1_694_432_754_000,
-        told: 0,
-        told_estimate: false,
+        told: Floor::NONE,
     }
 }
 
@@ -100,8 +99,10 @@ fn max_size_ticket_fits() {
         issued_at: u64::MAX,
         accepted_at: u64::MAX,
         last_seen: u64::MAX,
-        told: u64::MAX,
-        told_estimate: true,
+        told: Floor {
+            position: u64::MAX,
+            estimate: true,
+        },
     };
     let v = kr.seal(&room, &t).unwrap();
     assert!(v.len() <= MAX_TICKET_LEN, "{}", v.len());
@@ -310,12 +311,16 @@ fn wire_writer_matches_serde() {
                 issued_at: 1,
                 accepted_at: u64::MAX,
                 last_seen: 0,
-                told: 7,
-                told_estimate: false,
+                told: Floor {
+                    position: 7,
+                    estimate: false,
+                },
             },
             Ticket {
-                told: 9,
-                told_estimate: true,
+                told: Floor {
+                    position: 9,
+                    estimate: true,
+                },
                 ..ticket()
             },
         ] {
@@ -354,9 +359,12 @@ fn wire_format_uses_short_names() {
 fn the_position_floor_is_optional_on_the_wire() {
     let old = r#"{"room":"shop","sid":1,"q":42,"iat":5,"acc":0,"seen":6}"#;
     let w: Wire = serde_json::from_str(old).unwrap();
-    assert_eq!(w.ticket().told, 0);
+    assert_eq!(w.ticket().told, Floor::NONE);
     let t = Ticket {
-        told: 17,
+        told: Floor {
+            position: 17,
+            estimate: false,
+        },
         ..ticket()
     };
     let json = serde_json::to_string(&Wire::new("shop", &t)).unwrap();
@@ -365,9 +373,12 @@ fn the_position_floor_is_optional_on_the_wire() {
     let w: Wire = serde_json::from_str(&json).unwrap();
     assert_eq!(w.ticket(), t);
     // An estimate's floor says so; an older ticket's is settled.
-    assert!(!w.ticket().told_estimate);
+    assert!(!w.ticket().told.estimate);
     let t = Ticket {
-        told_estimate: true,
+        told: Floor {
+            estimate: true,
+            ..t.told
+        },
         ..t
     };
     let json = serde_json::to_string(&Wire::new("shop", &t)).unwrap();

@@ -10,7 +10,7 @@
 //! opens again to the same ticket (a cache hit), and a value the cache was told to remember
 //! never makes a different value open.
 
-use smart_limit_core::ticket::{Keyring, OpenCache, Ticket, MAX_TICKET_LEN};
+use smart_limit_core::ticket::{Floor, Keyring, OpenCache, Ticket, MAX_TICKET_LEN};
 use smart_limit_fuzz::{seal_plaintext, KEY_HEX, ROOM};
 
 fn main() {
@@ -21,8 +21,7 @@ fn main() {
         issued_at: 1,
         accepted_at: 1,
         last_seen: 1,
-        told: 0,
-        told_estimate: false,
+        told: Floor::NONE,
     };
     afl::fuzz!(|data: &[u8]| {
         let sealed;
