@@ -554,7 +554,7 @@ impl Engine {
                 self.wait_polls += 1;
                 self.counted.waiting(n, c, arrival, now);
                 if self.wait_polls.is_multiple_of(POSITION_SAMPLE) {
-                    let sampled = self
+                    let (sampled, _seen) = self
                         .members
                         .node(n)
                         .sampled_position(arrival, sid, &self.cfg);

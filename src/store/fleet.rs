@@ -44,7 +44,7 @@ use smart_limit_core::redis::resp::Value;
 use smart_limit_core::redis::steer::SteerCall;
 use smart_limit_core::redis::{Form, ReplyError, SpentProof};
 use smart_limit_core::room::rules::{Limits, Mode};
-use smart_limit_core::room::{Mirror, PassVerdict, Refusal, Verdict, Visit};
+use smart_limit_core::room::{Counted, Mirror, PassVerdict, Refusal, Verdict, Visit};
 use smart_limit_core::sync::leader::Leader;
 use smart_limit_core::ticket::Ticket;
 use smart_limit_core::util::time::window_end;
@@ -384,7 +384,9 @@ impl Zone {
                 let verdict = self.shm.with_fleet(|room, node| {
                     room.counters_mut().store_errors += 1;
                     let (position, queue_len) = node.place_alone(v.arrival);
-                    waiting(room, &v, position, queue_len, None, false)
+                    // (All it counts was seen taken here; the fleet's are not counted.)
+                    let counted = Counted::Estimate { seen: position };
+                    waiting(room, &v, position, queue_len, None, counted)
                 })?;
                 Ok(Decision {
                     verdict,

@@ -30,7 +30,7 @@ use smart_limit_core::redis::steer::{argument, SteerCall};
 use smart_limit_core::redis::{self, EventArgs, Form, Keys, Outcome, Script, SpentProof};
 use smart_limit_core::redis::{Telling, TouchLog};
 use smart_limit_core::room::rules::{Limits, Mode};
-use smart_limit_core::room::{Mirror, Place, Verdict, Visit};
+use smart_limit_core::room::{Counted, Mirror, Place, Verdict, Visit};
 use smart_limit_core::zone::{OnError, ZoneParams};
 
 use super::{Answer, Decision, StoreError, Zone};
@@ -258,7 +258,7 @@ impl Zone {
                         queue_len: 0,
                         eta_secs: None,
                         resumed: false,
-                        settled: true,
+                        counted: Counted::All,
                     }),
                     by_policy: true,
                 })

@@ -68,6 +68,7 @@ use core::ops::Range;
 
 use layout::{Header, Seen};
 
+use crate::room::Counted;
 use crate::sync::STALE_INTERVALS;
 
 pub use model::FleetModel;
@@ -437,11 +438,11 @@ pub enum FleetVerdict {
         position: u64,
         queue_len: u64,
         eta_secs: Option<u64>,
-        /// The position counts every place taken ahead that a picture can show: the client
-        /// took its place an interval before the picture's tick or earlier
-        /// ([`FleetNode::settled`]). Otherwise it also reckons newcomers no picture shows yet,
-        /// and may be too near the head ([S27]: no floor is kept from it, `room::told`).
-        settled: bool,
+        /// What the position counts: every place taken ahead that a picture can show, once
+        /// the client took its place an interval before the picture's tick or earlier
+        /// ([`FleetNode::settled`]); before that, an estimate that also reckons newcomers no
+        /// picture shows yet, and may be too near the head ([S27], `room::told`).
+        counted: Counted,
     },
     /// No place left in the fleet's line (`max_line`) for a client taking one.
     LineFull {

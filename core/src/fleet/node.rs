@@ -8,6 +8,7 @@ use super::tally::CountsView;
 use super::{Sample, Sighting, WaiterSighting};
 
 use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Waiter};
+use crate::room::Counted;
 
 impl<'m> FleetNode<'m> {
     /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
@@ -96,13 +97,13 @@ impl<'m> FleetNode<'m> {
             FleetVerdict::Wait {
                 position,
                 queue_len,
-                settled,
+                counted,
                 ..
             } => FleetVerdict::Wait {
                 position,
                 queue_len,
                 eta_secs: Some(0),
-                settled,
+                counted,
             },
             other => other,
         }
@@ -406,21 +407,29 @@ impl<'m> FleetNode<'m> {
             0 => self.counts().filter(|c| c.total() >= pic.queue_len),
             _ => None,
         };
-        let (position, queue_len) = match counts {
+        // (The counts reckon nobody: what they count ahead was seen taken.)
+        let (position, queue_len, seen) = match counts {
             Some(c) => {
                 let told = c
                     .position(arrival)
                     .saturating_sub(self.moved_since(&c, now, cfg));
                 let position = told.saturating_sub(pic.aged_ranks).max(1);
-                (position, pic.queue_len.max(c.total()))
+                (position, pic.queue_len.max(c.total()), position)
             }
-            None => (self.sampled_position(arrival, sid, cfg), pic.queue_len),
+            None => {
+                let (position, seen) = self.sampled_position(arrival, sid, cfg);
+                (position, pic.queue_len, seen)
+            }
         };
         FleetVerdict::Wait {
             position,
             queue_len: queue_len.max(position),
             eta_secs: self.eta_secs(position, cfg),
-            settled: self.settled(arrival, cfg),
+            counted: if self.settled(arrival, cfg) {
+                Counted::All
+            } else {
+                Counted::Estimate { seen }
+            },
         }
     }
 
@@ -435,17 +444,22 @@ impl<'m> FleetNode<'m> {
 
     /// The position the picture's line gives (whole, or its samples), less the ranks the
     /// fleet let in since while it aged: what a synced node told every waiter before the
-    /// counts, and still tells while they do not answer.
-    pub fn sampled_position(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> u64 {
+    /// counts, and still tells while they do not answer. And of it, the places seen taken
+    /// ahead (without the other nodes' newcomers reckoned, [`FleetNode::unseen_ahead`]).
+    pub fn sampled_position(&self, arrival: u64, sid: u64, cfg: &FleetConfig) -> (u64, u64) {
         // Past the picture's line: behind it, and behind this node's newcomers before it.
         let behind = if arrival > self.tail() {
             self.hdr.fresh.ahead(arrival)
         } else {
             0
         };
-        let told = self.position_of(arrival, sid).saturating_add(behind);
-        let told = told.saturating_add(self.unseen_ahead(arrival, cfg));
-        told.saturating_sub(self.hdr.pic.aged_ranks).max(1)
+        let seen = self.position_of(arrival, sid).saturating_add(behind);
+        let told = seen.saturating_add(self.unseen_ahead(arrival, cfg));
+        let aged = self.hdr.pic.aged_ranks;
+        (
+            told.saturating_sub(aged).max(1),
+            seen.saturating_sub(aged).max(1),
+        )
     }
 
     /// Newcomers of other nodes who took their places before `arrival` and whom no picture

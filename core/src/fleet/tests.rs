@@ -22,13 +22,14 @@ fn cfg() -> FleetConfig {
     }
 }
 
-/// Its turn, no place yet: told its (unsettled) position and to come back in a moment.
-fn come_back(position: u64, queue_len: u64) -> FleetVerdict {
+/// Its turn, no place yet: told its (unsettled) position, which saw `seen` taken ahead, and
+/// to come back in a moment.
+fn come_back(position: u64, queue_len: u64, seen: u64) -> FleetVerdict {
     FleetVerdict::Wait {
         position,
         queue_len,
         eta_secs: Some(0),
-        settled: false,
+        counted: Counted::Estimate { seen },
     }
 }
 
@@ -108,7 +109,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
     show(&mut n, &picture, 1000);
     // The band's client, early in the interval: its turn, but come back in a moment; no draw
     // for it (the node's places are not used up).
-    let back = come_back(2, 3);
+    let back = come_back(2, 3, 2);
     assert_eq!(n.visit(w(2, 200), 1100, &c), back);
     assert_eq!(n.take_draw(1100, &c), None);
     assert_eq!(n.claim(2, 200, 1499, &c), back);
@@ -176,7 +177,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     // Arrived at or before the cursor, with quota: in.
     assert_eq!(n.visit(w(1, 100), 1100, &c), FleetVerdict::Admit);
     // The quota is used up: come back in a moment; the node asks the pool meanwhile.
-    assert_eq!(n.visit(w(2, 200), 1100, &c), come_back(2, 3));
+    assert_eq!(n.visit(w(2, 200), 1100, &c), come_back(2, 3, 2));
     assert_eq!(n.take_draw(1100, &c).map(|a| a.want), Some(1));
     // One draw in flight at a time.
     assert!(matches!(

@@ -8,7 +8,7 @@ use super::script::{load_command_of, script_call, sha_of};
 use crate::challenge::LOOK_MS;
 use crate::room::gcra::Rate;
 use crate::room::rules::{Limits, Mode};
-use crate::room::{Mirror, Place, Refusal, Verdict, Visit, EXPIRE_STEP};
+use crate::room::{Counted, Mirror, Place, Refusal, Verdict, Visit, EXPIRE_STEP};
 
 /// The room's rules in Lua: one call per decision, atomic inside Redis. Its constants are
 /// these (their one source), in the preamble before `room.lua`'s text.
@@ -478,7 +478,7 @@ pub fn visit_outcome(v: &Value, visit: &Visit) -> Result<Outcome, ReplyError> {
                 queue_len,
                 eta_secs,
                 resumed,
-                settled: true,
+                counted: Counted::All,
             })
         }
         reply::CLOSED => Verdict::Refuse(Refusal::Closed),

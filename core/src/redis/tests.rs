@@ -4,7 +4,7 @@ use super::resp;
 use super::resp::Value;
 use super::*;
 use crate::room::rules::{Limits, Mode};
-use crate::room::{Place, Refusal, Verdict, Visit};
+use crate::room::{Counted, Place, Refusal, Verdict, Visit};
 
 fn limits() -> Limits {
     Limits {
@@ -106,7 +106,7 @@ fn replies_become_verdicts() {
             queue_len: 7,
             eta_secs: Some(5),
             resumed: false,
-            settled: true,
+            counted: Counted::All,
         })
     );
     assert!(o.joined);

@@ -7,7 +7,7 @@ use super::layout::NIL;
 
 use super::rules::{self, Capacity, Limits, Mode};
 use super::sight::{is_due, is_present, key, Cuts};
-use super::{Mirror, Place, Refusal, Room, Verdict, Visit};
+use super::{Counted, Mirror, Place, Refusal, Room, Verdict, Visit};
 use crate::util::fenwick;
 
 /// At most this many absent places, and this many absent sessions, are removed per decision
@@ -499,7 +499,7 @@ impl<'m> Room<'m> {
             queue_len,
             eta_secs,
             resumed: w.resumed,
-            settled: true,
+            counted: Counted::All,
         })
     }
 

@@ -149,10 +149,27 @@ pub struct Place {
     /// The client came back to its kept place after an absence ([S27]): its first answer
     /// after the absence says so.
     pub resumed: bool,
-    /// The position counts every place taken ahead (false: a synced room's estimate of places
-    /// no picture shows yet is in it, which may be too near the head): only a settled
-    /// position is kept as the floor of what the client is told next ([`told`]).
-    pub settled: bool,
+    /// What the position counts of the places taken ahead: which floor the ticket keeps of it
+    /// ([`told`]).
+    pub counted: Counted,
+}
+
+/// What a waiting answer's position counts of the places taken ahead ([S27], [`told`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// Every one: never too near the head, too far back at most (by let-ins no picture
+    /// showed yet). Every store's position but a synced room's newcomer's.
+    All,
+    /// A synced room's newcomer no picture shows yet: the places `seen` taken ahead (in a
+    /// picture, or on this node), and a reckoning of the other nodes' newcomers since,
+    /// which may be too near the head or too far back.
+    Estimate { seen: u64 },
+}
+
+impl Counted {
+    pub fn settled(self) -> bool {
+        self == Counted::All
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -133,6 +133,7 @@ impl PollCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::room::Counted;
 
     fn place(sid: u64, qnum: u64, position: u64) -> Place {
         Place {
@@ -142,7 +143,7 @@ mod tests {
             queue_len: 30,
             eta_secs: None,
             resumed: false,
-            settled: true,
+            counted: Counted::All,
         }
     }
 

@@ -12,22 +12,26 @@
 //! carries: polling stays free of encryption between, and what a client is told rises by at
 //! most that much (the rehearsal checker's tolerance, which reads it from here).
 //!
-//! Two kinds of position, two kinds of floor. A *settled* position ([`Place::settled`]) counts
+//! Two kinds of position, two kinds of floor. A *settled* position ([`Counted::All`]) counts
 //! every place taken ahead: too far back (by let-ins not shown yet), never too near the head.
-//! A newcomer's position before any picture showed its place is an *estimate* of the places
-//! other nodes took meanwhile, and may be too near the head either way. So:
-//! - an estimate's floor holds later estimates only: two nodes' estimates for one newcomer
-//!   differ by what each reckons of the others (132, then 136 a second later, where 114 were
-//!   ahead);
+//! A newcomer's position before any picture showed its place is an *estimate*
+//! ([`Counted::Estimate`]): the places seen taken ahead, and a reckoning of those other nodes
+//! took meanwhile, which may be too near the head either way. So:
+//! - an estimate's floor holds later estimates: two nodes' estimates for one newcomer differ
+//!   by what each reckons of the others (132, then 136 a second later, where 114 were ahead);
+//! - but not one that *saw* more places taken ahead than the floor (past the slack): that
+//!   floor was too near the head, and the client would hear so when its place settled. Held,
+//!   it told a newcomer 47 for two seconds where 188 were ahead (`t/270` TEST 7: a node whose
+//!   share lasted longest reckoned the fleet's line from its own few);
 //! - a settled position is never held by an estimate's floor, and replaces it, higher or
 //!   lower: a node that knew nobody ahead told its first newcomer 1, and that floor would have
 //!   held the client at 1 while four were ahead (`t/272` TEST 1).
 //!
-//! So one rise is left: from an estimate too near the head to the first settled position
+//! So one rise is left: from an estimate too near the head to a position that shows it
 //! (docs/fleet.md, "An estimate's floor"). Telling every estimate max(2, 1 %) further back
 //! hid the smaller of those in the rehearsal, but told a newcomer 6 of 6 where it was 4 of 4.
 
-use super::Place;
+use super::{Counted, Place};
 use crate::ticket::{Floor, Ticket};
 
 /// What a waiting answer tells, and what its ticket carries for its place.
@@ -61,11 +65,15 @@ pub fn told(held: Option<&Ticket>, place: &Place, floors: bool) -> Told {
             reseal: false,
         };
     }
+    let (settled, seen) = match place.counted {
+        Counted::All => (true, position),
+        Counted::Estimate { seen } => (false, seen),
+    };
     let fresh = Told {
         position,
         floor: Floor {
             position,
-            estimate: !place.settled,
+            estimate: !settled,
         },
         reseal: true,
     };
@@ -77,13 +85,13 @@ pub fn told(held: Option<&Ticket>, place: &Place, floors: bool) -> Told {
     let Some(held) = held else {
         return fresh;
     };
-    // A settled position replaces an estimate's floor; an estimate lowers only an
-    // estimate's.
-    if held.estimate && place.settled {
+    // A settled position replaces an estimate's floor, as does an answer that saw more taken
+    // ahead (past the slack); an estimate lowers only an estimate's.
+    if held.estimate && (settled || seen > held.position + slack(held.position)) {
         return fresh;
     }
     let shown = position.min(held.position);
-    let reseal = (held.estimate || place.settled) && held.position - shown > slack(shown);
+    let reseal = (held.estimate || settled) && held.position - shown > slack(shown);
     Told {
         position: shown,
         floor: if reseal { fresh.floor } else { held },
@@ -103,7 +111,7 @@ mod tests {
             queue_len: 500,
             eta_secs: None,
             resumed: false,
-            settled: true,
+            counted: Counted::All,
         }
     }
 
@@ -121,9 +129,14 @@ mod tests {
         }
     }
 
+    /// An estimate that saw nobody ahead: all it counts is reckoned.
     fn estimate(position: u64) -> Place {
+        seeing(position, 0)
+    }
+
+    fn seeing(position: u64, seen: u64) -> Place {
         Place {
-            settled: false,
+            counted: Counted::Estimate { seen },
             ..place(position)
         }
     }
@@ -225,6 +238,22 @@ mod tests {
             (t.position, t.floor.position, t.floor.estimate, t.reseal),
             (51, 51, false, true)
         );
+    }
+
+    #[test]
+    fn an_estimates_floor_holds_no_estimate_that_saw_more_taken_ahead() {
+        // Told 47 by a node that reckoned the fleet's line from its own few; another node
+        // saw 150 taken ahead: 188 is told, and held from then on. One that saw only the
+        // floor's slack more is held to it.
+        assert_eq!(
+            heard_of(&[estimate(47), seeing(188, 150), seeing(200, 180), place(186)]),
+            [47, 188, 188, 186]
+        );
+        assert_eq!(heard_of(&[estimate(47), seeing(60, 49)]), [47, 47]);
+        // Under a settled floor, what an estimate saw changes nothing: a settled position
+        // is never too near the head.
+        let t = told(Some(&ticket(30)), &seeing(60, 50), true);
+        assert_eq!((t.position, t.reseal), (30, false));
     }
 
     #[test]

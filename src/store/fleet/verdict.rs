@@ -2,7 +2,7 @@
 //! pool's answer), counted and told as the room counts and tells any.
 
 use smart_limit_core::fleet::FleetVerdict;
-use smart_limit_core::room::{Place, Refusal, Room, Verdict, Visit};
+use smart_limit_core::room::{Counted, Place, Refusal, Room, Verdict, Visit};
 
 use super::{Draw, Step, Visited};
 
@@ -34,8 +34,8 @@ pub(super) fn step(room: &mut Room, v: &Visit, verdict: FleetVerdict, now: u64) 
             position,
             queue_len,
             eta_secs,
-            settled,
-        } => Step::Done(waiting(room, v, position, queue_len, eta_secs, settled)),
+            counted,
+        } => Step::Done(waiting(room, v, position, queue_len, eta_secs, counted)),
         FleetVerdict::LineFull { queue_len } => {
             room.counters_mut().rejected += 1;
             Step::Done(Verdict::Refuse(Refusal::LineFull { queue_len }))
@@ -55,15 +55,15 @@ fn admitted(room: &mut Room, sid: u64, now: u64) -> Verdict {
 
 /// Waiting in the fleet's line, which is ordered by arrival: the ticket's queue number is the
 /// moment the client took its place (see [`smart_limit_core::fleet::place_arrival`]).
-/// `settled`: the position counts every place taken ahead (`FleetNode::settled`; a node alone
-/// tells its own line only, an estimate).
+/// `counted`: what the position counts of the places taken ahead (`FleetNode::settled`; a
+/// node alone tells its own line only, an estimate).
 pub(super) fn waiting(
     room: &mut Room,
     v: &Visit,
     position: u64,
     queue_len: u64,
     eta_secs: Option<u64>,
-    settled: bool,
+    counted: Counted,
 ) -> Verdict {
     let c = room.counters_mut();
     c.waited += 1;
@@ -78,6 +78,6 @@ pub(super) fn waiting(
         eta_secs,
         // (The ticket tells whether the place was resumed: `Zone::resumes`.)
         resumed: false,
-        settled,
+        counted,
     })
 }

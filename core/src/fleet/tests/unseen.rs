@@ -29,6 +29,11 @@ fn told(nodes: u64) -> Vec<u64> {
 
 /// As [`told`], behind a line of `line` (0: the picture shows no pace).
 fn told_behind(nodes: u64, line: u64) -> Vec<u64> {
+    answers(nodes, line).into_iter().map(position).collect()
+}
+
+/// The answers behind [`told_behind`].
+fn answers(nodes: u64, line: u64) -> Vec<FleetVerdict> {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
@@ -44,7 +49,7 @@ fn told_behind(nodes: u64, line: u64) -> Vec<u64> {
     n.next_sync(2000, 1, &c);
     show(&mut n, &picture, 2000);
     (0..4)
-        .map(|i| position(n.visit(newcomer(10 + i, 2100 + i), 2100 + i, &c)))
+        .map(|i| n.visit(newcomer(10 + i, 2100 + i), 2100 + i, &c))
         .collect()
 }
 
@@ -57,6 +62,24 @@ fn newcomers_are_told_the_other_nodes_newcomers_no_picture_shows_yet() {
     // 3 an interval), 3 more for each; positions stay distinct. The fourth is told this
     // node's own pace, higher: three newcomers here in 3 ms, so as many on the other node.
     assert_eq!(told(2), [7, 8, 9, 11]);
+}
+
+/// An estimate says what it saw taken ahead (the line, and this node's own newcomers before
+/// it) apart from what it reckons: an estimate's floor that the places seen pass was too near
+/// the head (`room::told`).
+#[test]
+fn an_estimate_says_what_it_saw_apart_from_what_it_reckons() {
+    let seen: Vec<_> = answers(2, 3)
+        .into_iter()
+        .map(|v| match v {
+            FleetVerdict::Wait {
+                counted: Counted::Estimate { seen },
+                ..
+            } => seen,
+            other => panic!("not an estimate: {other:?}"),
+        })
+        .collect();
+    assert_eq!(seen, [4, 5, 6, 7]);
 }
 
 /// A crowd's first newcomers, while the picture shows no pace (nobody in its last complete
