@@ -166,12 +166,6 @@ pub enum Counted {
     Estimate { seen: u64 },
 }
 
-impl Counted {
-    pub fn settled(self) -> bool {
-        self == Counted::All
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// The line has no free slot (zone memory).
