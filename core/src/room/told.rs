@@ -87,7 +87,7 @@ pub fn told(held: Option<&Ticket>, place: &Place, floors: bool) -> Told {
     };
     // A settled position replaces an estimate's floor, as does an answer that saw more taken
     // ahead (past the slack); an estimate lowers only an estimate's.
-    if held.estimate && (settled || seen > held.position + slack(held.position)) {
+    if held.estimate && (settled || seen > held.position.saturating_add(slack(held.position))) {
         return fresh;
     }
     let shown = position.min(held.position);
