@@ -728,3 +728,29 @@ fn a_session_revoked_in_the_report_that_saw_it_waiting_does_not_join_the_line() 
     );
     assert_eq!((p.fleet_active, p.queue_len), (0, 1), "{p:?}");
 }
+
+/// The picture says how many nodes synced in its window, this one included ([S27]): the
+/// nodes tick together but sync one after another, and the first of a tick lacks the others'
+/// reports of the interval before it; its second look, once they synced, has them all.
+#[test]
+fn a_picture_counts_the_nodes_that_synced_in_its_window() {
+    let Some(srv) = start() else { return };
+    let mut t = Twin::new(srv.port, "reported", cfg(10));
+    let now = BASE + 10_000;
+    let r = Report::default();
+    for node in 1..=3 {
+        t.sync(node, now + node, &r);
+    }
+    let tick: Vec<(u64, u64)> = (1..=3)
+        .map(|node| {
+            let p = t.sync(node, now + 1000 + node, &r);
+            (p.nodes, p.reported)
+        })
+        .collect();
+    assert_eq!(tick, [(3, 1), (3, 2), (3, 3)]);
+    let p = t.sync(1, now + 1008, &r);
+    assert_eq!((p.nodes, p.reported), (3, 3));
+    // The next window: the first to sync has only its own again.
+    let p = t.sync(2, now + 2001, &r);
+    assert_eq!((p.nodes, p.reported), (3, 1));
+}

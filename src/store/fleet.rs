@@ -620,6 +620,15 @@ impl Synced for Zone {
         }
     }
 
+    fn look_again(&self, now: u64) -> bool {
+        let Some(fs) = self.synced() else {
+            return false;
+        };
+        let cfg = fs.cfg_under(&self.limits_at(now));
+        let again = self.shm.with_fleet(|_, node| node.look_again(now, &cfg));
+        matches!(again, Ok(true))
+    }
+
     fn failed(&self, job: Option<SyncJob>, now: u64) {
         let Some(fs) = self.synced() else { return };
         let _ = self.shm.with_fleet(|_, node: &mut FleetNode| {

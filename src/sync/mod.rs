@@ -17,7 +17,10 @@
 //!   burst (the client logs connection failures), and the client backs off, during which no
 //!   sync is sent and the picture keeps aging;
 //! - **a capped report's rest** (rooms): while the zone still holds what did not fit, the next
-//!   sync follows at once, up to a number per tick.
+//!   sync follows at once, up to a number per tick;
+//! - **a second look** (rooms): the nodes tick together but sync one after another, a few
+//!   milliseconds apart; a zone whose picture lacks some nodes' syncs of this window looks
+//!   again [`LOOK_AGAIN_MS`] later, at most [`LOOKS_AGAIN`] times a tick.
 
 use core::cell::Cell;
 use core::ffi::c_void;
@@ -35,6 +38,14 @@ use crate::redis::{Client, ClientError, ShutdownHook};
 pub mod ticker;
 
 use ticker::{Hold, Ticker};
+
+/// How long after a picture that lacks some nodes' syncs of its window the zone looks again:
+/// the nodes' syncs of one tick reach Redis within a few milliseconds of each other (3 ms on
+/// Redis's MONITOR, three nodes on one machine, `t/270` TEST 7).
+pub const LOOK_AGAIN_MS: u64 = 5;
+/// Second looks a tick at most (the second one 10 ms after the tick's sync, for a node whose
+/// timer fired late), within the syncs a tick allows.
+pub const LOOKS_AGAIN: u32 = 2;
 
 /// A zone that meets the fleet through a [`Driver`]. Its methods run in the worker that leads
 /// the node (or, for `lead`/`resign`, in any worker), each under the zone's lock as it needs.
@@ -69,6 +80,11 @@ pub trait Synced: Sized + 'static {
     /// No usable answer to `job` (None: no sync could be sent, the client backs off): what
     /// was taken goes with the next sync, and the zone's picture ages.
     fn failed(&self, job: Option<Self::Job>, now: u64);
+    /// After an answer applied: whether the zone wants a second look at the fleet soon (its
+    /// picture lacks some nodes' syncs of this window).
+    fn look_again(&self, _now: u64) -> bool {
+        false
+    }
 }
 
 /// A zone's side of the fleet in one worker: the connection, the timer, the call in flight.
@@ -89,6 +105,9 @@ pub struct Driver {
     in_flight: Cell<bool>,
     /// Syncs sent since the last tick.
     sent_this_tick: Cell<u32>,
+    /// Second looks since the last tick, and their timer (cancelable: it keeps no worker).
+    looks: Cell<u32>,
+    again: Hold,
     /// Bad replies are logged once per burst.
     problems: LogThrottle,
     /// The worker's graceful shutdown and the last sync ([`last_sync`]).
@@ -117,6 +136,8 @@ impl Driver {
             generation: Cell::new(1),
             in_flight: Cell::new(false),
             sent_this_tick: Cell::new(0),
+            looks: Cell::new(0),
+            again: Hold::cancelable(),
             problems: LogThrottle::default(),
             closing: Cell::new(Closing::Running),
             hold: Hold::default(),
@@ -266,6 +287,27 @@ fn tick<Z: Synced>(zone: &'static Z, d: &'static Driver) {
         return;
     }
     d.sent_this_tick.set(0);
+    d.looks.set(0);
+    send(zone, d, client, now);
+}
+
+/// A second look at the fleet, [`LOOK_AGAIN_MS`] after an answer that lacked some nodes'
+/// syncs of its window: an ordinary sync, if this worker still leads and none is out.
+fn on_look_again<Z: Synced>(owner: *const c_void) {
+    // SAFETY: the timer's owner is the zone `conclude` gave it (a `Z` in the cycle pool).
+    let Some(zone) = (unsafe { owner.cast::<Z>().as_ref() }) else {
+        return;
+    };
+    let Some(d) = zone.driver() else { return };
+    let Some(client) = &d.client else { return };
+    let now = now_ms();
+    if d.in_flight.get()
+        || ticker::shutting_down()
+        || !client.available(now)
+        || !zone.lead(d.me(), now)
+    {
+        return;
+    }
     send(zone, d, client, now);
 }
 
@@ -338,9 +380,14 @@ fn conclude<Z: Synced>(
         Ok(a) => {
             client.reply_was_good();
             let more = zone.apply(job, a, now);
-            let rest = more && d.sent_this_tick.get() < d.per_tick;
-            if last || (rest && !ticker::shutting_down()) {
+            let room = d.sent_this_tick.get() < d.per_tick && !ticker::shutting_down();
+            if last || (more && room) {
                 send(zone, d, client, now);
+            } else if room && d.looks.get() < LOOKS_AGAIN && zone.look_again(now) {
+                d.looks.set(d.looks.get() + 1);
+                let owner = (zone as *const Z).cast::<c_void>();
+                d.again
+                    .arm(LOOK_AGAIN_MS, Some((owner, on_look_again::<Z>)));
             }
         }
         Err(e) => {

@@ -104,6 +104,9 @@ impl Ticker {
 pub struct Hold {
     ev: UnsafeCell<ngx_event_t>,
     then: Cell<Option<(*const c_void, Step)>>,
+    /// A timer that runs a step later but holds no worker (a sync's second look): nginx
+    /// cancels it when the worker shuts down.
+    cancelable: bool,
 }
 
 /// A step the hold runs for its owner (a zone).
@@ -115,11 +118,20 @@ impl Default for Hold {
             // SAFETY: an all-zero ngx_event_t is an idle event; it is set up in arm().
             ev: UnsafeCell::new(unsafe { core::mem::zeroed() }),
             then: Cell::new(None),
+            cancelable: false,
         }
     }
 }
 
 impl Hold {
+    /// A timer for a step later that does not keep a shutting-down worker.
+    pub fn cancelable() -> Hold {
+        Hold {
+            cancelable: true,
+            ..Hold::default()
+        }
+    }
+
     /// Keeps the worker for `ms` at most (until [`Hold::release`]), then runs `then`.
     pub fn arm(&self, ms: u64, then: Option<(*const c_void, Step)>) {
         self.then.set(then);
@@ -130,6 +142,7 @@ impl Hold {
             (*ev).data = (self as *const Hold).cast_mut().cast::<c_void>();
             (*ev).handler = Some(on_hold_end);
             (*ev).log = crate::log::cycle_log();
+            (*ev).set_cancelable(u32::from(self.cancelable) as _);
             ngx_add_timer(ev, ms as _);
         }
     }

@@ -257,6 +257,11 @@ pub struct RoomPicture {
     /// Admissions granted to this node until its next sync.
     pub quota: u64,
     pub nodes: u64,
+    /// The nodes whose report of this window (their sync in it) the picture holds, this
+    /// node's included: when they are all `nodes`, it shows every place taken before the
+    /// window's tick ([`FleetNode::settled`]); when fewer, the node looks again
+    /// ([`FleetNode::look_again`]).
+    pub reported: u64,
     pub window_ms: u64,
     /// This interval's free places, before they were shared out.
     pub free: u64,

@@ -413,7 +413,7 @@ impl FleetModel {
                 seq: me.seq,
             };
         }
-        let fleet = self.census(f.node_id, now);
+        let fleet = self.census(f.node_id, f.window, now);
         me.seen = now;
         let mut mark = self.starved;
         let stale = self.starved_win.saturating_add(self.cfg.interval_ms) < f.window;
@@ -476,7 +476,7 @@ impl FleetModel {
         self.take_sightings(r, now);
         let reported = self.take_waiters(r, now);
         self.expire(now, reported);
-        let fleet = self.census(f.node_id, now);
+        let fleet = self.census(f.node_id, f.window, now);
         let counts = self.count_sessions(now);
         let free = self.free_places(f, now, &fleet, &counts);
         let places = self.held_places(&me, f, now, &fleet, &counts, &free);
@@ -492,6 +492,7 @@ impl FleetModel {
             rightful,
             quota,
             nodes: fleet.nodes + 1,
+            reported: fleet.reported + 1,
             pressure,
             held,
             ends,

@@ -9,6 +9,7 @@ use super::{Sample, Sighting, WaiterSighting};
 
 use super::{Ask, Drawn, FleetConfig, FleetNode, FleetVerdict, Waiter};
 use crate::room::Counted;
+use crate::util::time::window_end;
 
 impl<'m> FleetNode<'m> {
     /// A client without a valid admitted ticket, whose place in the line dates from `arrival`
@@ -434,12 +435,41 @@ impl<'m> FleetNode<'m> {
     }
 
     /// Whether a waiter who took its place at `arrival` is told every place taken ahead of it
-    /// that a picture can show: every node reported the places taken before the picture's
-    /// tick less an interval ([`FleetNode::unseen_ahead`] reckons none for it). Its position
-    /// may still be too far back, by the let-ins since the nodes' reports.
+    /// that a picture can show: it took it before [`FleetNode::reported_to`]
+    /// ([`FleetNode::unseen_ahead`] reckons none for it). Its position may still be too far
+    /// back, by the let-ins since the nodes' reports.
     pub fn settled(&self, arrival: u64, cfg: &FleetConfig) -> bool {
+        self.hdr.pic.window_ms != 0 && arrival <= self.reported_to(cfg)
+    }
+
+    /// The moment before which the picture holds every node's places: its window's tick when
+    /// every node synced in that window before its answer came, else an interval earlier
+    /// (every node reports each interval). The nodes tick together but sync one after
+    /// another, a few milliseconds apart; the one that syncs first learns the others' places
+    /// of the last interval only from its next picture (or its second look,
+    /// [`FleetNode::look_again`]).
+    pub(super) fn reported_to(&self, cfg: &FleetConfig) -> u64 {
         let pic = &self.hdr.pic;
-        pic.window_ms != 0 && arrival <= pic.window_ms.saturating_sub(cfg.interval_ms)
+        if pic.reported >= pic.nodes {
+            pic.window_ms
+        } else {
+            pic.window_ms.saturating_sub(cfg.interval_ms)
+        }
+    }
+
+    /// Whether to sync again soon, in the same window: the picture lacks some nodes' reports
+    /// of its window (they sync a few milliseconds after this one), and waiters hear
+    /// positions from it. Told from a picture that lacks them, the newcomers of the last
+    /// interval are reckoned from a pace that lags a crowd's ramp, and a few were told
+    /// places too near the head (issue 51: the 60-second rehearsal's pairs that grew were
+    /// such answers). The driver bounds the looks per tick.
+    pub fn look_again(&self, now: u64, cfg: &FleetConfig) -> bool {
+        let pic = &self.hdr.pic;
+        let waiting = pic.queue_len > 0 || pic.fleet_active >= cfg.max_active;
+        pic.window_ms != 0
+            && pic.reported < pic.nodes
+            && waiting
+            && window_end(now, cfg.interval_ms) == pic.window_ms
     }
 
     /// The position the picture's line gives (whole, or its samples), less the ranks the
@@ -463,8 +493,8 @@ impl<'m> FleetNode<'m> {
     }
 
     /// Newcomers of other nodes who took their places before `arrival` and whom no picture
-    /// showed yet ([S27]: a position that only goes down). Every node reports each interval,
-    /// so the picture of window T knows every place taken before T less an interval; of the
+    /// showed yet ([S27]: a position that only goes down). The picture knows every place
+    /// taken before [`FleetNode::reported_to`] (its tick, or an interval earlier); of the
     /// places taken since (up to `arrival`), it knows some, and this node its own (`fresh`,
     /// counted apart). The rest are reckoned at the fleet's pace (`newcomers` an interval) or
     /// at this node's own ([`FleetNode::own_pace_ahead`]), whichever is more: told so many
@@ -473,7 +503,7 @@ impl<'m> FleetNode<'m> {
     pub(super) fn unseen_ahead(&self, arrival: u64, cfg: &FleetConfig) -> u64 {
         let pic = &self.hdr.pic;
         let interval = cfg.interval_ms.max(1);
-        let from = pic.window_ms.saturating_sub(interval);
+        let from = self.reported_to(cfg);
         if pic.window_ms == 0 || pic.nodes <= 1 || arrival <= from {
             return 0;
         }

@@ -59,6 +59,8 @@ pub(super) struct Picture {
     /// The cursor without its band (the picture's `rightful`).
     pub(super) rightful: u64,
     pub(super) nodes: u64,
+    /// Of them, those whose report of this window it holds (this node's included).
+    pub(super) reported: u64,
     pub(super) free: u64,
     pub(super) expiring: u64,
     pub(super) leaving: u64,
@@ -116,6 +118,7 @@ impl Picture {
         self.queue_len = p.queue_len;
         self.taken = 0;
         self.nodes = p.nodes.max(1);
+        self.reported = p.reported;
         self.free = p.free;
         self.expiring = p.expiring;
         self.leaving = p.leaving;

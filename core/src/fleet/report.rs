@@ -165,9 +165,8 @@ impl<'m> FleetNode<'m> {
     ///   7). Fewer than [`PART_SAMPLE`] shown tell nothing (a crowd's first interval, most of
     ///   it let in at once).
     fn newcomers_of_last_interval(&mut self, cfg: &FleetConfig) {
-        let interval = cfg.interval_ms.max(1);
-        let to = self.hdr.pic.window_ms.saturating_sub(interval);
-        let from = to.saturating_sub(interval);
+        let to = self.reported_to(cfg);
+        let from = to.saturating_sub(cfg.interval_ms.max(1));
         let shown = self.shown_between(from, to);
         let mine = self.hdr.fresh.recent_between(from, to).min(shown);
         let known = shown >= PART_SAMPLE && mine > 0;

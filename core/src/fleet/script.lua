@@ -70,7 +70,9 @@
 --          the horizon: the interval, or half the active window up to 10 s, whichever is
 --          longer), full (1: the line holds max_line), pressure (the fleet's doublings, below),
 --          rightful (the cursor without its band: the arrival of the last present waiter the
---          free places rightly take; -1: everyone, 0: nobody),
+--          free places rightly take; -1: everyone, 0: nobody), reported (the nodes that
+--          synced in this window, this one included: with all of them the picture holds
+--          every place taken before the window's tick),
 --          {spent: pairs (proof key in hex, ms it stays spent) spent on other nodes since this
 --          node's last sync}, {flood: pairs (client key in hex,
 --          retry_ms) of keys over their budget}, {held: how many of the quota's places are
@@ -220,9 +222,11 @@ end
 -- The census (sync step 5, and the draw's): the other live nodes' places (grants and draws
 -- not yet reported: recomputed from the entries on every call, never kept as a running total
 -- that could drift), their number and polls; silent nodes are dropped. Also the held places
--- of the live nodes' grants: `holds` (the other nodes') and `mine` (this node's).
+-- of the live nodes' grants: `holds` (the other nodes') and `mine` (this node's). And how many
+-- of them synced in this window before this call (`reported`: their entry took this window's
+-- share), whose places taken before its tick the reply holds.
 local function census()
-  local fleet = {reserved = 0, nodes = 0, polls = 0, holds = {},
+  local fleet = {reserved = 0, nodes = 0, reported = 0, polls = 0, holds = {},
                  mine = {held = 0, held_end = 0, held_from = 0}}
   local live, holds = {}, {}
   local all = redis.call('HGETALL', K_FLEET)
@@ -238,6 +242,7 @@ local function census()
       else
         live[who] = true
         fleet.nodes = fleet.nodes + 1
+        if e.alloc == window then fleet.reported = fleet.reported + 1 end
         fleet.polls = fleet.polls + e.polls
         fleet.reserved = fleet.reserved + e.grant + e.draws
       end
@@ -954,6 +959,7 @@ local function reply(counts, shared)
   picture[P_FULL] = counts.full
   picture[P_PRESSURE] = shared.pressure
   picture[P_RIGHTFUL] = shared.rightful
+  picture[P_REPORTED] = shared.reported
   picture[P_SPENT] = shared.spent
   picture[P_FLOOD] = shared.flood
   picture[P_ENDS] = shared.ends
@@ -980,4 +986,4 @@ local over = flood()
 local spent = spent_proofs()
 save()
 return reply(counts, {cursor = cursor_ms, rightful = rightful_ms, quota = quota, nodes = fleet.nodes + 1,
-  free = allocation.free, pressure = doublings, spent = spent, flood = over, ends = ends})
+  reported = fleet.reported + 1, free = allocation.free, pressure = doublings, spent = spent, flood = over, ends = ends})

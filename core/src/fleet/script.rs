@@ -62,7 +62,7 @@ pub const FLEET_SCRIPT: &str = crate::redis::lua_script!(include_str!("script.lu
     P_WINDOW = picture::WINDOW, P_FREE = picture::FREE, P_EXPIRING = picture::EXPIRING,
     P_LEAVING = picture::LEAVING, P_FULL = picture::FULL, P_PRESSURE = picture::PRESSURE,
     P_SPENT = picture::SPENT, P_FLOOD = picture::FLOOD, P_ENDS = picture::ENDS,
-    P_LINE = picture::LINE, P_RIGHTFUL = picture::RIGHTFUL,
+    P_LINE = picture::LINE, P_RIGHTFUL = picture::RIGHTFUL, P_REPORTED = picture::REPORTED,
     D_GRANTED = drawn::GRANTED, D_ACTIVE = drawn::ACTIVE, D_SEQ = drawn::SEQ,
 });
 
@@ -319,6 +319,7 @@ pub fn picture_reply(v: &Value) -> Result<SyncAnswer, ReplyError> {
         rightful,
         quota: n(picture::QUOTA)?,
         nodes: n(picture::NODES)?.max(1),
+        reported: n(picture::REPORTED)?,
         window_ms: n(picture::WINDOW)?,
         free: n(picture::FREE)?,
         expiring: n(picture::EXPIRING)?,

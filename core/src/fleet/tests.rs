@@ -8,6 +8,7 @@ mod first;
 mod held;
 mod next;
 mod replies;
+mod reported;
 mod unseen;
 mod whole;
 
@@ -87,6 +88,7 @@ fn the_band_comes_after_those_the_places_rightly_take() {
     // One free place (9 of 10 active): it rightly goes to the waiter of 100; the cursor's band
     // reaches 200.
     let picture = RoomPicture {
+        reported: 0,
         fleet_active: 9,
         queue_len: 3,
         cursor: 200,
@@ -137,6 +139,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     show(
         &mut n,
         &RoomPicture {
+            reported: 0,
             fleet_active: 8,
             queue_len: 3,
             cursor: 200,
@@ -273,6 +276,7 @@ fn places_drawn_for_those_turned_away_are_theirs() {
     show(
         &mut n,
         &RoomPicture {
+            reported: 0,
             fleet_active: 0,
             queue_len: 0,
             cursor: u64::MAX,
@@ -616,6 +620,7 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
     show(
         &mut n,
         &RoomPicture {
+            reported: 0,
             fleet_active: 10,
             queue_len: 1000,
             cursor: 1000,

@@ -72,15 +72,17 @@ pub mod picture {
     /// The cursor without its band: the arrival of the last present waiter the free places
     /// rightly take (-1: everyone; 0: nobody).
     pub const RIGHTFUL: usize = 12;
+    /// The nodes whose report of this window the picture holds, this one's included.
+    pub const REPORTED: usize = 13;
     /// The integers above.
-    pub const INTS: usize = 12;
+    pub const INTS: usize = 13;
     /// Arrays: spent proofs, flood answers, held places and their ends.
-    pub const SPENT: usize = 13;
-    pub const FLOOD: usize = 14;
-    pub const ENDS: usize = 15;
+    pub const SPENT: usize = 14;
+    pub const FLOOD: usize = 15;
+    pub const ENDS: usize = 16;
     /// The whole line (a string; empty when the line is longer than `EXACT_LINE`).
-    pub const LINE: usize = 16;
-    pub const SAMPLES_FROM: usize = 17;
+    pub const LINE: usize = 17;
+    pub const SAMPLES_FROM: usize = 18;
 }
 
 /// A draw's reply.
@@ -170,6 +172,7 @@ mod tests {
             picture::FULL,
             picture::PRESSURE,
             picture::RIGHTFUL,
+            picture::REPORTED,
             picture::SPENT,
             picture::FLOOD,
             picture::ENDS,
@@ -184,7 +187,7 @@ mod tests {
         one_each([&head[..], &sync[..]].concat(), arg::SYNC);
         one_each([&head[..], &[arg::WANT, arg::OLDEST]].concat(), arg::DRAW);
         one_each(pic.to_vec(), picture::SAMPLES_FROM - 1);
-        assert_eq!(picture::RIGHTFUL, picture::INTS);
+        assert_eq!(picture::REPORTED, picture::INTS);
         one_each(vec![drawn::GRANTED, drawn::ACTIVE, drawn::SEQ], drawn::LEN);
     }
 

@@ -198,7 +198,7 @@ fn scripts_take_their_constants_from_rust() {
             concat!(include_str!("steer.lua"), include_str!("steer_call.lua")),
             steer::STEER_SHARED.len(),
         ),
-        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 72),
+        (FLEET_SCRIPT, include_str!("../fleet/script.lua"), 73),
         (TALLY_SCRIPT, include_str!("../fleet/tally.lua"), 3),
         (
             crate::rate::SYNC_SCRIPT,

@@ -15,6 +15,8 @@ use crate::fleet::{
 pub(super) struct Census {
     pub(super) reserved: u64,
     pub(super) nodes: u64,
+    /// Of them, those that synced in this window before this call.
+    pub(super) reported: u64,
     pub(super) polls: u64,
 }
 
@@ -52,6 +54,7 @@ pub(super) struct Shared {
     pub(super) rightful: u64,
     pub(super) quota: u64,
     pub(super) nodes: u64,
+    pub(super) reported: u64,
     pub(super) pressure: u8,
     pub(super) held: u64,
     pub(super) ends: Vec<u64>,
@@ -136,7 +139,7 @@ impl FleetModel {
 
     /// 5. The census (the draw's too): the other live nodes' places, their number and polls;
     ///    silent nodes are dropped.
-    pub(super) fn census(&mut self, me: u64, now: u64) -> Census {
+    pub(super) fn census(&mut self, me: u64, window: u64, now: u64) -> Census {
         let stale = self.cfg.stale_ms();
         self.nodes
             .retain(|&id, n| id == me || now.saturating_sub(n.seen) <= stale);
@@ -146,12 +149,14 @@ impl FleetModel {
         let mut fleet = Census {
             reserved: 0,
             nodes: 0,
+            reported: 0,
             polls: 0,
         };
         for (&id, n) in &self.nodes {
             if id != me {
                 fleet.reserved += n.grant + n.draws;
                 fleet.nodes += 1;
+                fleet.reported += u64::from(n.alloc == window);
                 fleet.polls += n.polls;
             }
         }
@@ -432,6 +437,7 @@ impl FleetModel {
             rightful: shared.rightful,
             quota: shared.quota,
             nodes: shared.nodes,
+            reported: shared.reported,
             window_ms: window,
             free: self.allocation.free,
             expiring: counts.expiring,

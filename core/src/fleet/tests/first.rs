@@ -6,6 +6,7 @@ use super::*;
 
 fn picture(queue_len: u64, cursor: u64, quota: u64, samples: Vec<Sample>) -> RoomPicture {
     RoomPicture {
+        reported: 0,
         fleet_active: 10,
         queue_len,
         cursor,

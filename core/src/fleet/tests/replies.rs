@@ -24,12 +24,13 @@ fn replies_are_checked() {
     };
     let picture =
         |head: &[i64], flood: Vec<Value>, samples: &[i64]| with_spent(head, vec![], flood, samples);
-    let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 3, -1];
+    let head = [3, 5, -1, 2, 3, 7000, 4, 1, 2, 1, 3, -1, 2];
     let Ok(SyncAnswer::Picture(p)) = picture_reply(&picture(&head, vec![], &[0, 10, 4, 30])) else {
         panic!("not a picture");
     };
     assert_eq!((p.cursor, p.quota, p.nodes, p.free), (u64::MAX, 2, 3, 4));
     assert_eq!(p.rightful, u64::MAX);
+    assert_eq!(p.reported, 2);
     assert_eq!((p.expiring, p.leaving, p.full, p.pressure), (1, 2, true, 3));
     assert_eq!(p.samples.len(), 2);
     assert!(p.flood.is_empty());

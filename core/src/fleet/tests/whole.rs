@@ -7,7 +7,7 @@ use crate::redis::ReplyError;
 
 /// A reply with the whole line `words` (and no samples).
 fn reply(words: &str) -> Value {
-    let mut v: Vec<Value> = [3, 5, 0, 0, 3, 7000, 0, 0, 0, 0, 0, 0]
+    let mut v: Vec<Value> = [3, 5, 0, 0, 3, 7000, 0, 0, 0, 0, 0, 0, 1]
         .iter()
         .map(|&i| Value::Int(i))
         .collect();
