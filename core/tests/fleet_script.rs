@@ -753,4 +753,17 @@ fn a_picture_counts_the_nodes_that_synced_in_its_window() {
     // The next window: the first to sync has only its own again.
     let p = t.sync(2, now + 2001, &r);
     assert_eq!((p.nodes, p.reported), (3, 1));
+    // A sync a little before a tick (a node's first, a reload's) is of that tick's window but
+    // shows nothing after it: neither its own picture nor a later one counts it.
+    let early = fence(3, 100, now + 2950);
+    let early = Fence {
+        window: now + 3000,
+        ..early
+    };
+    let SyncAnswer::Picture(p) = t.sync_fenced(early, now + 2950, &r) else {
+        panic!("stale");
+    };
+    assert_eq!((p.nodes, p.reported), (3, 0));
+    let p = t.sync(1, now + 3002, &r);
+    assert_eq!((p.nodes, p.reported), (3, 1));
 }

@@ -414,7 +414,6 @@ impl FleetModel {
             };
         }
         let fleet = self.census(f.node_id, f.window, now);
-        me.seen = now;
         let mut mark = self.starved;
         let stale = self.starved_win.saturating_add(self.cfg.interval_ms) < f.window;
         if mark != 0 && (stale || self.here_at_rank(0).is_none_or(|h| h > mark)) {
@@ -492,7 +491,7 @@ impl FleetModel {
             rightful,
             quota,
             nodes: fleet.nodes + 1,
-            reported: fleet.reported + 1,
+            reported: fleet.reported + u64::from(now >= f.window),
             pressure,
             held,
             ends,

@@ -165,7 +165,7 @@ end
 local function number(x) return tonumber(x) or 0 end
 local function digits(x) return string.format('%.0f', x) end
 
--- A node's entry: seen, grant, draws, alloc (the window whose allocation it took its share
+-- A node's entry: seen (its last sync, Redis's clock: a draw leaves it), grant, draws, alloc (the window whose allocation it took its share
 -- of), polls, remainder (the fraction of a place its shares left over, in millionths: over a
 -- few intervals every node gets its exact share), gen and seq (the last sync taken from it).
 local function read_node(text)
@@ -223,8 +223,10 @@ end
 -- not yet reported: recomputed from the entries on every call, never kept as a running total
 -- that could drift), their number and polls; silent nodes are dropped. Also the held places
 -- of the live nodes' grants: `holds` (the other nodes') and `mine` (this node's). And how many
--- of them synced in this window before this call (`reported`: their entry took this window's
--- share), whose places taken before its tick the reply holds.
+-- of them synced in this window, at or after its tick, before this call (`reported`: their
+-- entry took this window's share, and their last sync was not before the tick): the reply
+-- holds their places taken before the tick. (A sync a little before a tick, a node's first or
+-- a reload's, is of the tick nearest it: it reports nothing after it.)
 local function census()
   local fleet = {reserved = 0, nodes = 0, reported = 0, polls = 0, holds = {},
                  mine = {held = 0, held_end = 0, held_from = 0}}
@@ -242,7 +244,7 @@ local function census()
       else
         live[who] = true
         fleet.nodes = fleet.nodes + 1
-        if e.alloc == window then fleet.reported = fleet.reported + 1 end
+        if e.alloc == window and e.seen >= window then fleet.reported = fleet.reported + 1 end
         fleet.polls = fleet.polls + e.polls
         fleet.reserved = fleet.reserved + e.grant + e.draws
       end
@@ -379,7 +381,6 @@ if op == 'draw' then
     return drawn(0, active, me.seq)
   end
   local fleet = census()
-  me.seen = now
   -- The starved mark: the oldest arrival a draw found the pool empty for, set in this interval
   -- or the last, while someone who arrived at or before it still waits. The pool keeps one
   -- place for a draw for a client at or before the mark (FleetNode::take_draw says why); the
@@ -986,4 +987,4 @@ local over = flood()
 local spent = spent_proofs()
 save()
 return reply(counts, {cursor = cursor_ms, rightful = rightful_ms, quota = quota, nodes = fleet.nodes + 1,
-  reported = fleet.reported + 1, free = allocation.free, pressure = doublings, spent = spent, flood = over, ends = ends})
+  reported = fleet.reported + (now >= window and 1 or 0), free = allocation.free, pressure = doublings, spent = spent, flood = over, ends = ends})

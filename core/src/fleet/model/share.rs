@@ -156,7 +156,7 @@ impl FleetModel {
             if id != me {
                 fleet.reserved += n.grant + n.draws;
                 fleet.nodes += 1;
-                fleet.reported += u64::from(n.alloc == window);
+                fleet.reported += u64::from(n.alloc == window && n.seen >= window);
                 fleet.polls += n.polls;
             }
         }
