@@ -56,6 +56,7 @@ mod parts;
 mod report;
 mod script;
 mod tally_zone;
+mod unseen;
 mod wire;
 
 pub mod model;

@@ -155,9 +155,15 @@ impl<'m> FleetNode<'m> {
     /// interval (every node has reported it; a whole line shows them, whatever node they came
     /// to), counted once for the two paces a newcomer no picture shows is told
     /// ([`FleetNode::unseen_ahead`]):
-    /// - the fleet's pace (`newcomers`): those places, and a quarter more (arrivals come in
-    ///   bursts; a position told too far back only falls). A crowd's first intervals have no
-    ///   such pace: the node's own answers them ([`FleetNode::own_pace_ahead`]);
+    /// - the fleet's pace (`newcomers`): those places, or the places this node took in that
+    ///   interval (those let in at once too) as many of the fleet's, whichever is more; and a
+    ///   quarter more (arrivals come in bursts; a position told too far back only falls).
+    ///   The places let in count because a crowd's first interval lets most of it in at
+    ///   once and its next, the room full, makes every newcomer wait: the waiters alone gave
+    ///   the second interval a third of its pace (the 60-second rehearsal, seed 5: 61 shown
+    ///   of 161 places taken, and newcomers told 3 to 8 places too near the head). A crowd's
+    ///   first intervals have no such pace: the node's own answers them
+    ///   ([`FleetNode::own_pace_ahead`]);
     /// - this node's part of them (`part_shown`, `part_mine`): how many of those the line
     ///   shows took their places here and still wait. Both counted at once, now: counted
     ///   later, the node's own let in since shrank its part (a node taking 60 % of the
@@ -170,9 +176,12 @@ impl<'m> FleetNode<'m> {
         let shown = self.shown_between(from, to);
         let mine = self.hdr.fresh.recent_between(from, to).min(shown);
         let known = shown >= PART_SAMPLE && mine > 0;
+        let took = self.hdr.fresh.arrived_between(from, to);
         let pic = &mut self.hdr.pic;
-        pic.newcomers = shown.saturating_add(shown / 4);
         (pic.part_shown, pic.part_mine) = if known { (shown, mine) } else { (0, 0) };
+        let took = u64::try_from(self.fleet_of_own(took)).unwrap_or(u64::MAX);
+        let pace = shown.max(took);
+        self.hdr.pic.newcomers = pace.saturating_add(pace / 4);
     }
 
     /// Whether a sync the node sent while it had no picture may still bring one (sent within

@@ -59,9 +59,10 @@ fn newcomers_are_told_the_other_nodes_newcomers_no_picture_shows_yet() {
     assert_eq!(told(1), [4, 5, 6, 7]);
     // Two nodes: the newcomers since the picture's last complete interval (1000 on) are
     // reckoned at the fleet's pace (the three the interval before shows, and a quarter more:
-    // 3 an interval), 3 more for each; positions stay distinct. The fourth is told this
-    // node's own pace, higher: three newcomers here in 3 ms, so as many on the other node.
-    assert_eq!(told(2), [7, 8, 9, 11]);
+    // 3 an interval), 3 more for each; positions stay distinct. The last two are told this
+    // node's own pace, higher: k newcomers here in k ms, as many on the other node, and a
+    // half more.
+    assert_eq!(told(2), [7, 8, 10, 13]);
 }
 
 /// An estimate says what it saw taken ahead (the line, and this node's own newcomers before
@@ -84,7 +85,7 @@ fn an_estimate_says_what_it_saw_apart_from_what_it_reckons() {
 
 /// A crowd's first newcomers, while the picture shows no pace (nobody in its last complete
 /// interval): each is told the others' newcomers reckoned at this node's own pace, as many on
-/// every node and a quarter more. Told only the line and this node's own, they were told
+/// every node and a half more. Told only the line and this node's own, they were told
 /// positions far too near the head and moved back by up to 150 places in the 60-second
 /// rehearsal when the next picture showed the others.
 #[test]
@@ -92,8 +93,42 @@ fn a_crowds_first_newcomers_are_told_the_others_at_this_nodes_pace() {
     // Alone: nobody else can come between.
     assert_eq!(told_behind(1, 0), [1, 2, 3, 4]);
     // Three nodes: the i-th newcomer has i here ahead of it, so about 3i in the fleet, and a
-    // quarter more (rounded down): 0, 3, 7 and 11 ahead.
-    assert_eq!(told_behind(3, 0), [1, 4, 8, 12]);
+    // half more (rounded down): 0, 4, 9 and 13 ahead. In a full room a lone newcomer is no
+    // sign of others: the first is told 1.
+    assert_eq!(told_behind(3, 0), [1, 5, 10, 14]);
+}
+
+/// A picture of window 2000 with the room's ten places free, `quota` of them this node's,
+/// among three nodes.
+fn show_free_places(n: &mut FleetNode, quota: u64) {
+    let picture = RoomPicture {
+        cursor: u64::MAX,
+        rightful: u64::MAX,
+        quota,
+        free: 10,
+        nodes: 3,
+        window_ms: 2000,
+        ..RoomPicture::default()
+    };
+    n.next_sync(2000, 1, &cfg());
+    show(n, &picture, 2000);
+}
+
+/// While the picture shows free places, a newcomer that waits does so because this node's
+/// share ran out, and the other nodes', taking as many newcomers, ran out about as soon: it
+/// counts itself in this node's pace. Counted as none, each node's first waiter of a crowd
+/// was told 1 with up to 5 waiting ahead on the others (the 60-second rehearsal, 5 ms in).
+#[test]
+fn a_first_waiter_while_places_are_free_reckons_the_others_first_waiters() {
+    let mut mem = Mem(vec![0; 1 << 15]);
+    let mut n = node(&mut mem);
+    let c = cfg();
+    // Ten free places, one of them this node's.
+    show_free_places(&mut n, 1);
+    assert_eq!(n.visit(newcomer(10, 2100), 2100, &c), FleetVerdict::Admit);
+    // Itself, as many on each of the others, and a half more: 4 reckoned ahead. (The
+    // places taken, 2 here and 6 in the fleet, are fewer than the 10 free.)
+    assert_eq!(position(n.visit(newcomer(11, 2101), 2101, &c)), 5);
 }
 
 /// This node's own pace counts its newcomers of the last two intervals that still wait: those
@@ -168,31 +203,22 @@ fn a_node_that_takes_every_newcomer_tells_no_phantoms() {
 /// the others' (2 each), so its first waiter comes when the others have a line already. With
 /// as many newcomers on each of the three nodes, 12 came to the others by then and 4 places
 /// took them: 8 wait ahead of it. Reckoned from its own waiting newcomers (none yet), it was
-/// told 1; reckoned from its own places taken (6, those let in too), 18 in the fleet and a
-/// quarter more, less the 10 places, it is told 13: too far back, so its position falls.
+/// told 1; reckoned from its own places taken (7 with its own, those let in too), 21 in the
+/// fleet and a half more, less the 10 places, it is told 22: too far back, so its position
+/// falls.
 #[test]
 fn a_crowd_filling_the_room_is_reckoned_from_the_places_taken() {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
     let c = cfg();
-    let picture = RoomPicture {
-        cursor: u64::MAX,
-        rightful: u64::MAX,
-        quota: 6,
-        free: 10,
-        nodes: 3,
-        window_ms: 2000,
-        ..RoomPicture::default()
-    };
-    n.next_sync(2000, 1, &c);
-    show(&mut n, &picture, 2000);
+    show_free_places(&mut n, 6);
     let answers: Vec<FleetVerdict> = (0..10)
         .map(|i| n.visit(newcomer(10 + i, 2100 + i), 2100 + i, &c))
         .collect();
     assert!(answers.iter().take(6).all(|v| *v == FleetVerdict::Admit));
     let told: Vec<u64> = answers.into_iter().skip(6).map(position).collect();
-    // Each later one: three more places taken in the fleet (and a quarter, rounded down).
-    assert_eq!(told, [13, 17, 21, 24]);
+    // Each later one: three more places taken in the fleet (and a half, rounded down).
+    assert_eq!(told, [22, 27, 31, 36]);
 }
 
 /// The places taken are counted from the latest: a full table lets its oldest go, so a crowd
