@@ -170,7 +170,11 @@ origin
 redis-stop
 nginx-start @1
 A GET / => 503; header Retry-After =~ /^\d+$/
+# A millisecond apart at least: arrivals are kept to the millisecond, and a node alone counts
+# ahead only those of earlier ones (C was told 2 when B took its place in C's millisecond).
+sleep 0.005
 B GET / => 503
+sleep 0.005
 C GET / Accept: application/json => 503; json.position == 3
 M GET /m => 200; body =~ /smart_limit_store_errors_total\{room="shop"\} [3-9]\n/; body =~ /smart_limit_admitted_total\{room="shop"\} 0\n/; body =~ /smart_limit_fleet_syncs_total\{room="shop"\} 0\n/
 redis-start
