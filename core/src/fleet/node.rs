@@ -465,7 +465,7 @@ impl<'m> FleetNode<'m> {
     /// such answers). The driver bounds the looks per tick.
     pub fn look_again(&self, now: u64, cfg: &FleetConfig) -> bool {
         let pic = &self.hdr.pic;
-        let waiting = pic.queue_len > 0 || pic.fleet_active >= cfg.max_active;
+        let waiting = pic.queue_len > 0 || !pic.shows_free_places(cfg);
         pic.window_ms != 0
             && pic.reported < pic.nodes
             && waiting

@@ -234,6 +234,12 @@ impl Picture {
         None
     }
 
+    /// Whether the picture saw the room not full: free places, which newcomers may take at
+    /// once.
+    pub(super) fn shows_free_places(&self, cfg: &FleetConfig) -> bool {
+        self.fleet_active < cfg.max_active
+    }
+
     /// How many places the line gains an interval, as the picture saw it: the free places,
     /// or those freeing within the interval, or the sessions about to leave spread over the
     /// horizon, whichever is most (in a room that is not full: its empty places).

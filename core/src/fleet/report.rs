@@ -179,8 +179,7 @@ impl<'m> FleetNode<'m> {
         let took = self.hdr.fresh.arrived_between(from, to);
         let pic = &mut self.hdr.pic;
         (pic.part_shown, pic.part_mine) = if known { (shown, mine) } else { (0, 0) };
-        let took = u64::try_from(self.fleet_of_own(took)).unwrap_or(u64::MAX);
-        let pace = shown.max(took);
+        let pace = shown.max(self.fleet_of_own(took));
         self.hdr.pic.newcomers = pace.saturating_add(pace / 4);
     }
 

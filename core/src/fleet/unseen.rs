@@ -46,12 +46,12 @@ impl<'m> FleetNode<'m> {
         // Only while the picture shows the room filling: once full, newcomers wait and the
         // line's pace tells them; reckoned by all the nodes, a node taking 60 % of them told
         // 384 for a true 170 (`t/270` TEST 7).
-        if since == 0 || arrival <= since || pic.fleet_active >= cfg.max_active {
+        if since == 0 || arrival <= since || !pic.shows_free_places(cfg) {
             return 0;
         }
         let fleet = self.fleet_of_own(fresh.arrived_between(since, arrival.saturating_add(1)));
-        let fleet = u64::try_from(fleet + fleet / 2).unwrap_or(u64::MAX);
         fleet
+            .saturating_add(fleet / 2)
             .saturating_sub(pic.per_interval(cfg))
             .saturating_sub(fresh.unshown_between(since, arrival))
     }
@@ -60,17 +60,18 @@ impl<'m> FleetNode<'m> {
     /// fleet's newcomers (taken when the picture came,
     /// [`FleetNode::newcomers_of_last_interval`]; one of the nodes while the picture showed
     /// too few to tell), clamped to between one of the nodes and all of them.
-    pub(super) fn fleet_of_own(&self, here: u64) -> u128 {
+    pub(super) fn fleet_of_own(&self, here: u64) -> u64 {
         let pic = &self.hdr.pic;
         let here = u128::from(here);
         let nodes = u128::from(pic.nodes.max(1));
-        match (pic.part_mine, pic.part_shown) {
+        let fleet = match (pic.part_mine, pic.part_shown) {
             (1.., 1..) => {
                 let (mine, shown) = (u128::from(pic.part_mine), u128::from(pic.part_shown));
                 (here * shown / mine).clamp(here, here * nodes)
             }
             _ => here * nodes,
-        }
+        };
+        u64::try_from(fleet).unwrap_or(u64::MAX)
     }
 
     /// The fleet's newcomers from `from` to `arrival` as this node's own let it reckon them:
@@ -91,11 +92,12 @@ impl<'m> FleetNode<'m> {
     /// lone newcomer is no sign of others: counted, it was told a line of 4 as 8.
     pub(super) fn own_pace_ahead(&self, from: u64, arrival: u64, cfg: &FleetConfig) -> u64 {
         let fresh = &self.hdr.fresh;
-        let free = self.hdr.pic.fleet_active < cfg.max_active;
+        let free = self.hdr.pic.shows_free_places(cfg);
         let to = arrival.saturating_add(u64::from(free));
         let fleet = self.fleet_of_own(fresh.recent_between(from, to));
-        let fleet = u64::try_from(fleet + fleet / 2).unwrap_or(u64::MAX);
-        fleet.saturating_sub(fresh.unshown_between(from, arrival))
+        fleet
+            .saturating_add(fleet / 2)
+            .saturating_sub(fresh.unshown_between(from, arrival))
     }
 
     /// The waiters of a whole line (the picture holds every one) who took their places in
