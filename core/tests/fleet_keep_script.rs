@@ -1,6 +1,6 @@
 //! [S27] Places kept while people are away, in the synced room's script and its Rust twin
 //! side by side (`support::twin`) on a real `redis-server`: a kept place counts in the line
-//! but holds no free place. (The random runs with places kept are in fleet_script.rs, beside
+//! but holds no free place. (The random runs with places kept are in fleet_runs_script.rs, beside
 //! the runs they share their driver with.)
 //!
 //! Needs `redis-server` on the PATH; without it the tests print a note and pass.

@@ -1,6 +1,7 @@
 //! The synced room's script and its Rust twin side by side (`Twin`): the same syncs and
 //! draws at the same times must give the same pictures and grants. Shared by the fleet script
-//! tests (fleet_script.rs, fleet_flood_script.rs, fleet_challenge_script.rs).
+//! tests (fleet_script.rs and its siblings: fleet_sessions_script.rs, fleet_runs_script.rs,
+//! fleet_flood_script.rs, fleet_challenge_script.rs, ...).
 
 use std::collections::HashMap;
 
