@@ -15,14 +15,14 @@ use super::{Sample, Sighting, WaiterSighting, SAMPLE_SLOTS};
 
 use crate::sync::leader::Leadership;
 
-// "SLFLEET", version 19 (19: the nodes whose report of its window the picture holds; 18: this node's recent places taken, those let in too; 17: this
+// "SLFLEET", version 20 (20: when the zone first synced; 19: the nodes whose report of its window the picture holds; 18: this node's recent places taken, those let in too; 17: this
 // node's recent newcomers and part; 16: the picture's short
 // line let in here; 15: when the last sync
 // left; 14: the picture's rightful arrival; 13: the sessions revoked here; 11: in parts). A block is met only by the build that
 // formatted it: a reload keeps the zone and the module already loaded, a binary upgrade or a
 // restart formats new zones (docs/upgrade.md). One of another version is refused by `attach`,
 // never misread: nginx then says the zone cannot be reused.
-const MAGIC: u64 = 0x534c_464c_4545_5413;
+const MAGIC: u64 = 0x534c_464c_4545_5414;
 
 /// The block's header: its parts, one per concern (`parts.rs`, `fresh.rs`), each changed by
 /// the functions of its concern.

@@ -33,6 +33,9 @@ pub(super) struct Syncs {
     pub(super) first_sync_ms: u64,
     /// When the last sync left: its picture knows nobody who came to this node after it.
     pub(super) sent_ms: u64,
+    /// When this zone sent its first sync: the node knows its own newcomers since then only
+    /// (a restart starts a new zone; a reload keeps this one).
+    pub(super) started_ms: u64,
 }
 
 impl Syncs {
@@ -40,6 +43,9 @@ impl Syncs {
     pub(super) fn next(&mut self, now: u64, first: bool) -> u64 {
         self.seq += 1;
         self.sent_ms = now;
+        if self.started_ms == 0 {
+            self.started_ms = now.max(1);
+        }
         if first {
             self.first_sync_ms = now.max(1);
         }

@@ -78,8 +78,12 @@ impl Mem {
     }
 }
 
+/// A node up since the start (its first sync at 1 ms): it knows its own newcomers over any
+/// span a test reckons (a restarted node's are `unseen::a_restarted_node_...`).
 fn node(mem: &mut Mem) -> FleetNode<'_> {
-    FleetNode::format(mem.bytes(), 7).unwrap()
+    let n = FleetNode::format(mem.bytes(), 7).unwrap();
+    n.hdr.sync.started_ms = 1;
+    n
 }
 
 /// A sampled line of 1,000 (too long to come whole): 100 before 2,000 ms, the rest by 11,000.

@@ -75,8 +75,9 @@ fn with_every_nodes_sync_only_the_newcomers_since_the_tick_are_reckoned() {
     // 100 ms since at the last interval's pace (6 shown, and a quarter more: none in 100 ms).
     assert_eq!(position(answer(2, newcomer, 2100)), 16);
     // Without it: the other node's places since an interval before the tick are reckoned too
-    // (at the pace of the interval before: 9 and a quarter more, less the 6 shown).
-    assert_eq!(position(answer(1, newcomer, 2100)), 22);
+    // (at the pace of the interval before, 9 and a quarter more, over 1,100 ms, less the 6
+    // shown: 6, and twice its square root more: 10).
+    assert_eq!(position(answer(1, newcomer, 2100)), 26);
 }
 
 #[test]

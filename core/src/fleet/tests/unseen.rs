@@ -34,8 +34,14 @@ fn told_behind(nodes: u64, line: u64) -> Vec<u64> {
 
 /// The answers behind [`told_behind`].
 fn answers(nodes: u64, line: u64) -> Vec<FleetVerdict> {
+    answers_of(nodes, line, 1)
+}
+
+/// As [`answers`], from a node whose zone first synced at `started`.
+fn answers_of(nodes: u64, line: u64, started: u64) -> Vec<FleetVerdict> {
     let mut mem = Mem(vec![0; 1 << 15]);
     let mut n = node(&mut mem);
+    n.hdr.sync.started_ms = started;
     let c = cfg();
     let picture = RoomPicture {
         fleet_active: 10,
@@ -59,10 +65,10 @@ fn newcomers_are_told_the_other_nodes_newcomers_no_picture_shows_yet() {
     assert_eq!(told(1), [4, 5, 6, 7]);
     // Two nodes: the newcomers since the picture's last complete interval (1000 on) are
     // reckoned at the fleet's pace (the three the interval before shows, and a quarter more:
-    // 3 an interval), 3 more for each; positions stay distinct. The last two are told this
-    // node's own pace, higher: k newcomers here in k ms, as many on the other node, and a
-    // half more.
-    assert_eq!(told(2), [7, 8, 10, 13]);
+    // 3 an interval), and twice its square root more (2), 5 more for each; positions stay
+    // distinct. The last two are told this node's own pace, higher: k newcomers here in k
+    // ms, as many on the other node, and a half more (4 and 6 unseen, so 8 and 10).
+    assert_eq!(told(2), [9, 10, 14, 17]);
 }
 
 /// An estimate says what it saw taken ahead (the line, and this node's own newcomers before
@@ -93,9 +99,33 @@ fn a_crowds_first_newcomers_are_told_the_others_at_this_nodes_pace() {
     // Alone: nobody else can come between.
     assert_eq!(told_behind(1, 0), [1, 2, 3, 4]);
     // Three nodes: the i-th newcomer has i here ahead of it, so about 3i in the fleet, and a
-    // half more (rounded down): 0, 4, 9 and 13 ahead. In a full room a lone newcomer is no
-    // sign of others: the first is told 1.
-    assert_eq!(told_behind(3, 0), [1, 5, 10, 14]);
+    // half more (rounded down): 0, 4, 9 and 13 ahead, of whom 0, 3, 7 and 10 unseen, and
+    // twice their square root more: 0, 6, 13 and 19 ahead. In a full room a lone newcomer is
+    // no sign of others: the first is told 1.
+    assert_eq!(told_behind(3, 0), [1, 7, 14, 20]);
+}
+
+/// A node restarted since the picture's last complete interval counted its own newcomers
+/// over the part of it that it was up: as many over the whole span, up to four times its
+/// count. Counted over its part alone, a node restarted 0.4 s before told its newcomers 8 to
+/// 15 places too near the head (the 60-second rehearsal, seed 34).
+#[test]
+fn a_restarted_node_reckons_its_own_newcomers_over_the_whole_span() {
+    let told = |started| -> Vec<u64> {
+        answers_of(3, 0, started)
+            .into_iter()
+            .map(position)
+            .collect()
+    };
+    // Up all along: as `a_crowds_first_newcomers_are_told_the_others_at_this_nodes_pace`.
+    assert_eq!(told(1), [1, 7, 14, 20]);
+    // Up 50 of the 1,100 ms since 1000: the i newcomers ahead here count as 4i (the most),
+    // 12i in the fleet and a half more, less its own i: 17i unseen (17, 34, 51), and twice
+    // their square root more (25, 44, 65), behind its own i.
+    assert_eq!(told(2050), [1, 27, 47, 69]);
+    // Up 600 of the 1,100 ms: 1.8 times its count, rounded down (1, 3, 5): 3, 11 and 19
+    // unseen, told as 5, 17 and 27.
+    assert_eq!(told(1500), [1, 7, 20, 31]);
 }
 
 /// A picture of window 2000 with the room's ten places free, `quota` of them this node's,
@@ -126,9 +156,10 @@ fn a_first_waiter_while_places_are_free_reckons_the_others_first_waiters() {
     // Ten free places, one of them this node's.
     show_free_places(&mut n, 1);
     assert_eq!(n.visit(newcomer(10, 2100), 2100, &c), FleetVerdict::Admit);
-    // Itself, as many on each of the others, and a half more: 4 reckoned ahead. (The
-    // places taken, 2 here and 6 in the fleet, are fewer than the 10 free.)
-    assert_eq!(position(n.visit(newcomer(11, 2101), 2101, &c)), 5);
+    // Itself, as many on each of the others, and a half more: 4 reckoned ahead, and twice
+    // their square root more: 8. (The places taken, 2 here and 6 in the fleet, are fewer
+    // than the 10 free.)
+    assert_eq!(position(n.visit(newcomer(11, 2101), 2101, &c)), 9);
 }
 
 /// This node's own pace counts its newcomers of the last two intervals that still wait: those
@@ -191,12 +222,13 @@ fn a_node_that_takes_every_newcomer_tells_no_phantoms() {
     n.next_sync(3000, 1, &c);
     show(&mut n, &picture, 3000);
     // A burst of 40 here: the last is told the line's 32, the 39 before it here, and the
-    // line's pace since its last complete interval (40 an interval, 45 in 1,139 ms); one of
-    // three nodes' part would tell it 107 others instead of 45.
+    // line's pace since its last complete interval (40 an interval, 45 in 1,139 ms, and
+    // twice its square root more: 57); one of three nodes' part would tell it 107 others
+    // instead of 45.
     let told: Vec<u64> = (0..40)
         .map(|i| position(n.visit(newcomer(10 + i, 3100 + i), 3100 + i, &c)))
         .collect();
-    assert_eq!(told.last(), Some(&117));
+    assert_eq!(told.last(), Some(&129));
 }
 
 /// A crowd that fills the room: this node's share (6 of the 10 free places) lasts longer than
