@@ -164,15 +164,10 @@ fn measures(h: &History, f: &Findings, out: &mut String) {
     let _ = writeln!(
         out,
         "(c) positions: max growth {} over {} compared pairs (tolerance {tol}); {} grew past \
-         it{}; dropped {}",
+         it; dropped {}",
         f.positions.max_growth,
         f.positions.compared,
-        f.positions.beyond,
-        if h.run.mode == Mode::Sync {
-            " (a synced room's: within the estimate's bound, docs/fleet.md)"
-        } else {
-            ""
-        },
+        f.positions.violations.len(),
         f.count(Rule::Dropped)
     );
     if let Some(a) = &f.accuracy {
