@@ -43,8 +43,8 @@ struct Cli {
     /// it must still wait, to count [default: 0 for shm and redis, 2 x sync + 1000 for sync]
     #[arg(long, value_name = "N")]
     inversion_tolerance_ms: Option<u64>,
-    /// (c) growth allowed between two answers [default: max(2, 1 % of the position), on
-    /// every store]
+    /// (c) growth allowed between two answers [default: 0 for shm and redis, max(2, 1 % of
+    /// the position) for sync]
     #[arg(long, value_name = "N")]
     position_tolerance: Option<u64>,
     /// (e) slack over the timeout (shm's timeout is 1000)

@@ -1,8 +1,9 @@
 //! (c) A polling client's position never grows ([S16]: only the clients ahead that are still
-//! present count, and nobody gets ahead of a place), beyond max(2, 1 %) (or
-//! `--position-tolerance`), on every store: a synced room's positions are estimates, and
-//! issue 51 holds them to the same rule ([S27]; docs/fleet.md, "A count's spread, and a
-//! restarted node's own count").
+//! present count, and nobody gets ahead of a place): not at all on shared memory and a
+//! central room, which count exactly, and on a synced room, whose positions are estimates,
+//! by no more than max(2, 1 %), the most the module lets a told position rise ([S27], issue
+//! 51; docs/fleet.md, "A count's spread, and a restarted node's own count"); or by
+//! `--position-tolerance`.
 //!
 //! Within one place (see [`places`]), each waiting answer is compared with the latest earlier
 //! one that was done before it was sent: two answers in flight at once may have been decided in
