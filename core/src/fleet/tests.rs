@@ -39,6 +39,11 @@ fn come_back(position: u64, queue_len: u64, seen: u64) -> FleetVerdict {
     }
 }
 
+/// Whether the node told the client to wait (whatever the position).
+fn waits(v: FleetVerdict) -> bool {
+    matches!(v, FleetVerdict::Wait { .. })
+}
+
 /// A waiter holding its place since `arrival`.
 fn w(sid: u64, arrival: u64) -> Waiter {
     Waiter {

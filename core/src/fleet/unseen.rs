@@ -9,6 +9,13 @@ use super::{FleetConfig, FleetNode};
 /// ([`FleetNode::over_the_span`]).
 const RESTART_SCALE: u64 = 4;
 
+/// `n` and a half more: the fleet's newcomers as a node's own few reckon them, erring high
+/// (a position told too far back only falls; a quarter more still told some 3 to 5 places
+/// too near the head, [`FleetNode::own_pace_ahead`]).
+fn and_a_half(n: u64) -> u64 {
+    n.saturating_add(n / 2)
+}
+
 impl<'m> FleetNode<'m> {
     /// Newcomers of other nodes who took their places before `arrival` and whom no picture
     /// showed yet ([S27]: a position that only goes down). The picture knows every place
@@ -64,8 +71,7 @@ impl<'m> FleetNode<'m> {
             return 0;
         }
         let fleet = self.fleet_of_own(fresh.arrived_between(since, arrival.saturating_add(1)));
-        fleet
-            .saturating_add(fleet / 2)
+        and_a_half(fleet)
             .saturating_sub(pic.per_interval(cfg))
             .saturating_sub(fresh.unshown_between(since, arrival))
     }
@@ -109,10 +115,7 @@ impl<'m> FleetNode<'m> {
         let free = self.hdr.pic.shows_free_places(cfg);
         let to = arrival.saturating_add(u64::from(free));
         let here = self.over_the_span(fresh.recent_between(from, to), from, arrival);
-        let fleet = self.fleet_of_own(here);
-        fleet
-            .saturating_add(fleet / 2)
-            .saturating_sub(fresh.unshown_between(from, arrival))
+        and_a_half(self.fleet_of_own(here)).saturating_sub(fresh.unshown_between(from, arrival))
     }
 
     /// `here`, this node's own newcomers from `from` to `arrival`, as many over the whole

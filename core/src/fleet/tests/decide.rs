@@ -14,7 +14,6 @@ fn the_band_comes_after_those_the_places_rightly_take() {
     // One free place (9 of 10 active): it rightly goes to the waiter of 100; the cursor's band
     // reaches 200.
     let picture = RoomPicture {
-        reported: 0,
         fleet_active: 9,
         queue_len: 3,
         cursor: 200,
@@ -23,16 +22,8 @@ fn the_band_comes_after_those_the_places_rightly_take() {
         nodes: 1,
         window_ms: 1000,
         free: 1,
-        expiring: 0,
-        leaving: 0,
-        held: 0,
-        ends: Vec::new(),
-        full: false,
-        pressure: 0,
-        spent: Vec::new(),
-        flood: Vec::new(),
         samples,
-        exact: false,
+        ..RoomPicture::default()
     };
     show(&mut n, &picture, 1000);
     // The band's client, early in the interval: its turn, but come back in a moment; no draw
@@ -65,7 +56,6 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     show(
         &mut n,
         &RoomPicture {
-            reported: 0,
             fleet_active: 8,
             queue_len: 3,
             cursor: 200,
@@ -74,14 +64,6 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
             nodes: 2,
             window_ms: 1000,
             free: 2,
-            expiring: 0,
-            leaving: 0,
-            held: 0,
-            ends: Vec::new(),
-            full: false,
-            pressure: 0,
-            spent: Vec::new(),
-            flood: Vec::new(),
             samples: vec![
                 Sample {
                     rank: 0,
@@ -99,7 +81,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
                     sid: 0,
                 },
             ],
-            exact: false,
+            ..RoomPicture::default()
         },
         1001,
     );
@@ -109,38 +91,23 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
     assert_eq!(n.visit(w(2, 200), 1100, &c), come_back(2, 3, 2));
     assert_eq!(n.take_draw(1100, &c).map(|a| a.want), Some(1));
     // One draw in flight at a time.
-    assert!(matches!(
-        n.visit(w(2, 200), 1150, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(2, 200), 1150, &c)));
     assert_eq!(n.take_draw(1150, &c), None);
     // Granted: the next one whose turn it is walks in.
     n.drawn(1, got(1));
     assert_eq!(n.visit(w(2, 200), 1200, &c), FleetVerdict::Admit);
     // Two were turned away since (at 1150 and now): two places asked for.
-    assert!(matches!(
-        n.visit(w(5, 150), 1210, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(5, 150), 1210, &c)));
     assert_eq!(n.take_draw(1210, &c).map(|a| a.want), Some(2));
     // The pool is empty: no more draws this interval.
     n.drawn(2, got(0));
-    assert!(matches!(
-        n.visit(w(5, 150), 1220, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(5, 150), 1220, &c)));
     assert_eq!(n.take_draw(1220, &c), None);
     // Except for a client older than any the pool was found empty for (150): its draw tells
     // the script, which keeps the pool's next place for it (the starved mark).
-    assert!(matches!(
-        n.visit(w(6, 180), 1230, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(6, 180), 1230, &c)));
     assert_eq!(n.take_draw(1230, &c), None);
-    assert!(matches!(
-        n.visit(w(7, 120), 1240, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(7, 120), 1240, &c)));
     assert_eq!(
         n.take_draw(1240, &c),
         Some(Ask {
@@ -149,10 +116,7 @@ fn unknown_until_the_first_picture_then_by_cursor_and_quota() {
         })
     );
     n.drawn(1, got(0));
-    assert!(matches!(
-        n.visit(w(7, 120), 1250, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(7, 120), 1250, &c)));
     assert_eq!(n.take_draw(1250, &c), None);
     // Younger than the cursor: waits, at its place in the fleet's line.
     assert!(matches!(
@@ -258,7 +222,6 @@ fn without_pictures_the_share_ages_and_the_cursor_moves_on() {
     show(
         &mut n,
         &RoomPicture {
-            cursor: 0,
             nodes: 2,
             expiring: 5,
             leaving: 32,
@@ -289,46 +252,26 @@ fn a_poll_whose_turn_it_is_weighs_the_share_as_much_as_the_whole_line() {
     show(
         &mut n,
         &RoomPicture {
-            reported: 0,
             fleet_active: 10,
             queue_len: 1000,
             cursor: 1000,
-            rightful: 0,
-            quota: 0,
             nodes: 2,
             window_ms: 1000,
-            free: 0,
-            expiring: 0,
-            leaving: 0,
-            held: 0,
-            ends: Vec::new(),
-            full: false,
-            pressure: 0,
-            spent: Vec::new(),
-            flood: Vec::new(),
             samples: vec![sample(0, 100), sample(9, 1000), sample(999, 100_000)],
-            exact: false,
+            ..RoomPicture::default()
         },
         1001,
     );
     // Its turn (no place here): 100 polls' weight; then a younger one: 1.
-    assert!(matches!(
-        n.visit(w(1, 500), 1100, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(1, 500), 1100, &c)));
     assert_eq!(n.take_report().polls, 100);
-    assert!(matches!(
-        n.visit(w(2, 5000), 1200, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(2, 5000), 1200, &c)));
     assert_eq!(n.take_report().polls, 1);
     // Nobody waits: every poll weighs 1.
     show(
         &mut n,
         &RoomPicture {
-            queue_len: 0,
             cursor: u64::MAX,
-            samples: vec![],
             quota: 5,
             ..RoomPicture::default()
         },

@@ -11,41 +11,23 @@ fn places_drawn_for_those_turned_away_are_theirs() {
     show(
         &mut n,
         &RoomPicture {
-            reported: 0,
-            fleet_active: 0,
-            queue_len: 0,
             cursor: u64::MAX,
             rightful: u64::MAX,
             quota: 1,
             nodes: 1,
             window_ms: 1000,
             free: 2,
-            expiring: 0,
-            leaving: 0,
-            held: 0,
-            ends: Vec::new(),
-            full: false,
-            pressure: 0,
-            spent: Vec::new(),
-            flood: Vec::new(),
-            samples: vec![],
-            exact: false,
+            ..RoomPicture::default()
         },
         1001,
     );
     assert_eq!(n.visit(w(1, 1010), 1010, &c), FleetVerdict::Admit);
     // The share is used up: B is turned away for a moment, and a place drawn for it.
-    assert!(matches!(
-        n.visit(w(2, 1020), 1020, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(2, 1020), 1020, &c)));
     assert_eq!(n.take_draw(1020, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(1));
     // C, who came after B, does not take B's place ...
-    assert!(matches!(
-        n.visit(w(3, 1030), 1030, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(3, 1030), 1030, &c)));
     // ... which B finds when it comes back.
     assert_eq!(n.visit(w(2, 1020), 1500, &c), FleetVerdict::Admit);
     // D, who came before B, is turned away: its request waits for the draw and claims
@@ -61,16 +43,10 @@ fn places_drawn_for_those_turned_away_are_theirs() {
     n.drawn(1, got(1));
     assert_eq!(n.claim(4, 1005, 1512, &c), FleetVerdict::Admit);
     // The pool had nothing for E (who came before D): it waits, by its place in the line.
-    assert!(matches!(
-        n.visit(w(5, 1002), 1520, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(5, 1002), 1520, &c)));
     assert_eq!(n.take_draw(1520, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(0));
-    assert!(matches!(
-        n.claim(5, 1002, 1522, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.claim(5, 1002, 1522, &c)));
     let admitted: Vec<u64> = n.take_report().admitted.iter().map(|e| e.sid).collect();
     assert_eq!(admitted, vec![1, 2, 4]);
 }
@@ -95,10 +71,7 @@ fn a_picture_that_cannot_know_the_held_client_keeps_the_hold() {
     n.next_sync(900, 1, &c);
     show(&mut n, &empty, 1001);
     // B finds no place here: turned away, a draw for it, the pool empty.
-    assert!(matches!(
-        n.visit(w(2, 1020), 1020, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(2, 1020), 1020, &c)));
     assert_eq!(n.take_draw(1020, &c).map(|a| a.want), Some(1));
     n.drawn(1, got(0));
     // The next picture answers a sync that left before B came (at 1010): still "nobody waits".
@@ -112,16 +85,10 @@ fn a_picture_that_cannot_know_the_held_client_keeps_the_hold() {
         1100,
     );
     // C, who came after B, waits behind it and sends no draw.
-    assert!(matches!(
-        n.visit(w(3, 1110), 1110, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(3, 1110), 1110, &c)));
     assert_eq!(n.take_draw(1110, &c), None);
     // B, back, is the one whose turn it is: the new picture is worth a draw for it.
-    assert!(matches!(
-        n.visit(w(2, 1020), 1120, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(2, 1020), 1120, &c)));
     assert_eq!(n.take_draw(1120, &c).map(|a| a.oldest), Some(1020));
     n.drawn(1, got(0));
     // A picture answering a sync sent after B and C came, showing nobody (they left): no hold.
@@ -134,9 +101,6 @@ fn a_picture_that_cannot_know_the_held_client_keeps_the_hold() {
         },
         1300,
     );
-    assert!(matches!(
-        n.visit(w(4, 1310), 1310, &c),
-        FleetVerdict::Wait { .. }
-    ));
+    assert!(waits(n.visit(w(4, 1310), 1310, &c)));
     assert_eq!(n.take_draw(1310, &c).map(|a| a.oldest), Some(1310));
 }

@@ -16,7 +16,6 @@ fn a_turn_at_the_tick_waits_for_the_next_picture() {
         fleet_active: 10,
         queue_len: 8,
         cursor: 400,
-        quota: 0,
         nodes: 1,
         window_ms: 1000,
         samples: line_of(8),

@@ -115,7 +115,6 @@ fn every_waiter_of_a_whole_line_is_told_its_own_place() {
     let picture = RoomPicture {
         fleet_active: 10,
         queue_len: 500,
-        cursor: 0,
         nodes: 3,
         window_ms: 1000,
         samples: line.clone(),
